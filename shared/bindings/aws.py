@@ -1,0 +1,55 @@
+"""boto3 clients for S3-compatible and SQS-compatible endpoints, built once per env."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import TypeVar
+
+import boto3
+from botocore.config import Config as BotoConfig
+from botocore.exceptions import ConnectionClosedError, EndpointConnectionError, ReadTimeoutError
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
+
+from ..errors import BindingError
+
+T = TypeVar("T")
+
+# Transport hiccups are retried; service answers (NoSuchKey, AccessDenied...) are not.
+TRANSIENT = (EndpointConnectionError, ConnectionClosedError, ReadTimeoutError)
+
+
+def client(service: str, *, endpoint: str, region: str, access_key_id: str, secret_access_key: str):
+    if not endpoint:
+        raise BindingError(
+            f"no {service} endpoint configured: set services.{service}.endpoint "
+            f"(or EDGEINDEX_{service.upper()}_ENDPOINT), or run `edgeindex dev` for the embedded one"
+        )
+    return boto3.client(
+        service,
+        endpoint_url=endpoint,
+        region_name=region,
+        aws_access_key_id=access_key_id,
+        aws_secret_access_key=secret_access_key,
+        config=BotoConfig(
+            signature_version="s3v4" if service == "s3" else None,
+            s3={"addressing_style": "path"} if service == "s3" else None,
+            retries={"max_attempts": 1, "mode": "standard"},  # tenacity owns retries
+            max_pool_connections=32,
+            connect_timeout=5,
+            read_timeout=30,
+        ),
+    )
+
+
+async def call(fn: Callable[..., T], /, *args, **kwargs) -> T:
+    """Run a blocking boto3 call in a thread, retrying transport failures with backoff."""
+    async for attempt in AsyncRetrying(
+        retry=retry_if_exception_type(TRANSIENT),
+        stop=stop_after_attempt(4),
+        wait=wait_exponential(multiplier=0.2, max=2),
+        reraise=True,
+    ):
+        with attempt:
+            return await asyncio.to_thread(fn, *args, **kwargs)
+    raise AssertionError("unreachable")

@@ -1,0 +1,172 @@
+"""Database binding (Hyperdrive-like): a psycopg 3 async pool with pgvector registered.
+
+Migrations are versioned ``NNNN_name.sql`` files under ``infra/migrations``,
+applied in order under an advisory lock so concurrent workers starting together
+do not race; applying them again does nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import AsyncIterator
+
+import psycopg
+from pgvector.psycopg import register_vector_async
+from psycopg.rows import dict_row
+from psycopg_pool import AsyncConnectionPool
+
+from ..errors import BindingError, ModelMismatchError
+
+log = logging.getLogger(__name__)
+
+MIGRATION_LOCK = 7_420_001  # advisory lock id shared by every edgeindex process
+_FILE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    path: Path
+
+    def render(self, dimension: int) -> str:
+        return self.path.read_text(encoding="utf-8").replace("{{dimension}}", str(int(dimension)))
+
+    def checksum(self) -> str:
+        return hashlib.sha256(self.path.read_bytes()).hexdigest()
+
+
+def discover(folder: Path) -> list[Migration]:
+    found = []
+    for path in sorted(folder.glob("*.sql")):
+        match = _FILE.match(path.name)
+        if not match:
+            raise BindingError(f"{path}: migration files must be named NNNN_name.sql")
+        found.append(Migration(int(match.group(1)), match.group(2), path))
+    versions = [m.version for m in found]
+    if len(set(versions)) != len(versions):
+        raise BindingError(f"{folder}: two migrations share a version number")
+    return found
+
+
+async def _configure(conn: psycopg.AsyncConnection) -> None:
+    try:
+        await register_vector_async(conn)
+    except psycopg.ProgrammingError:
+        pass  # before the first migration the vector type does not exist yet
+    # Custom plans keep "filter first" effective: a generic plan would not see
+    # which optional filters are NULL for this query.
+    await conn.execute("SET plan_cache_mode = force_custom_plan")
+    await conn.execute("SET hnsw.iterative_scan = relaxed_order")
+    await conn.commit()
+
+
+class Database:
+    """Owns an AsyncConnectionPool (or borrows one it will not close)."""
+
+    def __init__(self, dsn: str, *, min_size: int = 1, max_size: int = 10, name: str = "DB",
+                 pool: AsyncConnectionPool | None = None) -> None:
+        if not dsn and pool is None:
+            raise BindingError("no database configured: set services.database.dsn (or EDGEINDEX_DATABASE_URL), "
+                               "or run `edgeindex dev` for the embedded one")
+        self.dsn = dsn
+        self.name = name
+        self._owns_pool = pool is None
+        self.pool = pool or AsyncConnectionPool(dsn, min_size=min_size, max_size=max_size, open=False,
+                                                configure=_configure, kwargs={"row_factory": dict_row})
+
+    async def open(self) -> None:
+        try:
+            await self.pool.open(wait=True, timeout=30)
+        except Exception as exc:
+            raise BindingError(f"cannot connect to the database: {exc}") from exc
+
+    async def close(self) -> None:
+        if self._owns_pool:
+            await self.pool.close()
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[psycopg.AsyncConnection]:
+        async with self.pool.connection() as conn:
+            yield conn
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[psycopg.AsyncConnection]:
+        async with self.pool.connection() as conn:
+            async with conn.transaction():
+                yield conn
+
+    async def fetch(self, sql: str, params: dict | tuple | None = None) -> list[dict]:
+        async with self.connection() as conn:
+            cur = await conn.execute(sql, params)
+            return await cur.fetchall()
+
+    async def fetchone(self, sql: str, params: dict | tuple | None = None) -> dict | None:
+        async with self.connection() as conn:
+            cur = await conn.execute(sql, params)
+            return await cur.fetchone()
+
+    async def execute(self, sql: str, params: dict | tuple | None = None) -> int:
+        async with self.connection() as conn:
+            cur = await conn.execute(sql, params)
+            return cur.rowcount
+
+    async def migrate(self, folder: Path, *, model_id: str, dimension: int) -> list[int]:
+        """Apply pending migrations and pin the embedding model; returns the versions applied."""
+        migrations = discover(folder)
+        applied: list[int] = []
+        # A dedicated connection: the pool's configure step may have run before
+        # the vector extension existed.
+        async with await psycopg.AsyncConnection.connect(self.dsn or self.pool.conninfo, autocommit=True,
+                                                         row_factory=dict_row) as conn:
+            await conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))
+            try:
+                await conn.execute("""CREATE TABLE IF NOT EXISTS schema_migrations (
+                    version integer PRIMARY KEY, name text NOT NULL, checksum text NOT NULL,
+                    applied_at timestamptz NOT NULL DEFAULT now())""")
+                cur = await conn.execute("SELECT version, checksum FROM schema_migrations")
+                done = {row["version"]: row["checksum"] for row in await cur.fetchall()}
+                await _check_model(conn, model_id, dimension, schema_exists=bool(done))
+                for migration in migrations:
+                    if migration.version in done:
+                        if done[migration.version] != migration.checksum():
+                            log.warning("migration %04d_%s changed after it was applied", migration.version,
+                                        migration.name)
+                        continue
+                    async with conn.transaction():
+                        await conn.execute(migration.render(dimension))
+                        await conn.execute(
+                            "INSERT INTO schema_migrations (version, name, checksum) VALUES (%s, %s, %s)",
+                            (migration.version, migration.name, migration.checksum()))
+                    applied.append(migration.version)
+                    log.info("applied migration %04d_%s", migration.version, migration.name)
+                await conn.execute(
+                    "INSERT INTO embedding_model (model_id, dimension) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                    (model_id, dimension))
+                await _check_model(conn, model_id, dimension, schema_exists=True)
+            finally:
+                await conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
+        return applied
+
+    def describe(self) -> dict:
+        return {"type": "hyperdrive", "pool_max": self.pool.max_size}
+
+
+async def _check_model(conn: psycopg.AsyncConnection, model_id: str, dimension: int, *, schema_exists: bool) -> None:
+    if not schema_exists:
+        return
+    cur = await conn.execute("SELECT to_regclass('embedding_model') AS t")
+    if (await cur.fetchone())["t"] is None:
+        return
+    cur = await conn.execute("SELECT model_id, dimension FROM embedding_model")
+    row = await cur.fetchone()
+    if row and (row["model_id"] != model_id or row["dimension"] != dimension):
+        raise ModelMismatchError(
+            f"the database holds vectors from model {row['model_id']!r} (dimension {row['dimension']}) "
+            f"but the configured model is {model_id!r} (dimension {dimension}); "
+            "vectors are never mixed: use a new database or re-index with the original model")

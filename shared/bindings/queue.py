@@ -1,0 +1,224 @@
+"""Queue binding over the SQS protocol (moto server, ElasticMQ, SQS).
+
+Producers send JSON bodies. The consumer mirrors Cloudflare Queues: it collects
+up to ``max_batch_size`` messages or waits ``max_batch_timeout``, hands the
+batch to the worker's ``queue(batch, env, ctx)`` handler, and settles each
+message: ``ack()`` deletes it, ``retry()`` makes it visible again after an
+exponential backoff, and a message that has used up ``max_retries`` goes to the
+dead-letter queue with the last error attached. A handler that returns without
+settling a message acks it; one that raises retries every unsettled message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ..config import QueueConsumer
+from . import aws
+
+log = logging.getLogger(__name__)
+
+
+class Queue(Protocol):
+    name: str
+
+    async def send(self, body: Any, *, delay_seconds: int = 0) -> str: ...
+    async def send_batch(self, bodies: list[Any]) -> None: ...
+
+
+class SQSQueue:
+    """A producer binding: ``await env.INGEST_QUEUE.send({...})``."""
+
+    def __init__(self, client, name: str) -> None:
+        self._sqs = client
+        self.name = name
+        self._url: str | None = None
+
+    async def url(self) -> str:
+        if self._url is None:
+            out = await aws.call(self._sqs.get_queue_url, QueueName=self.name)
+            self._url = out["QueueUrl"]
+        return self._url
+
+    async def send(self, body: Any, *, delay_seconds: int = 0, attributes: dict[str, str] | None = None) -> str:
+        kwargs: dict[str, Any] = {"QueueUrl": await self.url(), "MessageBody": json.dumps(body),
+                                  "DelaySeconds": int(delay_seconds)}
+        if attributes:
+            kwargs["MessageAttributes"] = {k: {"DataType": "String", "StringValue": v} for k, v in attributes.items()}
+        out = await aws.call(self._sqs.send_message, **kwargs)
+        return out["MessageId"]
+
+    async def send_batch(self, bodies: list[Any]) -> None:
+        url = await self.url()
+        for start in range(0, len(bodies), 10):
+            entries = [{"Id": str(i), "MessageBody": json.dumps(b)} for i, b in enumerate(bodies[start:start + 10])]
+            out = await aws.call(self._sqs.send_message_batch, QueueUrl=url, Entries=entries)
+            if out.get("Failed"):
+                raise RuntimeError(f"queue {self.name}: {len(out['Failed'])} message(s) not sent: {out['Failed'][0]}")
+
+    async def receive(self, *, max_messages: int, wait_seconds: int, visibility_timeout: int) -> list[dict]:
+        out = await aws.call(
+            self._sqs.receive_message, QueueUrl=await self.url(), MaxNumberOfMessages=min(10, max_messages),
+            WaitTimeSeconds=wait_seconds, VisibilityTimeout=visibility_timeout,
+            MessageSystemAttributeNames=["ApproximateReceiveCount", "SentTimestamp"],
+            MessageAttributeNames=["All"])
+        return out.get("Messages", [])
+
+    async def delete(self, receipt_handle: str) -> None:
+        await aws.call(self._sqs.delete_message, QueueUrl=await self.url(), ReceiptHandle=receipt_handle)
+
+    async def set_visibility(self, receipt_handle: str, seconds: int) -> None:
+        await aws.call(self._sqs.change_message_visibility, QueueUrl=await self.url(),
+                       ReceiptHandle=receipt_handle, VisibilityTimeout=int(seconds))
+
+    async def depth(self) -> dict[str, int]:
+        out = await aws.call(self._sqs.get_queue_attributes, QueueUrl=await self.url(),
+                             AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"])
+        attrs = out["Attributes"]
+        return {"visible": int(attrs.get("ApproximateNumberOfMessages", 0)),
+                "in_flight": int(attrs.get("ApproximateNumberOfMessagesNotVisible", 0))}
+
+    def describe(self) -> dict:
+        return {"type": "queue_producer", "queue": self.name, "endpoint": self._sqs.meta.endpoint_url}
+
+
+@dataclass
+class Message:
+    """One delivered message; ``attempts`` counts deliveries, starting at 1."""
+
+    id: str
+    body: Any
+    attempts: int
+    timestamp: float
+    receipt_handle: str
+    outcome: str | None = None  # "ack" | "retry"
+    retry_delay: float | None = None
+    error: str | None = None
+
+    def ack(self) -> None:
+        self.outcome = "ack"
+
+    def retry(self, *, delay_seconds: float | None = None, error: str | None = None) -> None:
+        self.outcome = "retry"
+        self.retry_delay = delay_seconds
+        self.error = error
+
+
+@dataclass
+class MessageBatch:
+    queue: str
+    messages: list[Message] = field(default_factory=list)
+
+    def ack_all(self) -> None:
+        for message in self.messages:
+            if message.outcome is None:
+                message.ack()
+
+    def retry_all(self, *, error: str | None = None) -> None:
+        for message in self.messages:
+            if message.outcome is None:
+                message.retry(error=error)
+
+
+def backoff(attempt: int, base: float, cap: float = 900.0) -> int:
+    """Delay before delivery ``attempt + 1``: base, 2·base, 4·base… capped (SQS allows 12 h)."""
+    return int(min(cap, base * (2 ** max(0, attempt - 1))))
+
+
+Handler = Callable[[MessageBatch], Awaitable[None]]
+
+
+class Consumer:
+    """Pulls batches from one queue and settles them after the handler ran."""
+
+    def __init__(self, queue: SQSQueue, settings: QueueConsumer, *, dead_letter: SQSQueue | None,
+                 poll_wait_seconds: int = 1) -> None:
+        self.queue = queue
+        self.settings = settings
+        self.dead_letter = dead_letter
+        self.poll_wait_seconds = poll_wait_seconds
+        self.batches = 0
+
+    async def next_batch(self) -> MessageBatch:
+        """Up to max_batch_size messages, waiting at most max_batch_timeout once the first arrived."""
+        batch = MessageBatch(queue=self.queue.name)
+        deadline: float | None = None
+        while len(batch.messages) < self.settings.max_batch_size:
+            remaining = self.settings.max_batch_size - len(batch.messages)
+            wait = self.poll_wait_seconds if deadline is None else 0
+            raw = await self.queue.receive(max_messages=remaining, wait_seconds=wait,
+                                           visibility_timeout=self.settings.visibility_timeout)
+            for item in raw:
+                batch.messages.append(_message(item))
+            if batch.messages and deadline is None:
+                deadline = time.monotonic() + self.settings.max_batch_timeout
+            if deadline is None:
+                return batch  # idle: let the caller check for shutdown
+            if time.monotonic() >= deadline:
+                break
+            if not raw:
+                await asyncio.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
+        return batch
+
+    async def settle(self, batch: MessageBatch) -> None:
+        for message in batch.messages:
+            if message.outcome == "ack":
+                await self.queue.delete(message.receipt_handle)
+            elif message.attempts > self.settings.max_retries:
+                await self._dead_letter(message)
+            else:
+                delay = message.retry_delay
+                if delay is None:
+                    delay = backoff(message.attempts, self.settings.retry_delay)
+                await self.queue.set_visibility(message.receipt_handle, int(delay))
+
+    async def _dead_letter(self, message: Message) -> None:
+        if self.dead_letter is not None:
+            await self.dead_letter.send(message.body, attributes={
+                "error": (message.error or "retries exhausted")[:1000],
+                "attempts": str(message.attempts), "source_queue": self.queue.name})
+            log.warning("queue %s: message %s moved to %s after %d attempts: %s", self.queue.name, message.id,
+                        self.dead_letter.name, message.attempts, message.error)
+        else:
+            log.error("queue %s: message %s dropped after %d attempts (no dead_letter_queue): %s",
+                      self.queue.name, message.id, message.attempts, message.error)
+        await self.queue.delete(message.receipt_handle)
+
+    async def run_once(self, handler: Handler) -> MessageBatch:
+        batch = await self.next_batch()
+        if not batch.messages:
+            return batch
+        try:
+            await handler(batch)
+        except Exception as exc:  # the handler's failure retries what it did not settle
+            log.exception("queue %s: handler failed", self.queue.name)
+            batch.retry_all(error=f"{type(exc).__name__}: {exc}")
+        else:
+            batch.ack_all()
+        await self.settle(batch)
+        self.batches += 1
+        return batch
+
+    async def run(self, handler: Handler, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            try:
+                await self.run_once(handler)
+            except Exception:
+                log.exception("queue %s: consumer loop error; retrying in 1s", self.queue.name)
+                await asyncio.sleep(1)
+
+
+def _message(item: dict) -> Message:
+    attrs = item.get("Attributes", {})
+    try:
+        body = json.loads(item["Body"])
+    except (json.JSONDecodeError, TypeError):
+        body = item["Body"]
+    return Message(id=item["MessageId"], body=body, attempts=int(attrs.get("ApproximateReceiveCount", 1)),
+                   timestamp=int(attrs.get("SentTimestamp", 0)) / 1000, receipt_handle=item["ReceiptHandle"])

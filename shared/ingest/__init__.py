@@ -1,0 +1,1 @@
+"""Document ingestion: extraction, chunking, hash-diff, embedding, summaries, the durable workflow."""

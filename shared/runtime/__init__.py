@@ -1,0 +1,1 @@
+"""The Workers-like runtime: serving workers, the local stack, provisioning."""

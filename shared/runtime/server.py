@@ -1,0 +1,127 @@
+"""Run one worker: its HTTP ``fetch`` on its port and its queue consumers.
+
+``edgeindex worker search`` runs this in its own process, which is how
+production deploys each worker; ``edgeindex dev`` starts one per worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import importlib.util
+import logging
+import os
+import signal
+import time
+from pathlib import Path
+from types import ModuleType
+
+from aiohttp import web
+
+from ..bindings.queue import Consumer, SQSQueue
+from ..config import Config
+from ..env import Env, ExecutionContext, open_env, sqs_client
+from ..errors import ConfigError
+from .router import json_response
+
+log = logging.getLogger(__name__)
+ENV_KEY = web.AppKey("env", Env)
+
+
+def load_module(config: Config, name: str) -> ModuleType:
+    """The worker's entry module named by ``main`` (``workers/x.py`` is ``edgeindex.workers.x``)."""
+    main = Path(config.worker(name).main)
+    if main.parts[0] == "workers" and len(main.parts) == 2:
+        return importlib.import_module(f"edgeindex.workers.{main.stem}")
+    path = main if main.is_absolute() else config.root / main
+    spec = importlib.util.spec_from_file_location(f"edgeindex_worker_{name}", path)
+    if spec is None or not path.exists():
+        raise ConfigError(f"entry module {main} not found", file=str(config.path), key=f"workers.{name}.main")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+def _check_handlers(config: Config, name: str, module: ModuleType) -> None:
+    worker = config.worker(name)
+    if not callable(getattr(module, "fetch", None)):
+        raise ConfigError("entry module has no fetch(request, env, ctx)", file=str(config.path),
+                          key=f"workers.{name}.main")
+    if worker.queues.consumers and not callable(getattr(module, "queue", None)):
+        raise ConfigError("worker consumes a queue but its entry module has no queue(batch, env, ctx)",
+                          file=str(config.path), key=f"workers.{name}.queues.consumers")
+
+
+def build_app(module: ModuleType, env: Env, ctx: ExecutionContext, *, consumers: list[Consumer]) -> web.Application:
+    max_body = int(env.worker.vars.get("MAX_UPLOAD_BYTES", 1_048_576)) + 65_536
+    app = web.Application(client_max_size=max_body)
+    app[ENV_KEY] = env
+    started = time.time()
+
+    async def health(request: web.Request) -> web.Response:
+        router = getattr(module, "router", None)
+        return json_response({
+            "worker": env.worker_name,
+            "status": "ok",
+            "uptime_seconds": round(time.time() - started, 1),
+            "bindings": env.describe(),
+            "vars": sorted(env.worker.vars),
+            "consumers": [{"queue": c.queue.name, "batches": c.batches} for c in consumers],
+            "routes": router.paths() if router else [],
+        })
+
+    async def dispatch(request: web.Request) -> web.StreamResponse:
+        return await module.fetch(request, env, ctx)
+
+    app.router.add_get("/health", health)
+    app.router.add_route("*", "/{tail:.*}", dispatch)
+    return app
+
+
+async def serve(config: Config, name: str, *, stop: asyncio.Event | None = None,
+                host: str | None = None) -> None:
+    """Serve until ``stop`` is set (or SIGINT/SIGTERM when none is given)."""
+    module = load_module(config, name)
+    _check_handlers(config, name, module)
+    worker = config.worker(name)
+    host = host or os.environ.get("EDGEINDEX_HOST", "127.0.0.1")
+    if stop is None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+
+    async with open_env(config, name) as env:
+        ctx = ExecutionContext()
+        if startup := getattr(module, "startup", None):
+            await startup(env)
+        consumers: list[Consumer] = []
+        if worker.queues.consumers:
+            sqs = sqs_client(config)
+            for settings in worker.queues.consumers:
+                dlq = SQSQueue(sqs, settings.dead_letter_queue) if settings.dead_letter_queue else None
+                consumers.append(Consumer(SQSQueue(sqs, settings.queue), settings, dead_letter=dlq,
+                                          poll_wait_seconds=config.services.sqs.poll_wait_seconds))
+        app = build_app(module, env, ctx, consumers=consumers)
+        runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        await runner.setup()
+        site = web.TCPSite(runner, host, worker.port, reuse_address=True)
+        await site.start()
+        log.info("worker %s listening on http://%s:%d", name, host, worker.port)
+        print(f"edgeindex: worker {name} ready on http://{host}:{worker.port}", flush=True)
+
+        async def handle(batch):
+            await module.queue(batch, env, ctx)
+
+        tasks = [asyncio.create_task(c.run(handle, stop), name=f"consumer:{c.queue.name}") for c in consumers]
+        try:
+            await stop.wait()
+        finally:
+            # Finish the batch in hand (a message left unsettled is redelivered anyway).
+            for task in tasks:
+                try:
+                    await asyncio.wait_for(task, timeout=30)
+                except (asyncio.TimeoutError, asyncio.CancelledError):
+                    task.cancel()
+            await ctx.drain()
+            await runner.cleanup()

@@ -1,0 +1,1 @@
+"""Agent search: request validation, filtered hybrid retrieval in Postgres, fusion, caches."""

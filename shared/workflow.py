@@ -1,0 +1,154 @@
+"""A small durable step engine (Cloudflare Workflows-like) checkpointed in Postgres.
+
+A workflow is a class with ``async def run(self, event, step)``. Inside it,
+``await step.do("name", fn)`` runs ``fn`` once: its JSON-serializable result is
+stored under (run id, step name) and a later run of the same id returns the
+stored result instead of running ``fn`` again. A run killed anywhere therefore
+resumes from the last completed step when its message is redelivered.
+
+Retries live here, not in steps: each step has a RetryPolicy applied with
+tenacity. Errors that say retrying cannot help (``IngestError``) fail at once.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from psycopg.types.json import Jsonb
+from tenacity import AsyncRetrying, RetryError, retry_if_not_exception_type, stop_after_attempt, wait_exponential
+
+from . import sqlfiles
+from .bindings.database import Database
+from .errors import Conflict, EdgeIndexError, IngestError, StepFailed
+
+log = logging.getLogger(__name__)
+SQL = sqlfiles.load("workflow.sql")
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    limit: int = 3          # attempts in all, first included
+    delay: float = 0.5      # seconds before the second attempt
+    backoff: float = 2.0    # multiplier per further attempt
+    max_delay: float = 10.0
+
+
+@dataclass(frozen=True)
+class RunStatus:
+    id: str
+    status: str             # running | complete | errored
+    current_step: str | None
+    error: str | None
+    output: Any = None
+    steps: tuple[str, ...] = ()
+
+
+class Step:
+    """Handed to ``Workflow.run``; records and replays step results."""
+
+    def __init__(self, db: Database, run_id: str, completed: dict[str, Any]) -> None:
+        self.db = db
+        self.run_id = run_id
+        self.completed = completed
+        self.executed: list[str] = []  # steps that really ran in this invocation
+        self._seq = len(completed)
+
+    async def do(self, name: str, fn: Callable[[], Awaitable[Any]], *, retries: RetryPolicy | None = None) -> Any:
+        if name in self.completed:
+            return self.completed[name]
+        policy = retries or RetryPolicy()
+        await self.db.execute(SQL["set_current_step"], {"id": self.run_id, "step": name})
+        errors: list[BaseException] = []
+        attempts = 0
+        started = time.perf_counter()
+        try:
+            async for attempt in AsyncRetrying(
+                stop=stop_after_attempt(policy.limit),
+                wait=wait_exponential(multiplier=policy.delay, exp_base=policy.backoff, max=policy.max_delay),
+                retry=retry_if_not_exception_type((IngestError, Conflict)),
+                reraise=False,
+            ):
+                with attempt:
+                    attempts += 1
+                    try:
+                        result = await fn()
+                    except Exception as exc:
+                        errors.append(exc)
+                        raise
+        except RetryError:
+            raise StepFailed(name, errors) from errors[-1]
+        # The output must survive a JSON round trip: replay hands back exactly that.
+        stored = json.loads(json.dumps(result))
+        self._seq += 1
+        await self.db.execute(SQL["record_step"], {"run": self.run_id, "name": name, "seq": self._seq,
+                                                   "output": Jsonb(stored), "attempts": attempts})
+        self.completed[name] = stored
+        self.executed.append(name)
+        log.debug("run %s step %s done in %.1f ms (%d attempt(s))", self.run_id, name,
+                  (time.perf_counter() - started) * 1000, attempts)
+        return stored
+
+
+class Workflow:
+    """Subclass and implement ``run``. ``env`` holds the worker's bindings."""
+
+    def __init__(self, env: Any) -> None:
+        self.env = env
+
+    async def run(self, event: dict, step: Step) -> Any:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+class WorkflowBinding:
+    """``env.INGEST_WORKFLOW``: ``await create(id=..., params=...)`` runs (or resumes) a run here."""
+
+    def __init__(self, db: Database, workflow_cls: type[Workflow], *, name: str, env: Any = None) -> None:
+        self.db = db
+        self.workflow_cls = workflow_cls
+        self.name = name
+        self.env = env
+        self.last_step: Step | None = None  # for tests and telemetry
+
+    async def create(self, *, id: str, params: dict) -> RunStatus:
+        async with self.db.connection() as lock_conn:
+            # One runner per run id at a time, across processes (a message whose
+            # visibility timeout lapsed may be delivered twice).
+            cur = await lock_conn.execute(SQL["try_lock"], {"id": id})
+            if not (await cur.fetchone())["locked"]:
+                raise Conflict(f"workflow run {id} is already running elsewhere")
+            try:
+                return await self._run(id, params)
+            finally:
+                await lock_conn.execute(SQL["unlock"], {"id": id})
+
+    async def _run(self, id: str, params: dict) -> RunStatus:
+        row = await self.db.fetchone(SQL["start_run"], {"id": id, "workflow": self.name, "params": Jsonb(params)})
+        if row["status"] == "complete":
+            return await self.get(id)
+        completed = {r["name"]: r["output"] for r in await self.db.fetch(SQL["completed_steps"], {"run": id})}
+        step = Step(self.db, id, completed)
+        self.last_step = step
+        try:
+            output = await self.workflow_cls(self.env).run(params, step)
+        except Exception as exc:
+            message = exc.message if isinstance(exc, EdgeIndexError) else f"{type(exc).__name__}: {exc}"
+            await self.db.execute(SQL["finish_run"], {"id": id, "status": "errored", "error": message})
+            raise
+        await self.db.execute(SQL["finish_run"], {"id": id, "status": "complete", "error": None})
+        return RunStatus(id, "complete", None, None, output, tuple(completed))
+
+    async def get(self, id: str) -> RunStatus | None:
+        row = await self.db.fetchone(SQL["get_run"], {"id": id})
+        if row is None:
+            return None
+        steps = [r["name"] for r in await self.db.fetch(SQL["completed_steps"], {"run": id})]
+        return RunStatus(id, row["status"], row["current_step"], row["error"], None, tuple(steps))
+
+    def describe(self) -> dict:
+        return {"type": "workflow", "name": self.name,
+                "class_name": f"{self.workflow_cls.__module__}.{self.workflow_cls.__qualname__}"}

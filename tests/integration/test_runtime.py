@@ -1,0 +1,58 @@
+"""The local stack: every worker answers /health on its own port with its bindings."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import urllib.request
+
+import pytest
+
+from edgeindex.bindings.database import Database, discover
+from edgeindex.errors import ModelMismatchError
+
+from ..conftest import ROOT, Client
+
+
+@pytest.mark.parametrize("name,expected", [
+    ("upload", {"BUCKET", "DB", "KV", "INGEST_QUEUE"}),
+    ("ingest", {"BUCKET", "DB", "KV", "AI", "INGEST_WORKFLOW"}),
+    ("search", {"DB", "KV", "AI", "SEMANTIC_CACHE"}),
+])
+def test_health_lists_bindings(stack, name, expected):
+    status, body = Client(stack.url(name)).get("/health")
+    assert status == 200
+    assert body["worker"] == name
+    assert set(body["bindings"]) == expected
+    if "AI" in expected:
+        assert body["bindings"]["AI"]["model_id"] == "sentence-transformers/all-MiniLM-L6-v2"
+        assert body["bindings"]["AI"]["dimension"] == 384
+
+
+def test_unknown_route_is_json_404(stack):
+    status, body = Client(stack.url("search")).get("/nope")
+    assert status == 404 and body["error"] == "not_found"
+
+
+async def test_migrations_are_idempotent(stack, db):
+    folder = ROOT / "infra" / "migrations"
+    applied = await db.migrate(folder, model_id="sentence-transformers/all-MiniLM-L6-v2", dimension=384)
+    assert applied == []
+    rows = await db.fetch("SELECT version FROM schema_migrations ORDER BY version")
+    assert [r["version"] for r in rows] == [m.version for m in discover(folder)]
+    exts = {r["extname"] for r in await db.fetch("SELECT extname FROM pg_extension")}
+    assert {"vector", "pg_trgm"} <= exts
+
+
+async def test_concurrent_migrations_do_not_race(stack):
+    folder = ROOT / "infra" / "migrations"
+    dbs = [Database(stack.dsn) for _ in range(3)]
+    results = await asyncio.gather(*(d.migrate(folder, model_id="sentence-transformers/all-MiniLM-L6-v2",
+                                                dimension=384) for d in dbs))
+    assert results == [[], [], []]
+
+
+async def test_model_mismatch_is_refused(stack, db):
+    with pytest.raises(ModelMismatchError) as err:
+        await db.migrate(ROOT / "infra" / "migrations", model_id="text-embedding-3-small", dimension=1536)
+    assert "all-MiniLM-L6-v2" in err.value.message and "1536" in err.value.message

@@ -1,0 +1,117 @@
+"""wrangler.toml checking: every mistake names the file, the key and what was expected."""
+
+from pathlib import Path
+
+import pytest
+
+from edgeindex import config as cfg
+from edgeindex.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def load_with(tmp_path, text: str, environ=None):
+    path = tmp_path / "wrangler.toml"
+    path.write_text(text)
+    return cfg.load(path, environ=environ or {})
+
+
+BASE = """
+name = "t"
+[workers.search]
+main = "workers/search.py"
+port = 9001
+"""
+
+
+def test_project_file_is_valid():
+    config = cfg.load(ROOT / "wrangler.toml", environ={})
+    assert set(config.workers) == {"upload", "ingest", "search"}
+    ingest = config.workers["ingest"]
+    assert ingest.queues.consumers[0].dead_letter_queue == "edgeindex-ingest-dlq"
+    assert config.queue_names() == ["edgeindex-ingest", "edgeindex-ingest-dlq"]
+
+
+def test_unknown_binding_type_is_named(tmp_path):
+    with pytest.raises(ConfigError) as err:
+        load_with(tmp_path, BASE + 'd1_databases = [{ binding = "D1" }]\n')
+    assert "wrangler.toml" in err.value.message
+    assert err.value.key == "workers.search.d1_databases"
+    assert "unknown key" in err.value.message
+
+
+def test_missing_field_is_named(tmp_path):
+    with pytest.raises(ConfigError) as err:
+        load_with(tmp_path, BASE + 'r2_buckets = [{ binding = "BUCKET" }]\n')
+    assert err.value.key == "workers.search.r2_buckets.0.bucket_name"
+    assert "missing" in err.value.message
+
+
+def test_bad_value_is_named(tmp_path):
+    with pytest.raises(ConfigError) as err:
+        load_with(tmp_path, BASE.replace("9001", '"not-a-port"'))
+    assert err.value.key == "workers.search.port"
+    assert "not-a-port" in err.value.message
+
+
+def test_bad_batch_size(tmp_path):
+    text = BASE + '[[workers.search.queues.consumers]]\nqueue = "q1"\nmax_batch_size = 1000\n'
+    with pytest.raises(ConfigError) as err:
+        load_with(tmp_path, text)
+    assert err.value.key == "workers.search.queues.consumers.0.max_batch_size"
+
+
+def test_lowercase_binding_name_rejected(tmp_path):
+    with pytest.raises(ConfigError) as err:
+        load_with(tmp_path, BASE + 'kv_namespaces = [{ binding = "kv", id = "cache" }]\n')
+    assert err.value.key == "workers.search.kv_namespaces.0.binding"
+
+
+def test_duplicate_ports_rejected(tmp_path):
+    text = BASE + '[workers.upload]\nmain = "workers/upload.py"\nport = 9001\n'
+    with pytest.raises(ConfigError) as err:
+        load_with(tmp_path, text)
+    assert "9001" in err.value.message
+
+
+def test_invalid_toml(tmp_path):
+    with pytest.raises(ConfigError) as err:
+        load_with(tmp_path, "name = ")
+    assert "not valid TOML" in err.value.message
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(ConfigError) as err:
+        cfg.load(tmp_path / "nope.toml")
+    assert "file not found" in err.value.message
+
+
+def test_environment_overrides(tmp_path):
+    config = load_with(tmp_path, BASE + 'vars = { MAX_K = 100 }\n', environ={
+        "EDGEINDEX_S3_ENDPOINT": "http://minio:9000", "EDGEINDEX_DATABASE_URL": "postgresql://db/x",
+        "EDGEINDEX_SEARCH_PORT": "9100", "EDGEINDEX_VAR_MAX_K": "50"})
+    assert config.services.s3.endpoint == "http://minio:9000"
+    assert config.services.database.dsn == "postgresql://db/x"
+    assert config.workers["search"].port == 9100
+    assert config.workers["search"].vars["MAX_K"] == "50"
+
+
+def test_bad_override_is_named(tmp_path):
+    with pytest.raises(ConfigError) as err:
+        load_with(tmp_path, BASE, environ={"EDGEINDEX_SEARCH_PORT": "99999"})
+    assert err.value.key == "workers.search.port"
+
+
+def test_remote_ai_needs_url(tmp_path):
+    with pytest.raises(ConfigError) as err:
+        load_with(tmp_path, BASE + "", environ={"EDGEINDEX_AI_PROVIDER": "openai"})
+    assert err.value.key.startswith("services.ai")
+    assert "base_url" in err.value.message
+
+
+def test_notification_must_name_known_queue(tmp_path):
+    text = BASE + 'r2_buckets = [{ binding = "B", bucket_name = "docs" }]\n' \
+        '[[event_notifications]]\nbucket = "docs"\nqueue = "nowhere"\n'
+    with pytest.raises(ConfigError) as err:
+        load_with(tmp_path, text)
+    assert "nowhere" in err.value.message

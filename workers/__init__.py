@@ -1,0 +1,1 @@
+"""Worker entry modules. Each stays thin: parse, call the library, map errors."""
