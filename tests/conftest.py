@@ -115,3 +115,57 @@ async def wait_for(predicate, timeout: float = 60.0, interval: float = 0.2):
         if asyncio.get_running_loop().time() > deadline:
             raise TimeoutError("condition not met in time")
         await asyncio.sleep(interval)
+
+
+# --- tenants and documents over the upload worker's HTTP API ---------------------
+
+_counter = iter(range(1, 1_000_000))
+
+
+class Tenant:
+    """An entity with its own API key, and clients for the upload and search workers."""
+
+    def __init__(self, stack, entity_id: str, key: str) -> None:
+        self.entity_id = entity_id
+        self.key = key
+        self.upload = Client(stack.url("upload"), key)
+        self.search = Client(stack.url("search"), key)
+
+
+def new_tenant(stack, upload_admin: Client, *, kind: str = "user", prefix: str = "t") -> Tenant:
+    entity_id = f"{prefix}{next(_counter)}-{os.getpid()}"
+    status, body = upload_admin.post("/admin/entities", {"id": entity_id, "kind": kind, "name": entity_id})
+    assert status == 201, body
+    status, body = upload_admin.post("/admin/keys", {"name": f"key for {entity_id}", "entity_ids": [entity_id]})
+    assert status == 201, body
+    return Tenant(stack, entity_id, body["key"])
+
+
+@pytest.fixture
+def tenant(stack, upload_admin) -> Tenant:
+    return new_tenant(stack, upload_admin)
+
+
+def put_document(tenant: Tenant, document_id: str, body: bytes | str, *, content_type: str = "text/plain",
+                 title: str = "", source: str = "", tags: list[str] | None = None) -> dict:
+    """Direct upload of a small body; returns the pending document."""
+    from urllib.parse import urlencode
+
+    params = {k: v for k, v in {"title": title, "source": source, "tags": ",".join(tags or [])}.items() if v}
+    raw = body.encode() if isinstance(body, str) else body
+    path = f"/entities/{tenant.entity_id}/documents/{document_id}" + (f"?{urlencode(params)}" if params else "")
+    status, doc = tenant.upload.put(path, raw=raw, headers={"Content-Type": content_type})
+    assert status == 202, doc
+    return doc
+
+
+async def wait_document(tenant: Tenant, document_id: str, *, version: int | None = None,
+                        statuses=("ready", "failed"), timeout: float = 120.0) -> dict:
+    """Poll the status route until the document (at least at ``version``) is ready or failed."""
+    def check():
+        status, doc = tenant.upload.get(f"/entities/{tenant.entity_id}/documents/{document_id}")
+        if status == 200 and doc["status"] in statuses and (version is None or doc["version"] >= version):
+            return doc
+        return None
+
+    return await wait_for(lambda: asyncio.to_thread(check), timeout=timeout)

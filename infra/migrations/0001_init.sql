@@ -16,7 +16,7 @@ CREATE TABLE embedding_model (
 -- Tenancy ------------------------------------------------------------------
 
 CREATE TABLE entities (
-    id         text PRIMARY KEY CHECK (id ~ '^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$'),
+    id         text PRIMARY KEY CHECK (id ~ '^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$'),
     kind       text NOT NULL CHECK (kind IN ('user', 'group', 'network', 'community')),
     name       text NOT NULL DEFAULT '',
     created_at timestamptz NOT NULL DEFAULT now()
@@ -36,7 +36,7 @@ CREATE TABLE api_keys (
 
 CREATE TABLE documents (
     entity_id       text NOT NULL REFERENCES entities (id) ON DELETE CASCADE,
-    id              text NOT NULL CHECK (id ~ '^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$'),
+    id              text NOT NULL CHECK (id ~ '^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$'),
     version         integer NOT NULL DEFAULT 1,        -- bumped by every upload request
     ready_version   integer,                            -- version whose chunks are live
     title           text NOT NULL DEFAULT '',

@@ -246,12 +246,13 @@ class DevStack:
             env[f"EDGEINDEX_{name.upper()}_PORT"] = str(worker.port)
         return env
 
-    def start_worker(self, name: str) -> subprocess.Popen:
+    def start_worker(self, name: str, *, extra_env: dict[str, str] | None = None) -> subprocess.Popen:
+        """Start (or restart) one worker process; ``extra_env`` adds variables for this process only."""
         self.config.worker(name)  # names an unknown worker clearly
         out = self.worker_output
         self.processes[name] = subprocess.Popen(
             [sys.executable, "-m", "edgeindex.cli", "--config", str(self.config.path.resolve()), "worker", name],
-            env=self.worker_environ(), stdout=out, stderr=subprocess.STDOUT if out else None,
+            env={**self.worker_environ(), **(extra_env or {})}, stdout=out, stderr=subprocess.STDOUT if out else None,
             preexec_fn=_die_with_parent, cwd=str(self.config.root))
         return self.processes[name]
 
