@@ -7,7 +7,9 @@ stored result instead of running ``fn`` again. A run killed anywhere therefore
 resumes from the last completed step when its message is redelivered.
 
 Retries live here, not in steps: each step has a RetryPolicy applied with
-tenacity. Errors that say retrying cannot help (``IngestError``) fail at once.
+tenacity. Errors that say retrying cannot help (``IngestError``, ``Conflict``)
+fail at once and propagate as themselves; anything else that outlives the
+policy becomes ``StepFailed`` carrying every attempt's error.
 """
 
 from __future__ import annotations
