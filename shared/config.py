@@ -125,6 +125,9 @@ class Worker(_Strict):
 
 class ObjectStoreService(_Strict):
     endpoint: str = ""  # empty: `edgeindex dev` starts an embedded one
+    # where clients reach the store, when that differs from where workers reach it
+    # (e.g. http://minio:9000 inside compose, https://s3.example.com outside)
+    public_endpoint: str = ""
     region: str = "us-east-1"
     access_key_id: str = "edgeindex"
     secret_access_key: str = "edgeindex"
@@ -262,6 +265,7 @@ class Config(_Strict):
 ENV_OVERRIDES: list[tuple[str, tuple[str, ...]]] = [
     ("EDGEINDEX_STATE_DIR", ("state_dir",)),
     ("EDGEINDEX_S3_ENDPOINT", ("services", "s3", "endpoint")),
+    ("EDGEINDEX_S3_PUBLIC_ENDPOINT", ("services", "s3", "public_endpoint")),
     ("EDGEINDEX_S3_REGION", ("services", "s3", "region")),
     ("EDGEINDEX_SQS_ENDPOINT", ("services", "sqs", "endpoint")),
     ("EDGEINDEX_SQS_REGION", ("services", "sqs", "region")),

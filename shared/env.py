@@ -102,11 +102,11 @@ async def open_env(config: Config, worker_name: str, *, migrate: bool = True) ->
     services = config.services
     async with AsyncExitStack() as stack:
         if worker.r2_buckets:
-            s3 = aws.client("s3", endpoint=services.s3.endpoint, region=services.s3.region,
-                            access_key_id=services.s3.access_key_id,
-                            secret_access_key=services.s3.secret_access_key)
+            s3 = s3_client(config)
+            presigner = s3_client(config, public=True) if services.s3.public_endpoint else None
             for b in worker.r2_buckets:
-                env.bind(b.binding, S3Bucket(s3, b.bucket_name, presign_expires=services.s3.presign_expires))
+                env.bind(b.binding, S3Bucket(s3, b.bucket_name, presign_expires=services.s3.presign_expires,
+                                             presign_client=presigner))
         if worker.queues.producers:
             sqs = sqs_client(config)
             for p in worker.queues.producers:
@@ -148,6 +148,12 @@ async def open_env(config: Config, worker_name: str, *, migrate: bool = True) ->
                                   key=f"workers.{worker_name}.workflows[{i}].class_name")
             env.bind(wf.binding, WorkflowBinding(db, cls, name=wf.name, env=env))
         yield env
+
+
+def s3_client(config: Config, *, public: bool = False):
+    s = config.services.s3
+    return aws.client("s3", endpoint=s.public_endpoint if public else s.endpoint, region=s.region,
+                      access_key_id=s.access_key_id, secret_access_key=s.secret_access_key)
 
 
 def sqs_client(config: Config):

@@ -46,8 +46,10 @@ def _etag(value: str | None) -> str:
 class S3Bucket:
     """A bucket on an S3-compatible endpoint (moto server, MinIO, R2, AWS)."""
 
-    def __init__(self, client, name: str, *, presign_expires: int = 900) -> None:
+    def __init__(self, client, name: str, *, presign_expires: int = 900, presign_client=None) -> None:
         self._s3 = client
+        # presigned URLs are signed for the endpoint the caller will use
+        self._presigner = presign_client or client
         self.name = name
         self.presign_expires = presign_expires
 
@@ -105,11 +107,11 @@ class S3Bucket:
         params = {"Bucket": self.name, "Key": key}
         if content_type:
             params["ContentType"] = content_type
-        return self._s3.generate_presigned_url("put_object", Params=params,
+        return self._presigner.generate_presigned_url("put_object", Params=params,
                                                ExpiresIn=expires or self.presign_expires, HttpMethod="PUT")
 
     def presign_get(self, key, *, expires=None) -> str:
-        return self._s3.generate_presigned_url("get_object", Params={"Bucket": self.name, "Key": key},
+        return self._presigner.generate_presigned_url("get_object", Params={"Bucket": self.name, "Key": key},
                                                ExpiresIn=expires or self.presign_expires)
 
     async def create_multipart(self, key, *, content_type=None, metadata=None) -> str:
@@ -122,7 +124,7 @@ class S3Bucket:
         return out["UploadId"]
 
     def presign_part(self, key, upload_id, part_number, *, expires=None) -> str:
-        return self._s3.generate_presigned_url(
+        return self._presigner.generate_presigned_url(
             "upload_part",
             Params={"Bucket": self.name, "Key": key, "UploadId": upload_id, "PartNumber": part_number},
             ExpiresIn=expires or self.presign_expires, HttpMethod="PUT")
