@@ -10,4 +10,4 @@ fi
 # torch first and pinned: this machine keeps a CPU build of 2.13.0 on disk, and an
 # unpinned torch would pull several GB of CUDA packages instead.
 .venv/bin/pip install --quiet --disable-pip-version-check "torch==2.13.0"
-.venv/bin/pip install --quiet --disable-pip-version-check -e ".[test]"
+.venv/bin/pip install --quiet --disable-pip-version-check -e ".[test,eval]"

@@ -1,0 +1,116 @@
+"""``edgeindex eval``: retrieval quality and latency on a BEIR dataset, side by side with baselines."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+from pathlib import Path
+
+from .. import config as config_module
+from ..errors import ValidationError
+from . import beir, report
+from .runner import BASELINES, MODES, Options, evaluate, parse_sweep
+from .stack import Endpoints, fresh_stack
+
+EPILOG = """\
+Without --upload-url/--search-url a fresh stack is started on a temporary state
+folder and free ports (embedded Postgres, moto, the three workers) and removed
+afterwards. The corpus goes in through the upload worker and the ingest queue;
+every judged query goes through POST /search with cache: false, once per mode
+(text = alpha 0, vector = alpha 1, hybrid = the worker's default alpha or
+--alpha). BM25 (bm25s) always runs as the keyword baseline; --compare chroma adds
+Chroma over the very vectors the stack stored.
+
+example: edgeindex eval --dataset ../shared/data/msmarco --compare chroma --out results/msmarco
+"""
+
+
+def _csv(choices: tuple[str, ...], option: str):
+    def parse(text: str) -> tuple[str, ...]:
+        values = tuple(v.strip() for v in text.split(",") if v.strip())
+        unknown = [v for v in values if v not in choices]
+        if unknown or not values:
+            raise argparse.ArgumentTypeError(f"{option}: expected a comma-separated subset of {','.join(choices)}")
+        return values
+    return parse
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("eval", help="evaluate retrieval on a BEIR dataset (metrics, latency, baselines)",
+                                   description=__doc__, epilog=EPILOG,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dataset", required=True,
+                        help="BEIR folder (corpus.jsonl, queries.jsonl, qrels/test.tsv), or a name under ../shared/data")
+    parser.add_argument("--split", default="test", help="qrels file to use (default: test)")
+    parser.add_argument("--k", type=int, default=10, help="cutoff of every metric and results per query (default 10)")
+    parser.add_argument("--modes", type=_csv(MODES, "--modes"), default=MODES,
+                        help="search modes to run: text (alpha 0), vector (alpha 1), hybrid (default alpha)")
+    parser.add_argument("--alpha", type=float, help="alpha of the hybrid mode (default: the search worker's)")
+    parser.add_argument("--fusion", choices=("linear", "rrf"), help="fusion of every mode (default: the worker's)")
+    parser.add_argument("--compare", type=_csv(BASELINES, "--compare"), default=(),
+                        help="baselines besides BM25: chroma (same vectors, in-process)")
+    parser.add_argument("--no-bm25", action="store_true", help="skip the BM25 baseline")
+    parser.add_argument("--sweep", type=parse_sweep, metavar="PARAM=V1,V2,...",
+                        help="vary one hybrid parameter, e.g. alpha=0,0.1,...,1 or fusion=linear,rrf")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="timed passes over the queries per system (rankings come from the first; default 3)")
+    parser.add_argument("--out", type=Path, help="folder for results.json and the PNG charts")
+    parser.add_argument("--upload-url", help="upload worker of a running stack (skip starting a fresh one)")
+    parser.add_argument("--search-url", help="search worker of a running stack")
+    parser.add_argument("--admin-key", default=os.environ.get("EDGEINDEX_ADMIN_KEY", ""),
+                        help="admin API key of that stack (default: $EDGEINDEX_ADMIN_KEY)")
+    parser.add_argument("--dsn", default=os.environ.get("EDGEINDEX_DATABASE_URL", ""),
+                        help="that stack's Postgres, to read vectors back for --compare chroma "
+                             "(default: $EDGEINDEX_DATABASE_URL)")
+    parser.add_argument("--concurrency", type=int, default=8, help="parallel uploads and status polls (default 8)")
+    parser.add_argument("--ingest-timeout", type=float, default=3600.0, help="seconds to wait for ingestion")
+    parser.add_argument("--keep-state", action="store_true", help="keep the fresh stack's state folder")
+    parser.set_defaults(func=run)
+
+
+def options_from(args) -> Options:
+    if args.k < 1:
+        raise ValidationError("--k must be at least 1", field="k")
+    if args.repeat < 1:
+        raise ValidationError("--repeat must be at least 1", field="repeat")
+    if args.alpha is not None and not 0 <= args.alpha <= 1:
+        raise ValidationError("--alpha must be within 0..1", field="alpha")
+    baselines = tuple(dict.fromkeys([*args.compare, *([] if args.no_bm25 else ["bm25"])]))
+    return Options(k=args.k, modes=args.modes, alpha=args.alpha, fusion=args.fusion, baselines=baselines,
+                   repeat=args.repeat, sweep=args.sweep, concurrency=args.concurrency,
+                   ingest_timeout=args.ingest_timeout)
+
+
+def run(args) -> int:
+    options = options_from(args)
+    dataset = beir.load(args.dataset, split=args.split)
+    print(f"dataset {dataset.name}: {len(dataset.corpus)} documents, {len(dataset.judged_queries)} judged queries "
+          f"({dataset.path})", flush=True)
+    for warning in dataset.warnings:
+        print(f"warning: {warning}", flush=True)
+
+    def progress(message: str) -> None:
+        print(message, flush=True)
+
+    if args.upload_url or args.search_url:
+        if not (args.upload_url and args.search_url and args.admin_key):
+            raise ValidationError("a running stack needs --upload-url, --search-url and --admin-key together",
+                                  field="upload_url")
+        endpoints = Endpoints(args.upload_url, args.search_url, args.admin_key, args.dsn)
+        results = asyncio.run(evaluate(dataset, endpoints, options, progress))
+    else:
+        config_path = Path(args.config) if args.config else config_module.find_config()
+        with fresh_stack(config_path, keep_state=args.keep_state, progress=progress) as endpoints:
+            results = asyncio.run(evaluate(dataset, endpoints, options, progress))
+
+    print()
+    print(report.format_table(results))
+    if results.get("sweep"):
+        print()
+        print(f"sweep of {results['sweep']['param']} (hybrid route):")
+        print(report.format_sweep(results))
+    if args.out:
+        for path in report.write(results, args.out):
+            print(f"wrote {path}")
+    return 0

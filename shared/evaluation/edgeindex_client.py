@@ -1,0 +1,165 @@
+"""The system under test, reached only through its public HTTP routes.
+
+Documents go in through the upload worker (``PUT /entities/{e}/documents/{id}``:
+the object lands in the bucket, the bucket notifies the ingest queue, the ingest
+worker runs the durable workflow), exactly as a user's would; queries go through
+the search worker's ``POST /search`` with caching off so every timing is a real
+search.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+import aiohttp
+
+from ..errors import BindingError, EdgeIndexError
+from .beir import Document
+
+log = logging.getLogger(__name__)
+
+
+class RouteError(EdgeIndexError):
+    """A route answered with an unexpected status."""
+
+    code = "eval_route"
+
+
+@dataclass
+class IngestOutcome:
+    ready: int = 0
+    failed: dict[str, str] = field(default_factory=dict)   # document id -> error
+    seconds: float = 0.0
+    chunks: int = 0
+
+
+class EdgeIndexClient:
+    """JSON over HTTP to a running stack (one keep-alive session per worker)."""
+
+    def __init__(self, upload_url: str, search_url: str, key: str, *, timeout: float = 120.0) -> None:
+        self.upload_url = upload_url.rstrip("/")
+        self.search_url = search_url.rstrip("/")
+        self.key = key
+        self._timeout = aiohttp.ClientTimeout(total=timeout)
+        self._session: aiohttp.ClientSession | None = None
+
+    async def __aenter__(self) -> EdgeIndexClient:
+        # one connection per concurrent request; keep-alive so a timed search pays no TCP handshake
+        self._session = aiohttp.ClientSession(timeout=self._timeout,
+                                              connector=aiohttp.TCPConnector(limit=32, keepalive_timeout=60),
+                                              headers={"Authorization": f"Bearer {self.key}"})
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+    def with_key(self, key: str) -> EdgeIndexClient:
+        """Same URLs, another key (the admin creates the eval entity, its own key searches it)."""
+        return EdgeIndexClient(self.upload_url, self.search_url, key, timeout=self._timeout.total or 120.0)
+
+    async def _request(self, method: str, url: str, *, expect: Iterable[int], **kwargs) -> dict:
+        assert self._session is not None, "use the client as an async context manager"
+        try:
+            async with self._session.request(method, url, **kwargs) as resp:
+                body = await resp.json(content_type=None) if resp.content_length != 0 else None
+                if resp.status not in expect:
+                    raise RouteError(f"{method} {url} answered {resp.status}: {body}")
+                return body or {}
+        except aiohttp.ClientError as exc:
+            raise BindingError(f"{method} {url} failed: {exc}") from exc
+
+    # -- tenancy -------------------------------------------------------------------
+
+    async def create_entity(self, entity_id: str, *, name: str = "") -> None:
+        await self._request("POST", f"{self.upload_url}/admin/entities", expect=(201,),
+                            json={"id": entity_id, "kind": "user", "name": name or entity_id})
+
+    async def create_key(self, entity_id: str) -> str:
+        body = await self._request("POST", f"{self.upload_url}/admin/keys", expect=(201,),
+                                   json={"name": f"eval {entity_id}", "entity_ids": [entity_id]})
+        return body["key"]
+
+    # -- ingestion -----------------------------------------------------------------
+
+    async def put_document(self, entity_id: str, document: Document, *, source: str) -> dict:
+        params = {"source": source}
+        if document.title:
+            params["title"] = document.title
+        return await self._request(
+            "PUT", f"{self.upload_url}/entities/{entity_id}/documents/{document.id}", expect=(202,),
+            data=document.content.encode("utf-8"), params=params,
+            headers={"Content-Type": "text/plain; charset=utf-8"})
+
+    async def document(self, entity_id: str, document_id: str) -> dict:
+        return await self._request("GET", f"{self.upload_url}/entities/{entity_id}/documents/{document_id}",
+                                   expect=(200,))
+
+    async def ingest(self, entity_id: str, documents: list[Document], *, source: str, concurrency: int = 8,
+                     poll_seconds: float = 1.0, timeout: float = 3600.0,
+                     progress: Callable[[str], None] | None = None) -> IngestOutcome:
+        """Upload every document, then poll the status route until each is ready or failed."""
+        started = time.perf_counter()
+        limit = asyncio.Semaphore(concurrency)
+
+        async def upload(document: Document) -> None:
+            async with limit:
+                await self.put_document(entity_id, document, source=source)
+
+        await asyncio.gather(*(upload(d) for d in documents))
+        if progress:
+            progress(f"uploaded {len(documents)} documents in {time.perf_counter() - started:.1f}s; "
+                     "waiting for ingestion")
+        outcome = IngestOutcome()
+        pending = [d.id for d in documents]
+        deadline = time.monotonic() + timeout
+        last_report = time.monotonic()
+        while pending:
+            # the queue is roughly FIFO: check the oldest pending documents first, a window at a time
+            window = pending[:4 * concurrency]
+            statuses = await asyncio.gather(*(self._status(entity_id, doc_id, limit) for doc_id in window))
+            finished = set()
+            for doc_id, doc in zip(window, statuses):
+                if doc["status"] == "ready":
+                    outcome.ready += 1
+                    outcome.chunks += int(doc.get("chunk_count") or 0)
+                    finished.add(doc_id)
+                elif doc["status"] == "failed":
+                    outcome.failed[doc_id] = str(doc.get("error") or "failed without a reason")
+                    finished.add(doc_id)
+            pending = [d for d in pending if d not in finished]
+            now = time.monotonic()
+            if progress and (now - last_report > 10 or not pending):
+                done = len(documents) - len(pending)
+                elapsed = time.perf_counter() - started
+                progress(f"ingested {done}/{len(documents)} ({done / max(elapsed, 1e-9):.1f} docs/s, "
+                         f"{len(outcome.failed)} failed)")
+                last_report = now
+            if pending and len(finished) < len(window):
+                if now > deadline:
+                    raise BindingError(f"{len(pending)} documents still not ready after {timeout:.0f}s "
+                                       f"(first: {pending[:3]})")
+                await asyncio.sleep(poll_seconds)
+        outcome.seconds = time.perf_counter() - started
+        return outcome
+
+    async def _status(self, entity_id: str, document_id: str, limit: asyncio.Semaphore) -> dict:
+        async with limit:
+            return await self.document(entity_id, document_id)
+
+    # -- search --------------------------------------------------------------------
+
+    async def search(self, body: dict) -> tuple[list[str], float]:
+        """Ranked document ids (first occurrence of each) and the client-side wall time in ms."""
+        started = time.perf_counter()
+        answer = await self._request("POST", f"{self.search_url}/search", expect=(200,), json=body)
+        elapsed_ms = (time.perf_counter() - started) * 1000.0
+        if answer.get("cache") not in (None, "none"):
+            raise RouteError(f"POST /search served a cached answer ({answer.get('cache')}) although the "
+                             "request said cache: false; the latency would not be a real search")
+        ranked = list(dict.fromkeys(r["document_id"] for r in answer.get("results", [])))
+        return ranked, elapsed_ms

@@ -1,0 +1,175 @@
+"""Printed tables, ``results.json`` and PNG charts of an evaluation run.
+
+``results.json`` layout: ``dataset`` (name, path, counts), ``config`` (k, modes,
+alpha, fusion, baselines, repeat, ingestion figures, definitions), ``systems``
+(per system and mode: ``metrics`` such as ``ndcg@10``, ``latency_ms`` p50/p95/p99/
+mean/n, ``documents``, ``queries``, ``params``, what was ``timing``, and
+``per_query`` metrics) and ``sweep`` (``param`` and one point per value) or null.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from .metrics import METRICS
+
+LABELS = {"recall": "Recall", "mrr": "MRR", "map": "MAP", "ndcg": "NDCG"}
+
+
+def system_label(key: str, system: dict) -> str:
+    if system["system"] == "edgeindex":
+        params = system.get("params") or {}
+        detail = ", ".join(f"{k}={v}" for k, v in params.items())
+        if system["mode"] == "hybrid" and "alpha" not in params:
+            detail = ", ".join(filter(None, ["alpha=default", detail]))
+        return f"edgeindex {system['mode']}" + (f" ({detail})" if detail else "")
+    return {"chroma": "Chroma (vector, same vectors)", "bm25": "BM25 (bm25s)"}.get(system["system"], key)
+
+
+def _fmt_ms(value: float) -> str:
+    return "n/a" if value is None or math.isnan(value) else f"{value:.1f}"
+
+
+def format_table(results: dict) -> str:
+    k = results["config"]["k"]
+    metric_names = [f"{name}@{k}" for name in METRICS]
+    header = ["system"] + [f"{LABELS[name]}@{k}" for name in METRICS] + ["p50 ms", "p95 ms", "p99 ms"]
+    rows = []
+    for key, system in results["systems"].items():
+        latency = system["latency_ms"]
+        rows.append([system_label(key, system)] + [f"{system['metrics'][m]:.4f}" for m in metric_names]
+                    + [_fmt_ms(latency["p50"]), _fmt_ms(latency["p95"]), _fmt_ms(latency["p99"])])
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+
+    data = results["dataset"]
+    title = (f"{data['name']}: {data['documents']} documents, {data['judged_queries']} judged queries, k={k}, "
+             f"latency over {results['config']['repeat']} pass(es)")
+    return "\n".join([title, line(header), line(["-" * w for w in widths]), *map(line, rows)])
+
+
+def format_sweep(results: dict) -> str:
+    sweep = results.get("sweep")
+    if not sweep:
+        return ""
+    k = results["config"]["k"]
+    metric_names = [f"{name}@{k}" for name in METRICS]
+    header = [sweep["param"]] + [f"{LABELS[n]}@{k}" for n in METRICS] + ["p50 ms", "p99 ms"]
+    rows = [[str(p["value"])] + [f"{p['metrics'][m]:.4f}" for m in metric_names]
+            + [_fmt_ms(p["latency_ms"]["p50"]), _fmt_ms(p["latency_ms"]["p99"])] for p in sweep["points"]]
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    return "\n".join("  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in [header, ["-" * w for w in widths], *rows])
+
+
+def write(results: dict, out: Path) -> list[Path]:
+    """results.json plus charts; returns the files written."""
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "results.json"
+    path.write_text(json.dumps(results, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+    written = [path, plot_metrics(results, out / "metrics.png"), plot_latency_cdf(results, out / "latency_cdf.png")]
+    if results.get("sweep"):
+        written.append(plot_sweep(results, out / f"sweep_{results['sweep']['param']}.png"))
+    return written
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only; never a display
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_metrics(results: dict, path: Path) -> Path:
+    """Grouped bars: one group per metric, one bar per system, value printed on each bar."""
+    plt = _pyplot()
+    k = results["config"]["k"]
+    systems = list(results["systems"].items())
+    fig, ax = plt.subplots(figsize=(11, 5.5), dpi=110)
+    width = 0.8 / max(len(systems), 1)
+    for index, (key, system) in enumerate(systems):
+        values = [system["metrics"][f"{name}@{k}"] for name in METRICS]
+        xs = [m + (index - (len(systems) - 1) / 2) * width for m in range(len(METRICS))]
+        bars = ax.bar(xs, values, width * 0.95, label=system_label(key, system))
+        ax.bar_label(bars, labels=[f"{v:.2f}" for v in values], fontsize=7, padding=2)
+    ax.set_xticks(range(len(METRICS)), [f"{LABELS[n]}@{k}" for n in METRICS])
+    ax.set_ylim(0, min(1.05, max([s["metrics"][f"{n}@{k}"] for _, s in systems for n in METRICS] + [0.1]) * 1.2))
+    ax.set_ylabel("score (mean over judged queries)")
+    data = results["dataset"]
+    ax.set_title(f"{data['name']}: {data['documents']} documents, {data['judged_queries']} judged queries")
+    # below the axes, so no bar hides behind it
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=min(len(systems), 3), frameon=False)
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def plot_latency_cdf(results: dict, path: Path) -> Path:
+    """Empirical CDF of per-query latency per system, with p50/p99 in the legend."""
+    import numpy as np
+
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(9, 5), dpi=110)
+    for key, system in results["systems"].items():
+        samples = np.sort(np.asarray(system.get("latency_samples_ms") or [], dtype=float))
+        if samples.size == 0:
+            continue
+        fraction = np.arange(1, samples.size + 1) / samples.size
+        latency = system["latency_ms"]
+        ax.step(samples, fraction, where="post",
+                label=f"{system_label(key, system)}  p50 {latency['p50']:.1f} / p99 {latency['p99']:.1f} ms")
+    ax.set_xscale("log")
+    from matplotlib.ticker import ScalarFormatter
+
+    ax.xaxis.set_major_formatter(ScalarFormatter())  # 1, 10, 100 rather than 10^0, 10^1, 10^2
+    ax.set_xlabel("search latency per query, ms (log scale)")
+    ax.set_ylabel("fraction of queries")
+    ax.set_ylim(0, 1.01)
+    ax.set_title(f"{results['dataset']['name']}: latency CDF ({results['config']['repeat']} pass(es) per query)")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def plot_sweep(results: dict, path: Path) -> Path:
+    """Each metric against the swept parameter (hybrid route), with the baselines as dashed lines."""
+    plt = _pyplot()
+    sweep = results["sweep"]
+    k = results["config"]["k"]
+    values = [p["value"] for p in sweep["points"]]
+    numeric = all(isinstance(v, int | float) for v in values)
+    xs = values if numeric else list(range(len(values)))
+    fig, ax = plt.subplots(figsize=(9, 5.5), dpi=110)
+    for name in METRICS:
+        line, = ax.plot(xs, [p["metrics"][f"{name}@{k}"] for p in sweep["points"]], marker="o",
+                        label=f"{LABELS[name]}@{k}")
+        for key, system in results["systems"].items():
+            if system["system"] != "edgeindex" and name in ("ndcg", "recall"):
+                ax.axhline(system["metrics"][f"{name}@{k}"], color=line.get_color(), alpha=0.5,
+                           linestyle="--" if system["system"] == "chroma" else ":", linewidth=1)
+    if not numeric:
+        ax.set_xticks(xs, [str(v) for v in values])
+    ax.set_xlabel(sweep["param"])
+    ax.set_ylabel("score")
+    baselines = [s["system"] for s in results["systems"].values() if s["system"] != "edgeindex"]
+    note = ""
+    if baselines:
+        note = " — baselines' NDCG/Recall: " + ", ".join(
+            f"{b} {'dashed' if b == 'chroma' else 'dotted'}" for b in baselines)
+    ax.set_title(f"{results['dataset']['name']}: hybrid search vs {sweep['param']}{note}", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path

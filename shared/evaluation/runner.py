@@ -1,0 +1,245 @@
+"""One evaluation run: ingest a BEIR corpus through the real workers, query every
+judged query through ``POST /search`` in each mode, run the baselines on the same
+corpus (and, for Chroma, the same vectors), and score everything the same way."""
+
+from __future__ import annotations
+
+import datetime as dt
+import platform
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import ModelMismatchError, ValidationError
+from . import metrics
+from .beir import Dataset
+from .edgeindex_client import EdgeIndexClient
+from .stack import Endpoints
+
+MODES = ("hybrid", "vector", "text")
+BASELINES = ("chroma", "bm25")
+# alpha of each mode: 1 = vector only, 0 = text only, None = the search worker's default
+MODE_ALPHA: dict[str, float | None] = {"hybrid": None, "vector": 1.0, "text": 0.0}
+SWEEPABLE = {"alpha": float, "vector_threshold": float, "text_threshold": float, "fusion": str}
+
+TIMING = {
+    "edgeindex": "client wall time of one POST /search over a keep-alive HTTP connection "
+                 "(the worker embeds the query, filters, ranks, dedupes; cache: false)",
+    "chroma": "wall time of embedding the query (same model, in-process) plus collection.query, "
+              "with more chunks fetched until k distinct documents",
+    "bm25": "wall time of tokenizing + stemming the query plus BM25.retrieve (one thread)",
+}
+
+SearchFn = Callable[[str], Awaitable[tuple[list[str], float]]]
+
+
+@dataclass
+class Options:
+    k: int = 10
+    modes: tuple[str, ...] = MODES
+    alpha: float | None = None
+    fusion: str | None = None
+    baselines: tuple[str, ...] = ("bm25",)
+    repeat: int = 3
+    sweep: tuple[str, list[Any]] | None = None
+    concurrency: int = 8
+    ingest_timeout: float = 3600.0
+
+
+@dataclass
+class SystemRun:
+    key: str
+    system: str
+    mode: str
+    params: dict
+    run: dict[str, list[str]]
+    latencies_ms: list[float]
+    documents: int
+    extra: dict = field(default_factory=dict)
+
+    def summary(self, qrels, k: int) -> dict:
+        scores = metrics.per_query(qrels, self.run, k)
+        return {"system": self.system, "mode": self.mode, "params": self.params,
+                "metrics": metrics.evaluate(qrels, self.run, k),
+                "latency_ms": metrics.latency_summary(self.latencies_ms),
+                "latency_samples_ms": [round(value, 3) for value in self.latencies_ms],
+                "documents": self.documents, "queries": len(scores), "timing": TIMING[self.system],
+                **self.extra,
+                "per_query": {qid: {name: round(value, 6) for name, value in s.items()} for qid, s in scores.items()}}
+
+
+def parse_sweep(spec: str) -> tuple[str, list[Any]]:
+    """``alpha=0,0.1,...,1`` (``...`` continues the first step up to the last value) or ``fusion=linear,rrf``."""
+    name, sep, values = spec.partition("=")
+    name = name.strip()
+    if not sep or name not in SWEEPABLE:
+        raise ValidationError(f"--sweep: expected NAME=V1,V2,... with NAME one of {sorted(SWEEPABLE)}", field="sweep")
+    parts = [p.strip() for p in values.split(",") if p.strip()]
+    kind = SWEEPABLE[name]
+    if kind is str:
+        if not parts:
+            raise ValidationError("--sweep: no values", field="sweep")
+        return name, parts
+    if "..." in parts:
+        at = parts.index("...")
+        if at < 2 or at != len(parts) - 2:
+            raise ValidationError("--sweep: write 'a,b,...,z': two values, '...', then the last", field="sweep")
+        first, second, last = float(parts[0]), float(parts[1]), float(parts[-1])
+        step = second - first
+        if step <= 0 or last < second:
+            raise ValidationError("--sweep: the values must increase", field="sweep")
+        count = int(round((last - first) / step))
+        decimals = max(_decimals(parts[0]), _decimals(parts[1]), _decimals(parts[-1]))
+        return name, [round(first + i * step, decimals) for i in range(count + 1)]
+    try:
+        return name, [float(p) for p in parts]
+    except ValueError:
+        raise ValidationError(f"--sweep: {name} takes numbers", field="sweep") from None
+
+
+def _decimals(text: str) -> int:
+    return len(text.partition(".")[2])
+
+
+def search_body(query: str, entity_id: str, k: int, params: dict) -> dict:
+    body = {"query": query, "k": k, "entity_ids": [entity_id], "dedupe": True, "cache": False,
+            "include": {"text": False}}
+    body.update({name: value for name, value in params.items() if value is not None})
+    return body
+
+
+async def measure(search: SearchFn, queries: dict[str, str], repeat: int) -> tuple[dict[str, list[str]], list[float]]:
+    """Run every query ``repeat`` times, one at a time, after one untimed warm-up query.
+
+    The ranking is taken from the first pass (the systems are deterministic); every
+    pass adds latency samples.
+    """
+    run: dict[str, list[str]] = {}
+    latencies: list[float] = []
+    await search(next(iter(queries.values())))
+    for number in range(repeat):
+        for qid, text in queries.items():
+            ranked, elapsed_ms = await search(text)
+            if number == 0:
+                run[qid] = ranked
+            latencies.append(elapsed_ms)
+    return run, latencies
+
+
+def entity_name(dataset: Dataset) -> str:
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", dataset.name).strip("-")[:60] or "dataset"
+    return f"eval-{slug}-{dt.datetime.now(dt.UTC).strftime('%Y%m%d%H%M%S%f')}"
+
+
+async def evaluate(dataset: Dataset, endpoints: Endpoints, options: Options,
+                   progress: Callable[[str], None] = print) -> dict:
+    """The whole run; returns the results document (see report.py for its layout)."""
+    queries = dataset.judged_queries
+    documents = list(dataset.corpus.values())
+    entity_id = entity_name(dataset)
+    runs: list[SystemRun] = []
+    sweep_points: list[dict] = []
+
+    async with EdgeIndexClient(endpoints.upload_url, endpoints.search_url, endpoints.admin_key) as admin:
+        await admin.create_entity(entity_id, name=f"edgeindex eval of {dataset.name}")
+        key = await admin.create_key(entity_id)
+    progress(f"entity {entity_id}: uploading {len(documents)} documents through the upload worker")
+    async with EdgeIndexClient(endpoints.upload_url, endpoints.search_url, key) as client:
+        ingest = await client.ingest(entity_id, documents, source=f"beir:{dataset.name}",
+                                     concurrency=options.concurrency, timeout=options.ingest_timeout,
+                                     progress=progress)
+        if ingest.failed:
+            progress(f"warning: {len(ingest.failed)} documents failed to ingest "
+                     f"(first: {next(iter(ingest.failed.items()))})")
+
+        for mode in options.modes:
+            params = {"alpha": options.alpha if mode == "hybrid" else MODE_ALPHA[mode], "fusion": options.fusion}
+
+            async def search(text: str, params=params) -> tuple[list[str], float]:
+                return await client.search(search_body(text, entity_id, options.k, params))
+
+            progress(f"edgeindex {mode}: {len(queries)} queries x {options.repeat}")
+            run, latencies = await measure(search, queries, options.repeat)
+            runs.append(SystemRun(f"edgeindex-{mode}", "edgeindex", mode,
+                                  {k: v for k, v in params.items() if v is not None}, run, latencies, ingest.ready))
+
+        if options.sweep:
+            name, values = options.sweep
+            for value in values:
+                params = {"alpha": options.alpha, "fusion": options.fusion, name: value}
+
+                async def search(text: str, params=params) -> tuple[list[str], float]:
+                    return await client.search(search_body(text, entity_id, options.k, params))
+
+                run, latencies = await measure(search, queries, 1)
+                point = {"value": value, "metrics": metrics.evaluate(dataset.qrels, run, options.k),
+                         "latency_ms": metrics.latency_summary(latencies)}
+                sweep_points.append(point)
+                progress(f"sweep {name}={value}: " + ", ".join(f"{m} {v:.4f}" for m, v in point["metrics"].items()))
+
+    model_id = ""
+    if "chroma" in options.baselines:
+        runs.append(await _run_chroma(endpoints, entity_id, queries, options, progress))
+        model_id = runs[-1].extra["model_id"]
+    if "bm25" in options.baselines:
+        runs.append(await _run_bm25(dataset, queries, options, progress))
+
+    return {
+        "dataset": {"name": dataset.name, "path": str(dataset.path), "documents": len(dataset.corpus),
+                    "queries": len(dataset.queries), "judged_queries": len(queries),
+                    "judgements": sum(len(g) for g in dataset.qrels.values()), "warnings": dataset.warnings},
+        "config": {"k": options.k, "modes": list(options.modes), "alpha": options.alpha, "fusion": options.fusion,
+                   "baselines": list(options.baselines), "repeat": options.repeat, "entity_id": entity_id,
+                   "model_id": model_id or None, "ingest": {"seconds": round(ingest.seconds, 1),
+                                                           "ready": ingest.ready, "chunks": ingest.chunks,
+                                                           "failed": ingest.failed},
+                   "relevance": "grade >= 1 is relevant; NDCG uses linear gain (grade / log2(rank + 1))",
+                   "latency": "each query run `repeat` times, sequentially, after one untimed warm-up query",
+                   "machine": {"python": platform.python_version(), "platform": platform.platform()},
+                   "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")},
+        "systems": {r.key: r.summary(dataset.qrels, options.k) for r in runs},
+        "sweep": {"param": options.sweep[0], "points": sweep_points} if options.sweep else None,
+    }
+
+
+async def _run_chroma(endpoints: Endpoints, entity_id: str, queries: dict[str, str], options: Options,
+                      progress: Callable[[str], None]) -> SystemRun:
+    from ..bindings.ai import local_embedder
+    from .baselines import ChromaBaseline, read_chunk_vectors
+
+    if not endpoints.dsn:
+        raise ValidationError("--compare chroma reads the stored vectors back from Postgres: pass --dsn "
+                              "with the stack's database", field="dsn")
+    vectors = await read_chunk_vectors(endpoints.dsn, entity_id)
+    embedder = local_embedder()
+    if vectors.model_id and vectors.model_id != embedder.model_id:
+        raise ModelMismatchError(f"the stack stored vectors of {vectors.model_id!r} but this process embeds "
+                                 f"queries with {embedder.model_id!r}: Chroma would compare different models")
+    progress(f"chroma: indexing {len(vectors.chunk_ids)} chunk vectors read back from Postgres")
+    chroma = ChromaBaseline(vectors, lambda text: embedder.encode_sync([text])[0])
+    try:
+        async def search(text: str) -> tuple[list[str], float]:
+            return chroma.search(text, options.k)
+
+        progress(f"chroma: {len(queries)} queries x {options.repeat}")
+        run, latencies = await measure(search, queries, options.repeat)
+    finally:
+        chroma.close()
+    return SystemRun("chroma", "chroma", "vector", {"space": "cosine"}, run, latencies,
+                     len(set(vectors.document_ids)),
+                     {"chunks": len(vectors.chunk_ids), "model_id": vectors.model_id})
+
+
+async def _run_bm25(dataset: Dataset, queries: dict[str, str], options: Options,
+                    progress: Callable[[str], None]) -> SystemRun:
+    from .baselines import BM25Baseline
+
+    bm25 = BM25Baseline(list(dataset.corpus), [d.content for d in dataset.corpus.values()])
+
+    async def search(text: str) -> tuple[list[str], float]:
+        return bm25.search(text, options.k)
+
+    progress(f"bm25: {len(queries)} queries x {options.repeat} ({bm25.description})")
+    run, latencies = await measure(search, queries, options.repeat)
+    return SystemRun("bm25", "bm25", "text", {"engine": bm25.description}, run, latencies, len(dataset.corpus))
