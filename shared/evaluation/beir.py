@@ -41,6 +41,7 @@ class Dataset:
     queries: dict[str, str]                      # every query of queries.jsonl
     qrels: dict[str, dict[str, int]]             # query id -> corpus id -> grade
     warnings: list[str] = field(default_factory=list)
+    qrels_path: Path | None = None
 
     @property
     def judged_queries(self) -> dict[str, str]:
@@ -97,9 +98,10 @@ def read_qrels(path: Path) -> dict[str, dict[str, int]]:
     return qrels
 
 
-def load(path: str | Path, *, split: str = "test") -> Dataset:
+def load(path: str | Path, *, split: str = "test", qrels: str | Path | None = None) -> Dataset:
+    """Read a BEIR folder; ``qrels`` names another judgement file to use instead of ``qrels/<split>.tsv``."""
     folder = resolve(path)
-    qrels_path = folder / "qrels" / f"{split}.tsv"
+    qrels_path = Path(qrels) if qrels else folder / "qrels" / f"{split}.tsv"
     for required in (folder / "queries.jsonl", qrels_path):
         if not required.is_file():
             raise ValidationError(f"{required} is missing", field="dataset")
@@ -108,19 +110,19 @@ def load(path: str | Path, *, split: str = "test") -> Dataset:
         doc_id = str(row["_id"])
         corpus[doc_id] = Document(doc_id, str(row.get("title") or "").strip(), str(row.get("text") or ""))
     queries = {str(row["_id"]): str(row.get("text") or "") for row in _read_jsonl(folder / "queries.jsonl")}
-    qrels = read_qrels(qrels_path)
+    judgements = read_qrels(qrels_path)
     warnings = []
-    unknown_queries = sorted(set(qrels) - set(queries))
+    unknown_queries = sorted(set(judgements) - set(queries))
     if unknown_queries:
         warnings.append(f"{len(unknown_queries)} judged query id(s) are not in queries.jsonl and are skipped: "
                         f"{unknown_queries[:5]}")
         for qid in unknown_queries:
-            del qrels[qid]
-    unknown_docs = sum(doc not in corpus for grades in qrels.values() for doc in grades)
+            del judgements[qid]
+    unknown_docs = sum(doc not in corpus for grades in judgements.values() for doc in grades)
     if unknown_docs:
         warnings.append(f"{unknown_docs} judgement(s) name documents absent from the corpus "
                         "(they still count as relevant: recall cannot reach 1 on those queries)")
-    dataset = Dataset(folder.name, folder, corpus, queries, qrels, warnings)
+    dataset = Dataset(folder.name, folder, corpus, queries, judgements, warnings, qrels_path.resolve())
     if not dataset.judged_queries:
         raise ValidationError(f"{qrels_path} has no relevant judgement for any query of queries.jsonl",
                               field="dataset")

@@ -43,6 +43,7 @@ def register(subparsers) -> None:
     parser.add_argument("--dataset", required=True,
                         help="BEIR folder (corpus.jsonl, queries.jsonl, qrels/test.tsv), or a name under ../shared/data")
     parser.add_argument("--split", default="test", help="qrels file to use (default: test)")
+    parser.add_argument("--qrels", type=Path, help="judgements to use instead of the dataset's qrels/<split>.tsv")
     parser.add_argument("--k", type=int, default=10, help="cutoff of every metric and results per query (default 10)")
     parser.add_argument("--modes", type=_csv(MODES, "--modes"), default=MODES,
                         help="search modes to run: text (alpha 0), vector (alpha 1), hybrid (default alpha)")
@@ -84,7 +85,7 @@ def options_from(args) -> Options:
 
 def run(args) -> int:
     options = options_from(args)
-    dataset = beir.load(args.dataset, split=args.split)
+    dataset = beir.load(args.dataset, split=args.split, qrels=args.qrels)
     print(f"dataset {dataset.name}: {len(dataset.corpus)} documents, {len(dataset.judged_queries)} judged queries "
           f"({dataset.path})", flush=True)
     for warning in dataset.warnings:
@@ -106,6 +107,11 @@ def run(args) -> int:
 
     print()
     print(report.format_table(results))
+    unanswered = report.unanswered_queries(results)
+    if unanswered:
+        print(f"\nno system finds any judged document for {len(unanswered)} of {results['dataset']['judged_queries']} "
+              f"queries ({', '.join(unanswered[:12])}{', ...' if len(unanswered) > 12 else ''}): "
+              "if that is many, check the judgements against the queries")
     if results.get("sweep"):
         print()
         print(f"sweep of {results['sweep']['param']} (hybrid route):")

@@ -52,6 +52,19 @@ def format_table(results: dict) -> str:
     return "\n".join([title, line(header), line(["-" * w for w in widths]), *map(line, rows)])
 
 
+def unanswered_queries(results: dict) -> list[str]:
+    """Judged queries on which no system ranks a single relevant document in its top k.
+
+    A few are normal; many usually mean the judgements do not match the queries
+    (wrong ids, shifted rows) rather than that every system failed.
+    """
+    systems = list(results["systems"].values())
+    if not systems:
+        return []
+    qids = systems[0]["per_query"]
+    return [qid for qid in qids if all(s["per_query"][qid]["recall"] == 0 for s in systems)]
+
+
 def format_sweep(results: dict) -> str:
     sweep = results.get("sweep")
     if not sweep:

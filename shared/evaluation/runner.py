@@ -186,7 +186,8 @@ async def evaluate(dataset: Dataset, endpoints: Endpoints, options: Options,
         runs.append(await _run_bm25(dataset, queries, options, progress))
 
     return {
-        "dataset": {"name": dataset.name, "path": str(dataset.path), "documents": len(dataset.corpus),
+        "dataset": {"name": dataset.name, "path": str(dataset.path), "qrels": str(dataset.qrels_path),
+                    "documents": len(dataset.corpus),
                     "queries": len(dataset.queries), "judged_queries": len(queries),
                     "judgements": sum(len(g) for g in dataset.qrels.values()), "warnings": dataset.warnings},
         "config": {"k": options.k, "modes": list(options.modes), "alpha": options.alpha, "fusion": options.fusion,

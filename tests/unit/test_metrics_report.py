@@ -48,6 +48,7 @@ def test_table_json_and_charts(tmp_path):
     assert "alpha=default" in hybrid and "1.0000" in hybrid          # perfect run
     assert next(line for line in lines if line.startswith("BM25")).count("0.0000") == 4
     assert "0.4000" in report.format_sweep(results)
+    assert report.unanswered_queries(results) == []        # the hybrid run found q2's document
 
     written = report.write(results, tmp_path / "out")
     assert [p.name for p in written] == ["results.json", "metrics.png", "latency_cdf.png", "sweep_alpha.png"]
@@ -57,3 +58,6 @@ def test_table_json_and_charts(tmp_path):
     assert saved["systems"]["chroma"]["metrics"]["recall@10"] == pytest.approx(0.25)
     assert saved["systems"]["edgeindex-hybrid"]["latency_ms"]["n"] == 4
     assert saved["systems"]["bm25"]["per_query"]["q2"]["ndcg"] == 0.0
+
+    del results["systems"]["edgeindex-hybrid"]
+    assert report.unanswered_queries(results) == ["q2"]
