@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 
 from edgeindex import tenancy
-from edgeindex.runtime.router import Router
+from edgeindex.ingest import uploads
+from edgeindex.ingest.requests import EntityRequest, KeyRequest, check_size, parse
+from edgeindex.runtime.router import Router, json_response, read_json
 
 router = Router()
 
@@ -17,3 +19,94 @@ async def startup(env) -> None:
 
 async def fetch(request, env, ctx):
     return await router.fetch(request, env, ctx)
+
+
+async def _grant(request, env, entity_id: str) -> None:
+    principal = await tenancy.authenticate(env.DB, request.headers)
+    principal.check([entity_id], field="entity_id")
+
+
+# --- tenancy admin -----------------------------------------------------------------
+
+
+@router.post("/admin/entities")
+async def create_entity(request, env, ctx):
+    await tenancy.require_admin(env.DB, request.headers)
+    body = parse(EntityRequest, await read_json(request))
+    entity = await tenancy.create_entity(env.DB, id=body.id, kind=body.kind, name=body.name)
+    return json_response(entity, 201)
+
+
+@router.get("/admin/entities")
+async def list_entities(request, env, ctx):
+    await tenancy.require_admin(env.DB, request.headers)
+    return {"entities": await tenancy.list_entities(env.DB)}
+
+
+@router.post("/admin/keys")
+async def create_key(request, env, ctx):
+    await tenancy.require_admin(env.DB, request.headers)
+    body = parse(KeyRequest, await read_json(request))
+    key = await tenancy.create_key(env.DB, name=body.name, entity_ids=list(body.entity_ids), is_admin=body.admin)
+    return json_response(key, 201)
+
+
+@router.get("/admin/keys")
+async def list_keys(request, env, ctx):
+    await tenancy.require_admin(env.DB, request.headers)
+    return {"keys": await tenancy.list_keys(env.DB)}
+
+
+@router.delete("/admin/keys/{key_id}")
+async def revoke_key(request, env, ctx, key_id):
+    await tenancy.require_admin(env.DB, request.headers)
+    await tenancy.revoke_key(env.DB, key_id)
+    return {"id": key_id, "revoked": True}
+
+
+# --- uploads and documents ------------------------------------------------------------
+
+
+@router.post("/entities/{entity_id}/uploads")
+async def request_upload(request, env, ctx, entity_id):
+    await _grant(request, env, entity_id)
+    body = await read_json(request)
+    answer = await uploads.request_upload(env, entity_id, body, base_url=f"{request.scheme}://{request.host}")
+    return json_response(answer, 201)
+
+
+@router.post("/entities/{entity_id}/uploads/{document_id}/complete")
+async def complete_upload(request, env, ctx, entity_id, document_id):
+    await _grant(request, env, entity_id)
+    return await uploads.complete_upload(env, entity_id, document_id, await read_json(request))
+
+
+@router.put("/entities/{entity_id}/documents/{document_id}")
+async def direct_upload(request, env, ctx, entity_id, document_id):
+    await _grant(request, env, entity_id)
+    limit = env.var("MAX_UPLOAD_BYTES", int)
+    if request.content_length is not None:
+        check_size(request.content_length, limit, field="body")
+    data = await request.content.read(limit + 1)  # one byte more tells "too large" from "exactly the limit"
+    answer = await uploads.direct_upload(env, entity_id, document_id, data,
+                                         raw_content_type=request.headers.get("Content-Type"),
+                                         query=dict(request.query))
+    return json_response(answer, 202)
+
+
+@router.get("/entities/{entity_id}/documents")
+async def list_documents(request, env, ctx, entity_id):
+    await _grant(request, env, entity_id)
+    return await uploads.list_documents(env, entity_id, dict(request.query))
+
+
+@router.get("/entities/{entity_id}/documents/{document_id}")
+async def get_document(request, env, ctx, entity_id, document_id):
+    await _grant(request, env, entity_id)
+    return await uploads.get_document(env, entity_id, document_id)
+
+
+@router.delete("/entities/{entity_id}/documents/{document_id}")
+async def delete_document(request, env, ctx, entity_id, document_id):
+    await _grant(request, env, entity_id)
+    return await uploads.delete_document(env, entity_id, document_id)

@@ -1,0 +1,173 @@
+"""The ingest queue: object-created events in, one durable workflow run per document version.
+
+Per message the outcome is one of:
+- ack, nothing to do: S3's test event, an object outside ``docs/``, a deleted
+  document, a version superseded by a newer upload, a version already done;
+- ack after the run: the document is ready (or the run found it superseded);
+- ack after a permanent failure (``IngestError``): the document is ``failed`` with
+  the reason; retrying the same bytes cannot help;
+- retry: a transient failure; the run resumes from its last checkpoint on the
+  next delivery. On the last delivery the consumer allows (``max_retries``) the
+  document is marked ``failed`` with the error first, then the message goes to
+  the dead-letter queue. The previous version, if any, stays live: a failure
+  never leaves a half-written document.
+
+The messages of a batch run concurrently, so their embedding requests share
+model calls (see ``embedding.EmbeddingBatcher``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+
+from .. import sqlfiles
+from ..errors import Conflict, EdgeIndexError, IngestError, ValidationError
+from . import keys
+from .artifacts import ArtifactStore
+from .events import object_refs
+from .keys import ObjectRef
+from .workflow import IngestParams
+
+log = logging.getLogger(__name__)
+SQL = sqlfiles.load("ingest.sql")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    action: str                 # "ack" | "retry"
+    reason: str
+    error: str | None = None
+
+
+def _ack(reason: str) -> Outcome:
+    return Outcome("ack", reason)
+
+
+def _error_text(exc: BaseException) -> str:
+    return exc.message if isinstance(exc, EdgeIndexError) else f"{type(exc).__name__}: {exc}"
+
+
+def concurrency(env) -> int:
+    """Runs at once: each holds a pooled connection for its run lock and borrows another per query."""
+    return max(1, env.DB.pool.max_size - 2)
+
+
+async def ingest_object(env, ref: ObjectRef, *, attempts: int, last_attempt: bool) -> Outcome:
+    db = env.DB
+    where = {"entity_id": ref.entity_id, "document_id": ref.document_id}
+    doc = await db.fetchone(SQL["document_for_event"], where)
+    if doc is None:
+        return _ack("document deleted")
+    if doc["version"] > ref.version:
+        return _ack(f"superseded by version {doc['version']}")
+    if doc["version"] < ref.version:
+        log.warning("object %s is newer than its document row (v%d); ignored", ref.key, doc["version"])
+        return _ack("unknown version")
+    if doc["status"] == "failed":
+        return _ack("version already failed")
+
+    p = IngestParams(entity_id=ref.entity_id, document_id=ref.document_id, version=ref.version,
+                     generation=doc["generation"], object_key=doc["object_key"] or ref.key,
+                     content_type=doc["content_type"],
+                     run_id=keys.run_id(ref.entity_id, ref.document_id, ref.version, doc["generation"]))
+    if doc["status"] == "ready" and doc["ready_version"] == ref.version:
+        # Done, or committed just before a crash: create() returns at once for a complete
+        # run and finishes the remaining steps of an interrupted one.
+        pass
+    elif await db.fetchone(SQL["start_processing"], {**where, "version": p.version, "generation": p.generation,
+                                                       "run_id": p.run_id}) is None:
+        return _ack("document changed meanwhile")
+    try:
+        run = await env.INGEST_WORKFLOW.create(id=p.run_id, params=p.to_event())
+    except IngestError as exc:
+        await _fail(env, p, exc.message)
+        return _ack(f"failed: {exc.message}")
+    except Conflict:
+        # Another process runs this very version; its own message settles it (or is
+        # redelivered if that process dies), so this duplicate is done.
+        return _ack("run in progress elsewhere")
+    except Exception as exc:
+        error = _error_text(exc)
+        if last_attempt:
+            await _fail(env, p, f"{error} (gave up after {attempts} deliveries)")
+        log.warning("run %s failed (delivery %d): %s", p.run_id, attempts, error)
+        return Outcome("retry", "transient failure", error)
+    outcome = (run.output or {}).get("outcome", run.status) if isinstance(run.output, dict) else run.status
+    return _ack(str(outcome))
+
+
+async def _fail(env, p: IngestParams, error: str) -> None:
+    row = await env.DB.fetchone(SQL["fail_document"], {"entity_id": p.entity_id, "document_id": p.document_id,
+                                                       "version": p.version, "generation": p.generation,
+                                                       "error": error})
+    log.warning("document %s/%s v%d failed%s: %s", p.entity_id, p.document_id, p.version,
+                f" in step {row['step']}" if row and row["step"] else "", error)
+    try:  # the run is over for good: its artifacts are litter now
+        await ArtifactStore(env.BUCKET, keys.run_artifacts_prefix(p.entity_id, p.document_id, p.version,
+                                                                  p.generation)).delete_all()
+    except Exception:
+        log.warning("could not delete the artifacts of %s", p.run_id, exc_info=True)
+
+
+async def handle_batch(batch, env) -> None:
+    """Settle every message of a queue batch (the worker's ``queue`` handler)."""
+    max_retries = env.worker.queues.consumers[0].max_retries
+    limit = asyncio.Semaphore(concurrency(env))
+    runs: dict[tuple[str, str, int], asyncio.Task] = {}
+    plans: list[tuple[object, list[tuple[str, str, int]]]] = []
+
+    for message in batch.messages:
+        try:
+            refs = object_refs(message.body)
+        except ValidationError as exc:
+            log.warning("queue message %s ignored: %s", message.id, exc.message)
+            message.ack()
+            continue
+        # Consumer semantics: delivery number max_retries + 1 is the last before the DLQ.
+        last = message.attempts > max_retries
+        ids = []
+        for ref in refs:
+            run_key = (ref.entity_id, ref.document_id, ref.version)
+            ids.append(run_key)
+            if run_key not in runs:  # the same object twice in a batch runs once
+                runs[run_key] = asyncio.ensure_future(_limited(limit, env, ref, message.attempts, last))
+        plans.append((message, ids))
+
+    outcomes = dict(zip(runs, await asyncio.gather(*runs.values(), return_exceptions=True)))
+    for message, ids in plans:
+        results = [outcomes[i] for i in ids]
+        failures = [r for r in results if isinstance(r, BaseException) or r.action == "retry"]
+        if not failures:
+            message.ack()
+            continue
+        first = failures[0]
+        message.retry(error=_error_text(first) if isinstance(first, BaseException) else first.error)
+
+
+async def _limited(limit: asyncio.Semaphore, env, ref: ObjectRef, attempts: int, last: bool) -> Outcome:
+    async with limit:
+        outcome = await ingest_object(env, ref, attempts=attempts, last_attempt=last)
+    log.info("ingest %s v%d: %s %s", f"{ref.entity_id}/{ref.document_id}", ref.version, outcome.action,
+             outcome.reason)
+    return outcome
+
+
+async def resume_unfinished(env) -> int:
+    """Resume runs a crashed ingest process left unfinished (called at start-up).
+
+    Their messages come back only after the visibility timeout; this resumes them
+    from their checkpoints now. A run another process holds is skipped (its lock).
+    """
+    rows = await env.DB.fetch(SQL["unfinished_runs"])
+    if not rows:
+        return 0
+    limit = asyncio.Semaphore(concurrency(env))
+    refs = [ObjectRef(key=r["object_key"], entity_id=r["entity_id"], document_id=r["document_id"],
+                      version=r["version"]) for r in rows]
+    outcomes = await asyncio.gather(*(_limited(limit, env, ref, 0, False) for ref in refs), return_exceptions=True)
+    for ref, outcome in zip(refs, outcomes):
+        if isinstance(outcome, BaseException):
+            log.warning("resuming %s failed: %s", ref.key, outcome)
+    return len(refs)

@@ -1,0 +1,72 @@
+"""Names derived from (entity, document, version): object keys, run ids, artifact prefixes.
+
+Entity and document ids never contain ``/`` (the schema's CHECK forbids it), so
+every prefix below is unambiguous and per-document clean-up is a prefix delete.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from urllib.parse import unquote_plus
+
+from ..errors import ValidationError
+
+DOCS_PREFIX = "docs/"          # the bucket's event notification watches this prefix
+ARTIFACTS_PREFIX = "artifacts/"
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_VERSION = re.compile(r"^v([1-9][0-9]{0,8})$")
+
+
+def safe_filename(name: str | None, default: str = "document") -> str:
+    """A file name usable in an object key: the last path part, odd characters replaced."""
+    base = (name or "").replace("\\", "/").rsplit("/", 1)[-1]
+    cleaned = _UNSAFE.sub("_", base).strip("._")[:120]
+    return cleaned or default
+
+
+def object_key(entity_id: str, document_id: str, version: int, filename: str) -> str:
+    return f"{DOCS_PREFIX}{entity_id}/{document_id}/v{version}/{filename}"
+
+
+def document_objects_prefix(entity_id: str, document_id: str) -> str:
+    return f"{DOCS_PREFIX}{entity_id}/{document_id}/"
+
+
+@dataclass(frozen=True)
+class ObjectRef:
+    """What an object key says: whose document, which version."""
+
+    key: str
+    entity_id: str
+    document_id: str
+    version: int
+
+
+def parse_object_key(raw_key: str) -> ObjectRef:
+    """Parse ``docs/{entity}/{document}/v{version}/{filename}`` (URL-encoded as in S3 events)."""
+    key = unquote_plus(raw_key)
+    parts = key.split("/")
+    if len(parts) != 5 or parts[0] + "/" != DOCS_PREFIX or not all(parts[1:]):
+        raise ValidationError(f"object key {key!r} is not docs/<entity>/<document>/v<version>/<file>", field="key")
+    match = _VERSION.match(parts[3])
+    if not match:
+        raise ValidationError(f"object key {key!r} has no version part v<n>", field="key")
+    return ObjectRef(key=key, entity_id=parts[1], document_id=parts[2], version=int(match.group(1)))
+
+
+def run_prefix(entity_id: str, document_id: str) -> str:
+    return f"ingest/{entity_id}/{document_id}/"
+
+
+def run_id(entity_id: str, document_id: str, version: int, generation: str) -> str:
+    """One durable run per document version (and generation: see migration 0002)."""
+    return f"{run_prefix(entity_id, document_id)}v{version}/{str(generation)[:8]}"
+
+
+def artifacts_prefix(entity_id: str, document_id: str) -> str:
+    return f"{ARTIFACTS_PREFIX}{entity_id}/{document_id}/"
+
+
+def run_artifacts_prefix(entity_id: str, document_id: str, version: int, generation: str) -> str:
+    return f"{artifacts_prefix(entity_id, document_id)}v{version}-{str(generation)[:8]}/"

@@ -1,0 +1,124 @@
+"""Request bodies of the upload worker, checked with pydantic (unknown fields are refused).
+
+``parse`` turns pydantic's errors into one ``ValidationError`` naming the field,
+so every bad request gets a 400 that says which field and why.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal, TypeVar
+
+import pydantic
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+
+from ..errors import PayloadTooLarge, UnsupportedMediaType, ValidationError
+
+# Same rule as the schema's CHECK on entities.id / documents.id.
+Identifier = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$")]
+Tag = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=64,
+                                       pattern=r"^[^\x00-\x1f\x7f,]+$")]
+Title = Annotated[str, StringConstraints(strip_whitespace=True, max_length=500, pattern=r"^[^\x00-\x1f\x7f]*$")]
+Source = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=500,
+                                          pattern=r"^[^\x00-\x1f\x7f]+$")]
+Filename = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=255,
+                                            pattern=r"^[^\x00-\x1f\x7f]+$")]
+MAX_METADATA_BYTES = 16 * 1024
+MAX_TAGS = 50
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class DocumentFields(_Request):
+    """What describes a document, in an upload request or the query of a direct upload."""
+
+    title: Title | None = None
+    source: Source | None = None
+    tags: Annotated[list[Tag], Field(max_length=MAX_TAGS)] | None = None
+    filename: Filename | None = None
+
+    @field_validator("tags")
+    @classmethod
+    def _unique_tags(cls, value: list[str] | None) -> list[str] | None:
+        return None if value is None else list(dict.fromkeys(value))  # duplicates add nothing
+
+
+class UploadRequest(DocumentFields):
+    document_id: Identifier | None = None
+    content_type: str
+    size_bytes: int = Field(ge=0)
+    metadata: dict[str, Any] | None = None
+    multipart: bool = False  # ask for a multipart upload below the size threshold too
+
+    @field_validator("metadata")
+    @classmethod
+    def _metadata_small(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is not None and len(json.dumps(value)) > MAX_METADATA_BYTES:
+            raise ValueError(f"metadata must serialize to at most {MAX_METADATA_BYTES} bytes of JSON")
+        return value
+
+
+class PartETag(_Request):
+    part_number: int = Field(ge=1, le=10_000)
+    etag: Annotated[str, StringConstraints(min_length=1, max_length=200)]
+
+
+class CompleteRequest(_Request):
+    upload_id: Annotated[str, StringConstraints(min_length=1, max_length=1024)]
+    parts: Annotated[list[PartETag], Field(min_length=1, max_length=10_000)]
+
+
+class EntityRequest(_Request):
+    id: Identifier
+    kind: Literal["user", "group", "network", "community"]
+    name: Annotated[str, StringConstraints(max_length=200)] = ""
+
+
+class KeyRequest(_Request):
+    name: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
+    entity_ids: Annotated[list[Identifier], Field(max_length=1000)] = []
+    admin: bool = False
+
+
+class ListQuery(_Request):
+    status: Literal["pending", "processing", "ready", "failed"] | None = None
+    after: Identifier | None = None
+    limit: int = Field(100, ge=1, le=1000)
+
+
+def parse(model: type[M], data: Any) -> M:
+    try:
+        return model.model_validate(data)
+    except pydantic.ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(part) for part in first["loc"]) or "body"
+        message = "unknown field" if first["type"] == "extra_forbidden" else first["msg"]
+        more = len(exc.errors()) - 1
+        suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+        raise ValidationError(f"{field}: {message}{suffix}", field=field) from None
+
+
+def content_type(raw: str | None, allowed: list[str], *, field: str = "content_type") -> str:
+    """The media type without parameters, if allowed; text must be UTF-8."""
+    if not raw or not raw.strip():
+        raise UnsupportedMediaType(f"{field} is required (one of {', '.join(allowed)})", field=field)
+    base, _, params = raw.partition(";")
+    media = base.strip().lower()
+    if media not in allowed:
+        raise UnsupportedMediaType(f"{field} {media!r} is not accepted; allowed: {', '.join(allowed)}", field=field)
+    for param in params.split(";"):
+        name, _, value = param.partition("=")
+        if name.strip().lower() == "charset" and value.strip().strip('"').lower() not in ("utf-8", "utf8", "us-ascii"):
+            raise UnsupportedMediaType(f"{field}: charset {value.strip()!r} is not supported; upload UTF-8 text",
+                                       field=field)
+    return media
+
+
+def check_size(size: int, limit: int, *, field: str = "size_bytes") -> None:
+    if size > limit:
+        raise PayloadTooLarge(f"{field}: {size} bytes is more than the limit of {limit} bytes (MAX_UPLOAD_BYTES)",
+                              field=field)

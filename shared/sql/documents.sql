@@ -1,0 +1,77 @@
+-- Documents as the upload worker sees them: upload requests, status, deletion.
+
+-- name: create_or_bump
+-- A new document starts at version 1; an upload to an existing id is its next version.
+-- Omitted fields (NULL) keep their current value; the previous version stays live
+-- (ready_version, chunks) until the new one is ready.
+INSERT INTO documents (entity_id, id, version, title, source, content_type, tags, metadata, object_key,
+                       size_bytes, filename, status, upload_id)
+VALUES (%(entity_id)s, %(document_id)s, 1, coalesce(%(title)s, ''), coalesce(%(source)s, 'upload'),
+        %(content_type)s, coalesce(%(tags)s, '{}'::text[]), coalesce(%(metadata)s, '{}'::jsonb), '',
+        %(size_bytes)s, %(filename)s, 'pending', NULL)
+ON CONFLICT (entity_id, id) DO UPDATE
+SET version = documents.version + 1,
+    title = coalesce(%(title)s, documents.title),
+    source = coalesce(%(source)s, documents.source),
+    tags = coalesce(%(tags)s, documents.tags),
+    metadata = coalesce(%(metadata)s, documents.metadata),
+    content_type = EXCLUDED.content_type,
+    size_bytes = EXCLUDED.size_bytes,
+    filename = EXCLUDED.filename,
+    status = 'pending', step = NULL, error = NULL,
+    upload_id = NULL, uploaded_at = NULL, run_id = NULL
+RETURNING version, generation;
+
+-- name: set_object
+UPDATE documents SET object_key = %(object_key)s, upload_id = %(upload_id)s
+WHERE entity_id = %(entity_id)s AND id = %(document_id)s AND version = %(version)s;
+
+-- name: mark_uploaded
+-- The object of this version exists (direct upload, completed multipart upload).
+UPDATE documents SET uploaded_at = coalesce(uploaded_at, now()), upload_id = NULL
+WHERE entity_id = %(entity_id)s AND id = %(document_id)s AND version = %(version)s;
+
+-- name: mark_upload_failed
+UPDATE documents SET status = 'failed', step = 'upload', error = %(error)s
+WHERE entity_id = %(entity_id)s AND id = %(document_id)s AND version = %(version)s AND status = 'pending';
+
+-- name: pending_upload
+SELECT version, generation, status, object_key, upload_id, content_type
+FROM documents WHERE entity_id = %(entity_id)s AND id = %(document_id)s;
+
+-- name: lock_document
+SELECT version FROM documents WHERE entity_id = %(entity_id)s AND id = %(document_id)s FOR UPDATE;
+
+-- name: get_document
+SELECT d.id AS document_id, d.entity_id, d.version, d.ready_version, d.status,
+       CASE WHEN d.status = 'processing' THEN coalesce(r.current_step, d.step) ELSE d.step END AS step,
+       d.error, d.title, d.source, d.tags, d.metadata, d.content_type, d.size_bytes, d.filename,
+       d.chunk_count, d.chunks_embedded, d.chunks_reused, d.summary, d.created_at, d.updated_at
+FROM documents d
+LEFT JOIN workflow_runs r ON r.id = d.run_id
+WHERE d.entity_id = %(entity_id)s AND d.id = %(document_id)s;
+
+-- name: list_documents
+SELECT d.id AS document_id, d.entity_id, d.version, d.ready_version, d.status,
+       CASE WHEN d.status = 'processing' THEN coalesce(r.current_step, d.step) ELSE d.step END AS step,
+       d.error, d.title, d.source, d.tags, d.content_type, d.size_bytes, d.chunk_count,
+       d.chunks_embedded, d.chunks_reused, d.created_at, d.updated_at
+FROM documents d
+LEFT JOIN workflow_runs r ON r.id = d.run_id
+WHERE d.entity_id = %(entity_id)s
+  AND (%(status)s::text IS NULL OR d.status = %(status)s)
+  AND (%(after)s::text IS NULL OR d.id > %(after)s)
+ORDER BY d.id
+LIMIT %(limit)s;
+
+-- name: chunk_ids
+SELECT id::text AS id FROM chunks WHERE entity_id = %(entity_id)s AND document_id = %(document_id)s;
+
+-- name: delete_document
+-- Chunks go with it (ON DELETE CASCADE).
+DELETE FROM documents WHERE entity_id = %(entity_id)s AND id = %(document_id)s
+RETURNING generation, upload_id, object_key, chunk_count;
+
+-- name: delete_runs
+-- Every workflow run of a document (their checkpoints cascade).
+DELETE FROM workflow_runs WHERE starts_with(id, %(prefix)s);

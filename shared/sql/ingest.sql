@@ -1,0 +1,92 @@
+-- Documents and chunks as the ingest worker sees them.
+
+-- name: document_for_event
+SELECT version, generation::text AS generation, status, ready_version, content_type, object_key, title, run_id
+FROM documents WHERE entity_id = %(entity_id)s AND id = %(document_id)s;
+
+-- name: start_processing
+UPDATE documents
+SET status = 'processing', run_id = %(run_id)s, uploaded_at = coalesce(uploaded_at, now()), step = NULL, error = NULL
+WHERE entity_id = %(entity_id)s AND id = %(document_id)s AND version = %(version)s
+  AND generation = %(generation)s::uuid AND status IN ('pending', 'processing')
+RETURNING version;
+
+-- name: stored_chunks
+SELECT id::text AS id, position, start_char, end_char, content_hash, model_id
+FROM chunks WHERE entity_id = %(entity_id)s AND document_id = %(document_id)s;
+
+-- name: lock_document
+SELECT version, generation::text AS generation FROM documents
+WHERE entity_id = %(entity_id)s AND id = %(document_id)s
+FOR UPDATE;
+
+-- name: chunk_ids
+SELECT id::text AS id FROM chunks WHERE entity_id = %(entity_id)s AND document_id = %(document_id)s;
+
+-- name: insert_chunk
+-- Ids of new chunks are derived from (document, generation, version, position), so a
+-- rerun of the same version writes the same rows again instead of adding some.
+INSERT INTO chunks (entity_id, id, document_id, version, position, start_char, end_char, content,
+                    content_hash, token_count, model_id, embedding)
+VALUES (%(entity_id)s, %(id)s, %(document_id)s, %(version)s, %(position)s, %(start)s, %(end)s, %(content)s,
+        %(hash)s, %(tokens)s, %(model_id)s, %(embedding)s)
+ON CONFLICT (entity_id, id) DO UPDATE
+SET version = EXCLUDED.version, position = EXCLUDED.position, start_char = EXCLUDED.start_char,
+    end_char = EXCLUDED.end_char, content = EXCLUDED.content, content_hash = EXCLUDED.content_hash,
+    token_count = EXCLUDED.token_count, model_id = EXCLUDED.model_id, embedding = EXCLUDED.embedding;
+
+-- name: move_chunk
+-- A reused chunk whose place changed: new position and offsets, same row and vector.
+UPDATE chunks SET position = %(position)s, start_char = %(start)s, end_char = %(end)s
+WHERE entity_id = %(entity_id)s AND id = %(id)s::uuid;
+
+-- name: delete_other_chunks
+-- Every chunk of the document that the new version does not keep (stale ones).
+DELETE FROM chunks
+WHERE entity_id = %(entity_id)s AND document_id = %(document_id)s AND NOT (id = ANY(%(keep)s::uuid[]));
+
+-- name: finish_document
+UPDATE documents
+SET status = 'ready', step = NULL, error = NULL, ready_version = version, upload_id = NULL,
+    chunk_count = %(chunk_count)s, chunks_embedded = %(embedded)s, chunks_reused = %(reused)s,
+    summary = %(summary)s, content_hash = %(content_hash)s, size_bytes = %(size_bytes)s,
+    title = CASE WHEN title = '' THEN %(found_title)s ELSE title END,
+    updated_at = now()
+WHERE entity_id = %(entity_id)s AND id = %(document_id)s;
+
+-- name: fail_document
+-- Only the version (and generation) the failure belongs to; the step is where the run stopped.
+UPDATE documents d
+SET status = 'failed', error = %(error)s,
+    step = coalesce((SELECT r.current_step FROM workflow_runs r WHERE r.id = d.run_id), d.step)
+WHERE d.entity_id = %(entity_id)s AND d.id = %(document_id)s AND d.version = %(version)s
+  AND d.generation = %(generation)s::uuid AND d.status IN ('pending', 'processing')
+RETURNING d.step;
+
+-- name: delete_old_runs
+-- Runs of earlier versions of the document that are no longer running.
+DELETE FROM workflow_runs
+WHERE starts_with(id, %(prefix)s) AND id <> %(run_id)s AND status <> 'running';
+
+-- name: unfinished_documents
+SELECT entity_id, id AS document_id, version, status, object_key, uploaded_at, run_id
+FROM documents WHERE status IN ('pending', 'processing')
+ORDER BY entity_id, id;
+
+-- name: mark_lost
+UPDATE documents SET status = 'failed', step = 'upload', error = %(error)s
+WHERE entity_id = %(entity_id)s AND id = %(document_id)s AND version = %(version)s
+  AND status IN ('pending', 'processing');
+
+-- name: run_steps
+SELECT name, seq, attempts, completed_at FROM workflow_steps WHERE run_id = %(run_id)s ORDER BY seq;
+
+-- name: unfinished_runs
+-- Documents being processed, and ready ones whose run stopped between its commit and its clean-up.
+SELECT d.entity_id, d.id AS document_id, d.version, d.object_key
+FROM documents d
+WHERE d.status = 'processing'
+   OR (d.status = 'ready' AND EXISTS (SELECT 1 FROM workflow_runs r WHERE r.id = d.run_id AND r.status = 'running'));
+
+-- name: run_invocations
+SELECT attempts FROM workflow_runs WHERE id = %(run_id)s;
