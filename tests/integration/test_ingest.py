@@ -1,0 +1,143 @@
+"""The ingest worker over the real stack: re-ingesting only what changed, poison documents, supersession."""
+
+from __future__ import annotations
+
+import json
+import random
+import urllib.request
+
+from edgeindex import cache
+from edgeindex.bindings.kv import DiskKV
+
+from ..conftest import put_document, wait_document
+from ..unit.test_extract import make_pdf
+
+TOPICS = ["rivers", "mountains", "forests", "deserts", "oceans"]
+
+
+def paragraph(topic: str, sentences: int = 7, *, word: str = "shape") -> str:
+    # ~126 model tokens: one paragraph per chunk at CHUNK_TOKENS = 200
+    return " ".join(f"The {topic} chapter sentence {j} describes how {topic} {word} the land and the people "
+                    f"living near them." for j in range(sentences))
+
+
+def document(paragraphs: list[str]) -> str:
+    return "\n\n".join(paragraphs)
+
+
+async def chunks(db, entity_id: str, document_id: str) -> list[dict]:
+    return await db.fetch("SELECT id::text, position, start_char, end_char, content, version FROM chunks "
+                          "WHERE entity_id = %s AND document_id = %s ORDER BY position", (entity_id, document_id))
+
+
+async def test_reupload_embeds_only_changed_chunks(stack, tenant, db):
+    v1 = [paragraph(t) for t in TOPICS]
+    put_document(tenant, "evolving", document(v1))
+    doc = await wait_document(tenant, "evolving")
+    assert (doc["status"], doc["chunk_count"], doc["chunks_embedded"], doc["chunks_reused"]) == ("ready", 5, 5, 0)
+    first = await chunks(db, tenant.entity_id, "evolving")
+    assert [c["content"] for c in first] == v1
+
+    kv = DiskKV(stack.config.state_path / "kv", namespace="cache")
+    try:
+        seq = cache.read_sequences(kv, [tenant.entity_id])
+        holder = f"reupload-{tenant.entity_id}"
+        assert cache.store(kv, holder, {"ids": [first[0]["id"]]}, chunk_ids=[first[0]["id"]],
+                           entity_ids=[tenant.entity_id], sequences=seq, ttl=600)
+
+        # v2: the third paragraph is rewritten (and grows): one chunk embedded, four reused.
+        v2 = v1[:2] + [paragraph("forests", 8, word="cover")] + v1[3:]
+        put_document(tenant, "evolving", document(v2))
+        doc = await wait_document(tenant, "evolving", version=2)
+        assert (doc["status"], doc["chunk_count"], doc["chunks_embedded"], doc["chunks_reused"]) == ("ready", 5, 1, 4)
+        # A cached result holding a chunk of the old version is gone, even one whose chunk was reused.
+        assert cache.load(kv, holder) is None
+    finally:
+        kv.close()
+    second = await chunks(db, tenant.entity_id, "evolving")
+    assert [c["content"] for c in second] == v2
+    assert [c["id"] for c in second][:2] == [c["id"] for c in first][:2]      # same rows, same vectors
+    assert [c["id"] for c in second][3:] == [c["id"] for c in first][3:]      # moved: new offsets only
+    assert second[3]["start_char"] > first[3]["start_char"] and second[3]["version"] == 1
+    assert second[2]["id"] != first[2]["id"] and second[2]["version"] == 2
+    assert first[2]["id"] not in {c["id"] for c in second}                     # the stale row is deleted
+
+    # v3: a new paragraph first, the last one removed: one embedded, the other four reused and moved.
+    v3 = [paragraph("glaciers")] + v2[:4]
+    put_document(tenant, "evolving", document(v3))
+    doc = await wait_document(tenant, "evolving", version=3)
+    assert (doc["chunk_count"], doc["chunks_embedded"], doc["chunks_reused"]) == (5, 1, 4)
+    third = await chunks(db, tenant.entity_id, "evolving")
+    assert [c["content"] for c in third] == v3
+    assert [c["id"] for c in third][1:] == [c["id"] for c in second][:4]
+
+    # Same bytes again: nothing to embed.
+    put_document(tenant, "evolving", document(v3))
+    doc = await wait_document(tenant, "evolving", version=4)
+    assert (doc["chunk_count"], doc["chunks_embedded"], doc["chunks_reused"]) == (5, 0, 5)
+    assert [c["id"] for c in await chunks(db, tenant.entity_id, "evolving")] == [c["id"] for c in third]
+
+
+async def test_poison_documents_fail_with_a_reason_and_spare_the_batch(tenant, db):
+    # Uploaded back to back, so the queue hands them to the worker in one batch.
+    status, empty = tenant.upload.post(f"/entities/{tenant.entity_id}/uploads",
+                                       {"document_id": "p-empty", "content_type": "text/plain", "size_bytes": 10})
+    assert status == 201
+    req = urllib.request.Request(empty["upload"]["url"], data=b"", method="PUT", headers=empty["upload"]["headers"])
+    urllib.request.urlopen(req, timeout=30).close()
+    put_document(tenant, "p-pdf", b"%PDF-1.7\n1 0 obj << /Broken >>\nthis is not a PDF body", content_type="application/pdf")
+    put_document(tenant, "p-binary", bytes([0, 159, 146, 150]) + random.Random(1).randbytes(2000))
+    put_document(tenant, "p-latin1", "Caf\u00e9 cr\u00e8me, na\u00efve r\u00e9sum\u00e9.".encode("latin-1"))
+    put_document(tenant, "p-good", "A healthy document in the same batch as the broken ones.")
+    put_document(tenant, "p-json", b'{"title": "cut', content_type="application/json")
+
+    expected = {
+        "p-empty": "the file is empty",
+        "p-pdf": "the PDF could not be parsed",
+        "p-binary": "binary data",
+        "p-latin1": "not valid UTF-8 text (byte 0xe9 at offset 3)",
+        "p-json": "not valid JSON",
+    }
+    for document_id, reason in expected.items():
+        doc = await wait_document(tenant, document_id)
+        assert doc["status"] == "failed", doc
+        assert reason in doc["error"] and doc["step"] == "extract"
+        assert doc["chunk_count"] == 0
+    good = await wait_document(tenant, "p-good")
+    assert good["status"] == "ready" and good["chunk_count"] == 1
+    rows = await db.fetch("SELECT status, error FROM workflow_runs WHERE starts_with(id, %s)",
+                          (f"ingest/{tenant.entity_id}/p-pdf/",))
+    assert rows[0]["status"] == "errored" and "PDF" in rows[0]["error"]
+
+    # A failed document is fixed by uploading it again.
+    put_document(tenant, "p-latin1", "Caf\u00e9 cr\u00e8me, na\u00efve r\u00e9sum\u00e9.")
+    doc = await wait_document(tenant, "p-latin1", version=2)
+    assert doc["status"] == "ready" and doc["error"] is None
+
+
+async def test_pdf_and_json_documents(tenant, db):
+    pdf = make_pdf([["Quarterly report on edge search.", "Latency fell by half."], ["Appendix: methods."]],
+                   title="Q3 report")
+    put_document(tenant, "report", pdf, content_type="application/pdf")
+    put_document(tenant, "config", json.dumps({"service": "search", "regions": ["eu", "us"]}),
+                 content_type="application/json")
+    doc = await wait_document(tenant, "report")
+    assert doc["status"] == "ready" and doc["title"] == "Q3 report"
+    text = " ".join(c["content"] for c in await chunks(db, tenant.entity_id, "report"))
+    assert "Latency fell by half." in text and "Appendix: methods." in text
+    doc = await wait_document(tenant, "config")
+    assert doc["status"] == "ready"
+    assert [c["content"] for c in await chunks(db, tenant.entity_id, "config")] == [
+        "service: search\nregions[0]: eu\nregions[1]: us"]
+
+
+async def test_superseded_version_is_skipped(stack, tenant, db):
+    put_document(tenant, "racy", "First version, replaced before anyone ingests it.")
+    put_document(tenant, "racy", "Second version, the one that counts.")
+    doc = await wait_document(tenant, "racy", version=2)
+    assert (doc["status"], doc["version"], doc["ready_version"]) == ("ready", 2, 2)
+    assert [c["content"] for c in await chunks(db, tenant.entity_id, "racy")] == ["Second version, the one that counts."]
+    # Version 1's message was acked without a run (the worker logs each message's outcome).
+    log = stack.log_path.read_text()
+    assert f"ingest {tenant.entity_id}/racy v1: ack superseded by version 2" in log
+    assert f"ingest {tenant.entity_id}/racy v2: ack ready" in log
