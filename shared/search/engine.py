@@ -1,0 +1,114 @@
+"""Filtered hybrid retrieval in Postgres: one SQL statement per search.
+
+The statement (``shared/sql/search.sql``) is assembled once from its named
+fragments; this module only turns a validated request into its parameters and
+the rows into result dicts.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+
+from .. import sqlfiles
+from ..bindings.database import Database
+from . import defaults
+from .request import SearchRequest
+
+_SQL = sqlfiles.load("search.sql")
+SEARCH_SQL = (_SQL["search"]
+              .replace("/*candidate_filter*/", _SQL["candidate_filter"])
+              .replace("/*text_query*/", _SQL["text_query"]))
+_WORD = re.compile(r"\w+")
+DOCUMENT_FILTERS = ("document_ids", "sources", "tags", "created_after", "created_before", "updated_after", "updated_before")
+
+
+def any_terms(query: str) -> str | None:
+    """``to_tsquery`` text matching any word of the query (words only: no operator can be injected)."""
+    words = list(dict.fromkeys(_WORD.findall(query)))
+    return " | ".join(words) if words else None
+
+
+def candidate_count(k: int, *, dedupe: bool) -> int:
+    factor = defaults.DEDUPE_CANDIDATE_FACTOR if dedupe else defaults.CANDIDATE_FACTOR
+    return max(k, min(max(k * factor, defaults.MIN_CANDIDATES), defaults.MAX_CANDIDATES))
+
+
+def build_params(request: SearchRequest, entity_ids: list[str], embedding: np.ndarray, *,
+                 limit: int, include_text: bool | None = None) -> dict[str, Any]:
+    """Parameters of SEARCH_SQL; ``limit`` rows come back (more than k when a reranker follows)."""
+    filters = request.filters.normalized()
+    terms = any_terms(request.query)
+    websearch = request.text_mode == "websearch"
+    use_text = request.alpha < 1 and (websearch or terms is not None)
+    use_trigram = request.alpha < 1 and len(request.query) <= defaults.TRIGRAM_MAX_QUERY_CHARS
+    return {
+        "entity_ids": sorted(set(entity_ids)),
+        **filters,
+        "document_filters": any(filters[name] is not None for name in DOCUMENT_FILTERS),
+        "embedding": embedding,
+        "query": request.query,
+        "any_terms": terms or "",
+        "websearch": websearch,
+        "trigram_query": request.query,
+        "use_vector": request.alpha > 0,
+        "use_text": use_text,
+        "use_trigram": use_trigram,
+        "n": candidate_count(max(limit, request.k), dedupe=request.dedupe),
+        "k": request.k,
+        "exact_max_docs": defaults.EXACT_MAX_DOCUMENTS,
+        "exact_max_chunks": defaults.EXACT_MAX_CHUNKS,
+        "trigram_scan_max_chunks": defaults.TRIGRAM_SCAN_MAX_CHUNKS,
+        "trigram_candidates": defaults.TRIGRAM_MAX_CANDIDATES,
+        "rank_normalization": defaults.RANK_NORMALIZATION,
+        "alpha": request.alpha,
+        "fusion": request.fusion,
+        "rrf_k": defaults.RRF_K,
+        "trigram_weight": defaults.TRIGRAM_WEIGHT,
+        "vector_threshold": request.vector_threshold,
+        "text_threshold": request.text_threshold,
+        "trigram_threshold": request.trigram_threshold,
+        "dedupe": request.dedupe,
+        "limit": limit,
+        "include_text": request.include.text if include_text is None else include_text,
+        "include_summary": request.include.summary,
+        "neighbours": request.include.neighbours,
+    }
+
+
+def shape(row: dict, request: SearchRequest, *, text: bool = False) -> dict:
+    """A result as the API returns it (``text=True`` keeps the text even if not asked: the reranker needs it)."""
+    with_text = request.include.text or text
+    document = {"title": row["title"], "source": row["source"], "tags": row["tags"]}
+    if request.include.summary:
+        document["summary"] = row["summary"]
+    result = {
+        "chunk_id": str(row["chunk_id"]),
+        "document_id": row["document_id"],
+        "entity_id": row["entity_id"],
+        "position": row["position"],
+        "start_char": row["start_char"],
+        "end_char": row["end_char"],
+        "score": round(float(row["score"]), 6),
+        "scores": {"vector": round(float(row["vector"]), 6), "text": round(float(row["text"]), 6),
+                   "trigram": round(float(row["trigram"]), 6)},
+        "document": document,
+    }
+    if with_text:
+        result["text"] = row["content"]
+    if request.include.neighbours:
+        neighbours = row["neighbours"] or []
+        if not with_text:
+            for n in neighbours:
+                n.pop("text", None)
+        result["neighbours"] = neighbours
+    return result
+
+
+async def retrieve(db: Database, request: SearchRequest, entity_ids: list[str], embedding: np.ndarray, *,
+                   limit: int | None = None, include_text: bool | None = None) -> list[dict]:
+    """Raw rows of the search statement, best first."""
+    params = build_params(request, entity_ids, embedding, limit=limit or request.k, include_text=include_text)
+    return await db.fetch(SEARCH_SQL, params)
