@@ -49,9 +49,15 @@ def _error_text(exc: BaseException) -> str:
     return exc.message if isinstance(exc, EdgeIndexError) else f"{type(exc).__name__}: {exc}"
 
 
-def concurrency(env) -> int:
-    """Runs at once: each holds a pooled connection for its run lock and borrows another per query."""
-    return max(1, env.DB.pool.max_size - 2)
+_limiters: dict[int, asyncio.Semaphore] = {}
+
+
+def run_limiter(env) -> asyncio.Semaphore:
+    """Runs at once in this process, whatever the number of batches in flight: each run holds a
+    pooled connection for its lock and borrows another per query, so the pool bounds them."""
+    if id(env) not in _limiters:
+        _limiters[id(env)] = asyncio.Semaphore(max(1, env.DB.pool.max_size - 2))
+    return _limiters[id(env)]
 
 
 async def ingest_object(env, ref: ObjectRef, *, attempts: int, last_attempt: bool) -> Outcome:
@@ -70,7 +76,8 @@ async def ingest_object(env, ref: ObjectRef, *, attempts: int, last_attempt: boo
 
     p = IngestParams(entity_id=ref.entity_id, document_id=ref.document_id, version=ref.version,
                      generation=doc["generation"], object_key=doc["object_key"] or ref.key,
-                     content_type=doc["content_type"],
+                     content_type=doc["content_type"], size_bytes=ref.size,
+                     previous_hash=doc["content_hash"] if doc["ready_version"] is not None else None,
                      run_id=keys.run_id(ref.entity_id, ref.document_id, ref.version, doc["generation"]))
     if doc["status"] == "ready" and doc["ready_version"] == ref.version:
         # Done, or committed just before a crash: create() returns at once for a complete
@@ -114,7 +121,7 @@ async def _fail(env, p: IngestParams, error: str) -> None:
 async def handle_batch(batch, env) -> None:
     """Settle every message of a queue batch (the worker's ``queue`` handler)."""
     max_retries = env.worker.queues.consumers[0].max_retries
-    limit = asyncio.Semaphore(concurrency(env))
+    limit = run_limiter(env)
     runs: dict[tuple[str, str, int], asyncio.Task] = {}
     plans: list[tuple[object, list[tuple[str, str, int]]]] = []
 
@@ -163,7 +170,7 @@ async def resume_unfinished(env) -> int:
     rows = await env.DB.fetch(SQL["unfinished_runs"])
     if not rows:
         return 0
-    limit = asyncio.Semaphore(concurrency(env))
+    limit = run_limiter(env)
     refs = [ObjectRef(key=r["object_key"], entity_id=r["entity_id"], document_id=r["document_id"],
                       version=r["version"]) for r in rows]
     outcomes = await asyncio.gather(*(_limited(limit, env, ref, 0, False) for ref in refs), return_exceptions=True)

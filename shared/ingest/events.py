@@ -6,7 +6,7 @@ from typing import Any
 from urllib.parse import quote_plus, unquote_plus
 
 from ..errors import ValidationError
-from .keys import DOCS_PREFIX, ObjectRef, parse_object_key
+from .keys import DOCS_PREFIX, ObjectRef, parse_object_key, with_size
 
 
 def object_refs(body: Any) -> list[ObjectRef]:
@@ -20,12 +20,13 @@ def object_refs(body: Any) -> list[ObjectRef]:
     for record in records:
         try:
             name = record.get("eventName", "")
-            key = record["s3"]["object"]["key"]
+            obj = record["s3"]["object"]
+            key = obj["key"]
         except (AttributeError, KeyError, TypeError):
             raise ValidationError("S3 event record without s3.object.key", field="Records") from None
         if not name.startswith("ObjectCreated") or not unquote_plus(key).startswith(DOCS_PREFIX):
             continue
-        refs.append(parse_object_key(key))
+        refs.append(with_size(parse_object_key(key), obj.get("size")))
     return refs
 
 

@@ -7,7 +7,7 @@ every prefix below is unambiguous and per-document clean-up is a prefix delete.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from urllib.parse import unquote_plus
 
 from ..errors import ValidationError
@@ -41,6 +41,11 @@ class ObjectRef:
     entity_id: str
     document_id: str
     version: int
+    size: int | None = None  # as reported by the event, when there is one
+
+
+def with_size(ref: ObjectRef, size) -> ObjectRef:
+    return replace(ref, size=int(size)) if isinstance(size, int) and size >= 0 else ref
 
 
 def parse_object_key(raw_key: str) -> ObjectRef:

@@ -15,6 +15,9 @@ Steps (each checkpointed, each with its own retry policy):
 7. ``delete-stale`` what the new version made stale outside the database: objects of
                     earlier versions, runs of earlier versions, this run's artifacts.
 
+Bytes identical to the live version's (sha256) skip steps 2-5: ``upsert`` then just
+makes the live chunks this version's.
+
 Large step outputs live in the bucket (see ``artifacts``); checkpoints hold keys.
 Chunk contents never travel between steps: they are offsets into the text.
 """
@@ -71,6 +74,8 @@ class IngestParams:
     object_key: str
     content_type: str
     run_id: str
+    size_bytes: int | None = None       # from the object-created event: refuse a huge file before reading it
+    previous_hash: str | None = None    # sha256 of the live version's bytes: identical bytes skip the pipeline
 
     def to_event(self) -> dict:
         return asdict(self)
@@ -95,17 +100,24 @@ class IngestJob:
 
     async def extract(self) -> dict:
         limit = self.env.var("MAX_DOCUMENT_BYTES", int)
-        info = await self.env.BUCKET.head(self.p.object_key)
-        if info is None:
-            raise IngestError(f"the uploaded object {self.p.object_key} is missing; upload the document again")
-        if info.size > limit:
-            raise IngestError(f"the file is {info.size} bytes; the limit is {limit} bytes (MAX_DOCUMENT_BYTES)")
+        size = self.p.size_bytes
+        if size is None:  # no event said how big it is: ask before reading it
+            info = await self.env.BUCKET.head(self.p.object_key)
+            size = info.size if info is not None else 0
+        if size > limit:
+            raise IngestError(f"the file is {size} bytes; the limit is {limit} bytes (MAX_DOCUMENT_BYTES)")
         data = await self.env.BUCKET.get(self.p.object_key)
         if data is None:
             raise IngestError(f"the uploaded object {self.p.object_key} is missing; upload the document again")
+        if len(data) > limit:
+            raise IngestError(f"the file is {len(data)} bytes; the limit is {limit} bytes (MAX_DOCUMENT_BYTES)")
+        digest = hashlib.sha256(data).hexdigest()
+        if digest == self.p.previous_hash:
+            # The same bytes as the live version: its chunks, vectors and summary stand as they are.
+            return {"unchanged": True, "size_bytes": len(data), "content_hash": digest}
         extracted = await asyncio.to_thread(extract, data, self.p.content_type)
         return {"text": await self.artifacts.save_text("text.txt", extracted.text), "chars": len(extracted.text),
-                "size_bytes": len(data), "content_hash": hashlib.sha256(data).hexdigest(), "title": extracted.title}
+                "size_bytes": len(data), "content_hash": digest, "title": extracted.title}
 
     async def chunk(self, extracted: dict) -> dict:
         text = await self.artifacts.load_text(extracted["text"])
@@ -213,6 +225,33 @@ class IngestJob:
                 "reused": result.reused, "moved": len(result.moved), "stale": len(result.stale),
                 "cache_entries_invalidated": invalidated}
 
+    async def reuse_live(self, extracted: dict) -> dict:
+        """``upsert`` for identical bytes: the live version's chunks become this version's."""
+        p = self.p
+        kv = self.env.KV
+        ids: list[str] = []
+        begun = False
+        invalidated = 0
+        try:
+            async with self.db.transaction() as conn:
+                row = await (await conn.execute(SQL["lock_document"], self.where)).fetchone()
+                if row is None or row["generation"] != p.generation:
+                    return {"outcome": "deleted"}
+                if row["version"] != p.version:
+                    return {"outcome": "superseded", "current_version": row["version"]}
+                if row["ready_version"] is None or row["content_hash"] != extracted["content_hash"]:
+                    raise RuntimeError("the live version changed since extract; upload the document again")
+                ids = [r["id"] for r in await (await conn.execute(SQL["chunk_ids"], self.where)).fetchall()]
+                # Title, tags or source may have changed with this upload: cached results show them.
+                invalidated += await asyncio.to_thread(cache.begin_invalidation, kv, [p.entity_id], ids)
+                begun = True
+                await conn.execute(SQL["reuse_live_version"], {**self.where, "size_bytes": extracted["size_bytes"]})
+        finally:
+            if begun:
+                invalidated += await asyncio.to_thread(cache.end_invalidation, kv, [p.entity_id], ids)
+        return {"outcome": "ready", "chunk_count": len(ids), "embedded": 0, "reused": len(ids), "moved": 0,
+                "stale": 0, "unchanged": True, "cache_entries_invalidated": invalidated}
+
     async def delete_stale(self, upserted: dict, artifact_keys: list[str]) -> dict:
         p = self.p
         objects: list[str] = []
@@ -261,6 +300,10 @@ class IngestDocument(Workflow):
 
         try:
             extracted = await do("extract", job.extract)
+            if extracted.get("unchanged"):
+                upserted = await do("upsert", lambda: job.reuse_live(extracted))
+                await do("delete-stale", lambda: job.delete_stale(upserted, []))
+                return upserted
             chunked = await do("chunk", lambda: job.chunk(extracted))
             diffed = await do("diff", lambda: job.diff(chunked))
             embedded = await do("embed", lambda: job.embed(extracted, chunked, diffed))

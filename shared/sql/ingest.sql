@@ -1,7 +1,8 @@
 -- Documents and chunks as the ingest worker sees them.
 
 -- name: document_for_event
-SELECT version, generation::text AS generation, status, ready_version, content_type, object_key, title, run_id
+SELECT version, generation::text AS generation, status, ready_version, content_hash, content_type, object_key,
+       title, run_id
 FROM documents WHERE entity_id = %(entity_id)s AND id = %(document_id)s;
 
 -- name: start_processing
@@ -16,7 +17,7 @@ SELECT id::text AS id, position, start_char, end_char, content_hash, model_id
 FROM chunks WHERE entity_id = %(entity_id)s AND document_id = %(document_id)s;
 
 -- name: lock_document
-SELECT version, generation::text AS generation FROM documents
+SELECT version, generation::text AS generation, ready_version, content_hash FROM documents
 WHERE entity_id = %(entity_id)s AND id = %(document_id)s
 FOR UPDATE;
 
@@ -52,6 +53,13 @@ SET status = 'ready', step = NULL, error = NULL, ready_version = version, upload
     summary = %(summary)s, content_hash = %(content_hash)s, size_bytes = %(size_bytes)s,
     title = CASE WHEN title = '' THEN %(found_title)s ELSE title END,
     updated_at = now()
+WHERE entity_id = %(entity_id)s AND id = %(document_id)s;
+
+-- name: reuse_live_version
+-- Identical bytes uploaded again: the live chunks now stand for this version.
+UPDATE documents
+SET status = 'ready', step = NULL, error = NULL, ready_version = version, upload_id = NULL,
+    chunks_embedded = 0, chunks_reused = chunk_count, size_bytes = %(size_bytes)s, updated_at = now()
 WHERE entity_id = %(entity_id)s AND id = %(document_id)s;
 
 -- name: fail_document

@@ -9,7 +9,7 @@ import urllib.request
 from edgeindex import cache
 from edgeindex.bindings.kv import DiskKV
 
-from ..conftest import put_document, wait_document
+from ..conftest import put_document, wait_document, wait_for
 from ..unit.test_extract import make_pdf
 
 TOPICS = ["rivers", "mountains", "forests", "deserts", "oceans"]
@@ -71,11 +71,18 @@ async def test_reupload_embeds_only_changed_chunks(stack, tenant, db):
     assert [c["content"] for c in third] == v3
     assert [c["id"] for c in third][1:] == [c["id"] for c in second][:4]
 
-    # Same bytes again: nothing to embed.
-    put_document(tenant, "evolving", document(v3))
+    # Same bytes again: nothing to chunk or embed, the live chunks stand for version 4.
+    put_document(tenant, "evolving", document(v3), title="Renamed")
     doc = await wait_document(tenant, "evolving", version=4)
     assert (doc["chunk_count"], doc["chunks_embedded"], doc["chunks_reused"]) == (5, 0, 5)
+    assert (doc["ready_version"], doc["title"]) == (4, "Renamed")
     assert [c["id"] for c in await chunks(db, tenant.entity_id, "evolving")] == [c["id"] for c in third]
+    run_id = (await db.fetchone("SELECT run_id FROM documents WHERE entity_id = %s AND id = 'evolving'",
+                                (tenant.entity_id,)))["run_id"]
+    await wait_for(lambda: db.fetchone("SELECT 1 FROM workflow_runs WHERE id = %s AND status = 'complete'",
+                                       (run_id,)))  # ready comes at the commit; clean-up follows
+    steps = await db.fetch("SELECT name FROM workflow_steps WHERE run_id = %s ORDER BY seq", (run_id,))
+    assert [s["name"] for s in steps] == ["extract", "upsert", "delete-stale"]
 
 
 async def test_poison_documents_fail_with_a_reason_and_spare_the_batch(tenant, db):
