@@ -23,6 +23,7 @@ MAX_CANDIDATES = 1000
 EXACT_MAX_DOCUMENTS = 500   # vector search is exact (no HNSW) when the documents in scope ...
 EXACT_MAX_CHUNKS = 2000     # ... are at most this many and hold at most this many chunks
 RRF_K = 60                  # the usual reciprocal-rank-fusion constant
+TEXT_MAX_MATCHES = 1000     # "any word" matches ranked when fewer than k chunks hold every word
 TRIGRAM_WEIGHT = 0.3        # share of trigram in the lexical score (the rest is full text)
 TRIGRAM_MAX_QUERY_CHARS = 64  # fuzzy matching is for short queries (typos, identifiers) ...
 TRIGRAM_MAX_CANDIDATES = 200  # ... and scores at most this many trigram-index matches,

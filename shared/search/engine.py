@@ -20,6 +20,7 @@ from .request import SearchRequest
 _SQL = sqlfiles.load("search.sql")
 SEARCH_SQL = (_SQL["search"]
               .replace("/*candidate_filter*/", _SQL["candidate_filter"])
+              .replace("/*text_query_all*/", _SQL["text_query_all"])
               .replace("/*text_query*/", _SQL["text_query"]))
 _WORD = re.compile(r"\w+")
 DOCUMENT_FILTERS = ("document_ids", "sources", "tags", "created_after", "created_before", "updated_after", "updated_before")
@@ -62,6 +63,7 @@ def build_params(request: SearchRequest, entity_ids: list[str], embedding: np.nd
         "exact_max_chunks": defaults.EXACT_MAX_CHUNKS,
         "trigram_scan_max_chunks": defaults.TRIGRAM_SCAN_MAX_CHUNKS,
         "trigram_candidates": defaults.TRIGRAM_MAX_CANDIDATES,
+        "text_max_matches": defaults.TEXT_MAX_MATCHES,
         "rank_normalization": defaults.RANK_NORMALIZATION,
         "alpha": request.alpha,
         "fusion": request.fusion,

@@ -10,9 +10,12 @@ version, so search treats them the same way.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
+import json
+import re
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 
 import numpy as np
 
@@ -60,15 +63,15 @@ async def ensure_entity(db: Database, entity_id: str, kind: str = "user") -> Non
 
 async def upsert_documents(db: Database, entity_id: str, docs: Sequence[SeedDocument]) -> None:
     """Document rows, ready at their version (replaces an existing document and its chunks)."""
-    async with db.transaction() as conn:
-        for doc in docs:
-            await conn.execute(SQL["loader_delete_document_chunks"], {"entity": entity_id, "id": doc.document_id})
-            await conn.execute(SQL["loader_upsert_document"], {
-                "entity": entity_id, "id": doc.document_id, "version": doc.version, "title": doc.title,
-                "source": doc.source, "tags": doc.tags, "summary": doc.summary, "chunks": len(doc.chunks),
-                "size": sum(len(c) for c in doc.chunks),
-                "object_key": f"docs/{entity_id}/{doc.document_id}/v{doc.version}",
-                "created_at": doc.created_at, "updated_at": doc.updated_at})
+    async with db.transaction() as conn, conn.cursor() as cur:
+        await cur.executemany(SQL["loader_delete_document_chunks"],
+                              [{"entity": entity_id, "id": doc.document_id} for doc in docs])
+        await cur.executemany(SQL["loader_upsert_document"], [{
+            "entity": entity_id, "id": doc.document_id, "version": doc.version, "title": doc.title,
+            "source": doc.source, "tags": doc.tags, "summary": doc.summary, "chunks": len(doc.chunks),
+            "size": sum(len(c) for c in doc.chunks),
+            "object_key": f"docs/{entity_id}/{doc.document_id}/v{doc.version}",
+            "created_at": doc.created_at, "updated_at": doc.updated_at} for doc in docs])
 
 
 async def copy_chunks(db: Database, rows: Iterable[tuple]) -> int:
@@ -102,3 +105,77 @@ async def seed_documents(db: Database, embedder, entity_id: str, docs: Sequence[
     for row in found:
         ids[row["document_id"]].append(str(row["id"]))
     return ids
+
+
+# --- synthetic corpora for plans and load (real text, random vectors) ----------------------
+
+SOURCES = ("wiki", "notes", "tickets", "blog")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+
+def read_passages(path: Path, limit: int | None = None) -> list[str]:
+    """Texts of a BEIR-style ``corpus.jsonl`` (one ``{"text": ...}`` object a line)."""
+    texts = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            text = json.loads(line).get("text", "").strip()
+            if text:
+                texts.append(text)
+                if limit and len(texts) >= limit:
+                    break
+    return texts
+
+
+def varied(text: str, n: int) -> str:
+    """The n-th variant of a passage: sentences rotated, so repeats are not byte-identical."""
+    sentences = _SENTENCE.split(text)
+    shift = n % len(sentences)
+    return " ".join(sentences[shift:] + sentences[:shift])
+
+
+def random_unit_vectors(rng: np.random.Generator, count: int, dimension: int) -> np.ndarray:
+    vectors = rng.standard_normal((count, dimension)).astype(np.float32)
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def synthetic_documents(texts: Sequence[str], chunks: int, *, chunks_per_document: int = 5, offset: int = 0,
+                        prefix: str = "doc") -> Iterator[SeedDocument]:
+    """Documents of ``chunks_per_document`` passages each, cycling through ``texts`` with variations;
+    tags ``t0``..``t19`` and the four sources spread evenly, so each tag filter keeps ~5% of them."""
+    made = 0
+    number = 0
+    while made < chunks:
+        size = min(chunks_per_document, chunks - made)
+        parts = [varied(texts[(offset + made + i) % len(texts)], (offset + made + i) // len(texts)) for i in range(size)]
+        yield SeedDocument(document_id=f"{prefix}{number}", chunks=parts, title=parts[0][:60],
+                           source=SOURCES[number % len(SOURCES)], tags=[f"t{number % 20}"])
+        made += size
+        number += 1
+
+
+async def load_synthetic(db: Database, entity_id: str, texts: Sequence[str], chunks: int, *, model_id: str,
+                         dimension: int, seed: int = 0, kind: str = "user", batch_documents: int = 500,
+                         offset: int = 0) -> int:
+    """``chunks`` chunks of real text with random unit vectors into ``entity_id`` (binary COPY)."""
+    await ensure_entity(db, entity_id, kind)
+    rng = np.random.default_rng(seed)
+    written = 0
+    batch: list[SeedDocument] = []
+
+    async def flush() -> int:
+        await upsert_documents(db, entity_id, batch)
+        vectors = random_unit_vectors(rng, sum(len(d.chunks) for d in batch), dimension)
+        rows, at = [], 0
+        for doc in batch:
+            rows.extend(chunk_rows(entity_id, doc, vectors[at:at + len(doc.chunks)], model_id))
+            at += len(doc.chunks)
+        return await copy_chunks(db, rows)
+
+    for doc in synthetic_documents(texts, chunks, offset=offset):
+        batch.append(doc)
+        if len(batch) >= batch_documents:
+            written += await flush()
+            batch = []
+    if batch:
+        written += await flush()
+    return written

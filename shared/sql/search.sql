@@ -29,8 +29,14 @@ AND (NOT %(document_filters)s OR EXISTS (
       AND (%(updated_before)s::timestamptz IS NULL OR d.updated_at < %(updated_before)s::timestamptz)))
 
 -- name: text_query
+-- "any" mode ranks by the query's words OR-ed; "websearch" is websearch_to_tsquery.
 (CASE WHEN %(websearch)s THEN websearch_to_tsquery('english', %(query)s)
       ELSE to_tsquery('english', %(any_terms)s) END)
+
+-- name: text_query_all
+-- The stricter query tried first: every word (or the websearch query itself).
+(CASE WHEN %(websearch)s THEN websearch_to_tsquery('english', %(query)s)
+      ELSE plainto_tsquery('english', %(query)s) END)
 
 -- name: search
 WITH docs AS MATERIALIZED (
@@ -70,10 +76,35 @@ WITH docs AS MATERIALIZED (
      WHERE %(use_vector)s AND NOT (SELECT exact FROM scope) AND /*candidate_filter*/
      ORDER BY c.embedding <=> %(embedding)s::vector
      LIMIT %(n)s)
-), fts AS MATERIALIZED (
+), fts_all AS MATERIALIZED (
+    -- Full text in two stages, because ranking every chunk that shares one common word
+    -- with the query does not scale: chunks holding all the words first (selective, via
+    -- the GIN index) ...
     SELECT c.entity_id, c.id, ts_rank(c.tsv, /*text_query*/, %(rank_normalization)s) AS rank
     FROM chunks c
-    WHERE %(use_text)s AND (SELECT nonempty FROM scope) AND c.tsv @@ /*text_query*/ AND /*candidate_filter*/
+    WHERE %(use_text)s AND (SELECT nonempty FROM scope) AND c.tsv @@ /*text_query_all*/ AND /*candidate_filter*/
+    ORDER BY rank DESC
+    LIMIT %(n)s
+), fts AS MATERIALIZED (
+    -- ... then, only if those are fewer than k, chunks holding any word, ranking at most
+    -- `text_max_matches` of them (arbitrary ones if more match).
+    SELECT entity_id, id, max(rank) AS rank
+    FROM (
+        SELECT entity_id, id, rank FROM fts_all
+        UNION ALL
+        (SELECT m.entity_id, m.id, ts_rank(m.tsv, /*text_query*/, %(rank_normalization)s) AS rank
+         FROM (
+             SELECT c.entity_id, c.id, c.tsv
+             FROM chunks c
+             WHERE %(use_text)s AND NOT %(websearch)s AND (SELECT nonempty FROM scope)
+               AND (SELECT count(*) FROM fts_all) < %(k)s
+               AND c.tsv @@ /*text_query*/ AND /*candidate_filter*/
+             LIMIT %(text_max_matches)s
+         ) m
+         ORDER BY rank DESC
+         LIMIT %(n)s)
+    ) both_stages
+    GROUP BY entity_id, id
     ORDER BY rank DESC
     LIMIT %(n)s
 ), trgm AS MATERIALIZED (
@@ -212,3 +243,16 @@ COPY chunks (entity_id, document_id, version, position, start_char, end_char, co
 SELECT document_id, id FROM chunks
 WHERE entity_id = %(entity)s AND document_id = ANY(%(ids)s)
 ORDER BY document_id, position;
+
+-- name: explain_indexes
+SELECT indexname, indexdef FROM pg_indexes
+WHERE schemaname = current_schema() AND (tablename LIKE 'chunks%%' OR tablename = 'documents');
+
+-- name: explain_drop_hnsw
+-- Bulk loads into a fresh database: building HNSW once after COPY is several times
+-- faster than inserting into it row by row. Same definition as 0001_init.sql.
+DROP INDEX IF EXISTS chunks_embedding_idx;
+
+-- name: explain_create_hnsw
+CREATE INDEX IF NOT EXISTS chunks_embedding_idx ON chunks
+USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64);

@@ -339,3 +339,51 @@ def test_authentication_is_required(stack, corpus):
     assert status == 401
     status, answer = Client(stack.url("search"), "ei_not_a_key").post("/search", {"query": "x"})
     assert status == 401
+
+
+# --- rerank (restarts the search worker with a reranker, then without) ----------------------
+
+
+async def test_rerank_over_http(stack, corpus):
+    from aiohttp import web
+
+    received: list[dict] = []
+
+    async def rerank(request):  # TEI-compatible: prefers whatever mentions Kubernetes
+        body = await request.json()
+        received.append(body)
+        return web.json_response([{"index": i, "score": 10.0 if "Kubernetes" in t else 1.0 / (1 + i)}
+                                  for i, t in enumerate(body["texts"])])
+
+    app = web.Application()
+    app.router.add_post("/rerank", rerank)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}/rerank"
+
+    async def restart(extra_env):
+        stack.stop_worker("search")
+        stack.start_worker("search", extra_env=extra_env)
+        await asyncio.to_thread(stack.wait_healthy, "search")
+
+    await restart({"EDGEINDEX_VAR_RERANK_URL": url})
+    try:
+        body = {"query": "how can I bake sourdough bread", "k": 2, "cache": False}
+        status, plain = await asyncio.to_thread(corpus.a.search.post, "/search", body)
+        assert status == 200 and doc_ids(plain)[0] == "bread"
+        status, reranked = await asyncio.to_thread(corpus.a.search.post, "/search",
+                                                   {**body, "rerank": True, "include": {"text": False}})
+        assert status == 200, reranked
+        assert doc_ids(reranked)[0] == "k8s" and len(reranked["results"]) == 2
+        top = reranked["results"][0]
+        assert top["score"] == 10.0 and top["scores"]["rerank"] == 10.0 and 0 <= top["scores"]["fused"] <= 1
+        assert "text" not in top
+        assert received[-1]["query"] == "how can i bake sourdough bread"
+        assert len(received[-1]["texts"]) > 2  # more candidates than k go to the reranker
+    finally:
+        await restart({})
+        await runner.cleanup()
+    status, answer = await asyncio.to_thread(corpus.a.search.post, "/search", {"query": "x", "rerank": True})
+    assert status == 400 and answer["field"] == "rerank"

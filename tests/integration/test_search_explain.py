@@ -1,0 +1,66 @@
+"""The search statement's plan, on a tenant big enough for the planner to want the indexes.
+
+A smaller, honest version of scripts/explain_search.py (50k chunks): 9,000 chunks of real
+passage text with random unit vectors, real statistics (ANALYZE), no planner switches.
+Below ~8,000 chunks in a partition the planner rightly prefers scanning it to the GIN
+indexes, so the tenant is sized above that.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import numpy as np
+import pytest
+
+from edgeindex.search import defaults, explain, loader
+from edgeindex.search.request import parse_request
+
+from ..conftest import DATA
+
+MODEL_ID, DIMENSION = "sentence-transformers/all-MiniLM-L6-v2", 384
+
+
+@pytest.fixture(scope="module")
+async def big_tenant(db):
+    entity = f"plan-{uuid.uuid4().hex[:8]}"
+    texts = loader.read_passages(DATA / "msmarco" / "corpus.jsonl")
+    chunks = 9000
+    assert chunks > defaults.EXACT_MAX_CHUNKS
+    assert await loader.load_synthetic(db, entity, texts, chunks, model_id=MODEL_ID, dimension=DIMENSION) == chunks
+    await db.execute("ANALYZE documents")
+    await db.execute("ANALYZE chunks")
+    return entity
+
+
+def _embedding() -> np.ndarray:
+    v = np.random.default_rng(3).standard_normal(DIMENSION).astype(np.float32)
+    return v / np.linalg.norm(v)
+
+
+async def _kinds_used(db, entity: str, body: dict) -> set[str]:
+    request = parse_request({"k": 10, **body}, max_k=100, max_query_chars=2000)
+    plan = await explain.explain(db, request, [entity], _embedding())
+    return explain.used_kinds(plan, await explain.index_kinds(db))
+
+
+async def test_large_scope_uses_hnsw_and_full_text_gin(db, big_tenant):
+    used = await _kinds_used(db, big_tenant, {"query": "thermometer fahrenheit scale"})
+    assert {"hnsw", "fts_gin"} <= used, used
+
+
+async def test_selective_filter_takes_the_exact_path(db, big_tenant):
+    used = await _kinds_used(db, big_tenant, {"query": "thermometer fahrenheit scale",
+                                              "filters": {"document_ids": ["doc3", "doc4"]}})
+    assert "hnsw" not in used, used
+
+
+async def test_typo_falls_back_to_trigram_gin(db, big_tenant):
+    used = await _kinds_used(db, big_tenant, {"query": "fahrenhiet", "alpha": 0})
+    assert "trigram_gin" in used, used
+
+
+async def test_explain_shortens_vectors(db, big_tenant):
+    request = parse_request({"query": "x"}, max_k=100, max_query_chars=2000)
+    plan = await explain.explain(db, request, [big_tenant], _embedding(), analyze=False)
+    assert plan and all(len(line) < 2000 for line in plan)
