@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import signal
 from pathlib import Path
 
 from .. import config as config_module
@@ -65,6 +66,8 @@ def register(subparsers) -> None:
                         help="that stack's Postgres, to read vectors back for --compare chroma "
                              "(default: $EDGEINDEX_DATABASE_URL)")
     parser.add_argument("--concurrency", type=int, default=8, help="parallel uploads and status polls (default 8)")
+    parser.add_argument("--window", type=int, default=64,
+                        help="documents uploaded but not yet ingested at any time (default 64)")
     parser.add_argument("--ingest-timeout", type=float, default=3600.0, help="seconds to wait for ingestion")
     parser.add_argument("--keep-state", action="store_true", help="keep the fresh stack's state folder")
     parser.set_defaults(func=run)
@@ -73,13 +76,15 @@ def register(subparsers) -> None:
 def options_from(args) -> Options:
     if args.k < 1:
         raise ValidationError("--k must be at least 1", field="k")
+    if args.window < 1 or args.concurrency < 1:
+        raise ValidationError("--window and --concurrency must be at least 1", field="window")
     if args.repeat < 1:
         raise ValidationError("--repeat must be at least 1", field="repeat")
     if args.alpha is not None and not 0 <= args.alpha <= 1:
         raise ValidationError("--alpha must be within 0..1", field="alpha")
     baselines = tuple(dict.fromkeys([*args.compare, *([] if args.no_bm25 else ["bm25"])]))
     return Options(k=args.k, modes=args.modes, alpha=args.alpha, fusion=args.fusion, baselines=baselines,
-                   repeat=args.repeat, sweep=args.sweep, concurrency=args.concurrency,
+                   repeat=args.repeat, sweep=args.sweep, concurrency=args.concurrency, window=args.window,
                    ingest_timeout=args.ingest_timeout)
 
 
@@ -93,6 +98,12 @@ def run(args) -> int:
 
     def progress(message: str) -> None:
         print(message, flush=True)
+
+    def on_sigterm(signum, frame):
+        # unwind like Ctrl-C, so a fresh stack is stopped and its state folder removed
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, on_sigterm)
 
     if args.upload_url or args.search_url:
         if not (args.upload_url and args.search_url and args.admin_key):

@@ -10,6 +10,7 @@ search.
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 import time
 from collections.abc import Callable, Iterable
@@ -58,10 +59,6 @@ class EdgeIndexClient:
         if self._session is not None:
             await self._session.close()
 
-    def with_key(self, key: str) -> EdgeIndexClient:
-        """Same URLs, another key (the admin creates the eval entity, its own key searches it)."""
-        return EdgeIndexClient(self.upload_url, self.search_url, key, timeout=self._timeout.total or 120.0)
-
     async def _request(self, method: str, url: str, *, expect: Iterable[int], **kwargs) -> dict:
         assert self._session is not None, "use the client as an async context manager"
         try:
@@ -100,30 +97,39 @@ class EdgeIndexClient:
                                    expect=(200,))
 
     async def ingest(self, entity_id: str, documents: list[Document], *, source: str, concurrency: int = 8,
-                     poll_seconds: float = 1.0, timeout: float = 3600.0,
+                     window: int = 64, poll_seconds: float = 0.5, timeout: float = 3600.0,
                      progress: Callable[[str], None] | None = None) -> IngestOutcome:
-        """Upload every document, then poll the status route until each is ready or failed."""
+        """Upload every document and poll the status route until each is ready or failed.
+
+        At most ``window`` documents are in flight (uploaded, not yet finished): a
+        queue thousands deep gains nothing over a short one, and the embedded queue
+        (moto) scans every queued message on each receive, so a deep queue slows
+        ingestion down several times over.
+        """
         started = time.perf_counter()
         limit = asyncio.Semaphore(concurrency)
+        waiting = collections.deque(documents)
+        in_flight: list[str] = []                 # upload order: the queue is roughly FIFO
+        outcome = IngestOutcome()
+        deadline = time.monotonic() + timeout
+        last_report = time.monotonic()
 
         async def upload(document: Document) -> None:
             async with limit:
                 await self.put_document(entity_id, document, source=source)
 
-        await asyncio.gather(*(upload(d) for d in documents))
-        if progress:
-            progress(f"uploaded {len(documents)} documents in {time.perf_counter() - started:.1f}s; "
-                     "waiting for ingestion")
-        outcome = IngestOutcome()
-        pending = [d.id for d in documents]
-        deadline = time.monotonic() + timeout
-        last_report = time.monotonic()
-        while pending:
-            # the queue is roughly FIFO: check the oldest pending documents first, a window at a time
-            window = pending[:4 * concurrency]
-            statuses = await asyncio.gather(*(self._status(entity_id, doc_id, limit) for doc_id in window))
+        async def status(document_id: str) -> dict:
+            async with limit:
+                return await self.document(entity_id, document_id)
+
+        while waiting or in_flight:
+            batch = [waiting.popleft() for _ in range(min(len(waiting), window - len(in_flight)))]
+            await asyncio.gather(*(upload(d) for d in batch))
+            in_flight.extend(d.id for d in batch)
+            # check the oldest in-flight documents, a few at a time
+            checked = in_flight[:4 * concurrency]
             finished = set()
-            for doc_id, doc in zip(window, statuses):
+            for doc_id, doc in zip(checked, await asyncio.gather(*(status(d) for d in checked))):
                 if doc["status"] == "ready":
                     outcome.ready += 1
                     outcome.chunks += int(doc.get("chunk_count") or 0)
@@ -131,25 +137,20 @@ class EdgeIndexClient:
                 elif doc["status"] == "failed":
                     outcome.failed[doc_id] = str(doc.get("error") or "failed without a reason")
                     finished.add(doc_id)
-            pending = [d for d in pending if d not in finished]
+            in_flight = [d for d in in_flight if d not in finished]
             now = time.monotonic()
-            if progress and (now - last_report > 10 or not pending):
-                done = len(documents) - len(pending)
-                elapsed = time.perf_counter() - started
-                progress(f"ingested {done}/{len(documents)} ({done / max(elapsed, 1e-9):.1f} docs/s, "
-                         f"{len(outcome.failed)} failed)")
+            if progress and (now - last_report > 10 or not (waiting or in_flight)):
+                done = outcome.ready + len(outcome.failed)
+                rate = done / max(time.perf_counter() - started, 1e-9)
+                progress(f"ingested {done}/{len(documents)} ({rate:.1f} docs/s, {len(outcome.failed)} failed)")
                 last_report = now
-            if pending and len(finished) < len(window):
+            if in_flight and not finished:
                 if now > deadline:
-                    raise BindingError(f"{len(pending)} documents still not ready after {timeout:.0f}s "
-                                       f"(first: {pending[:3]})")
+                    raise BindingError(f"{len(in_flight) + len(waiting)} documents still not ready after "
+                                       f"{timeout:.0f}s (first: {in_flight[:3]})")
                 await asyncio.sleep(poll_seconds)
         outcome.seconds = time.perf_counter() - started
         return outcome
-
-    async def _status(self, entity_id: str, document_id: str, limit: asyncio.Semaphore) -> dict:
-        async with limit:
-            return await self.document(entity_id, document_id)
 
     # -- search --------------------------------------------------------------------
 

@@ -44,6 +44,7 @@ class Options:
     repeat: int = 3
     sweep: tuple[str, list[Any]] | None = None
     concurrency: int = 8
+    window: int = 64
     ingest_timeout: float = 3600.0
 
 
@@ -147,7 +148,8 @@ async def evaluate(dataset: Dataset, endpoints: Endpoints, options: Options,
     progress(f"entity {entity_id}: uploading {len(documents)} documents through the upload worker")
     async with EdgeIndexClient(endpoints.upload_url, endpoints.search_url, key) as client:
         ingest = await client.ingest(entity_id, documents, source=f"beir:{dataset.name}",
-                                     concurrency=options.concurrency, timeout=options.ingest_timeout,
+                                     concurrency=options.concurrency, window=options.window,
+                                     timeout=options.ingest_timeout,
                                      progress=progress)
         if ingest.failed:
             progress(f"warning: {len(ingest.failed)} documents failed to ingest "

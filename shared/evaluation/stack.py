@@ -43,6 +43,9 @@ def fresh_stack(config_path: Path, *, keep_state: bool = False,
     try:
         with open(log_path, "w") as log:
             stack = DevStack(cfg, worker_output=log, environ=environ)
+            # the state is thrown away afterwards: no point mirroring the bucket to disk every few seconds
+            # (it lists every object each time, which competes with ingestion for the embedded S3)
+            stack.SNAPSHOT_SECONDS = 24 * 3600.0
             stack.start()
             try:
                 yield Endpoints(stack.url("upload"), stack.url("search"), stack.admin_key, stack.dsn, str(log_path))

@@ -1,0 +1,102 @@
+"""``edgeindex eval`` end to end on a tiny hand-made BEIR folder, against the session stack:
+upload worker → ingest queue → workflow → POST /search, plus Chroma over the stored
+vectors and BM25, then results.json and the charts."""
+
+from __future__ import annotations
+
+import json
+
+from edgeindex.cli import main
+
+CORPUS = {
+    "bake_bread": ("Baking bread", "Knead the dough, let the yeast rise for an hour, then bake the loaf at 220 C "
+                   "until the crust is brown and sounds hollow."),
+    "sourdough_starter": ("Sourdough starter", "A sourdough starter is flour and water fermented by wild yeast; "
+                          "feed it daily to keep the culture active."),
+    "tire_change": ("Changing a tire", "Loosen the lug nuts, jack up the car, swap the flat tyre for the spare "
+                    "and tighten the nuts in a star pattern."),
+    "oil_change": ("Engine oil", "Drain the old engine oil, replace the oil filter and refill with the grade "
+                   "your car's manual recommends."),
+    "photosynthesis": ("Photosynthesis", "Plants turn sunlight, water and carbon dioxide into glucose and oxygen "
+                       "inside their chloroplasts."),
+    "mitochondria": ("Mitochondria", "Mitochondria produce most of a cell's ATP through oxidative "
+                     "phosphorylation; they are the powerhouse of the cell."),
+    "volcano": ("Volcanoes", "Magma rises through the crust and erupts as lava, ash and gas when pressure in "
+                "the chamber builds up."),
+    "earthquake": ("Earthquakes", "Tectonic plates slip along a fault, releasing energy as seismic waves that "
+                   "shake the ground."),
+    "chess_opening": ("Chess openings", "The Sicilian Defence answers 1.e4 with c5 and leads to sharp, "
+                      "unbalanced positions."),
+    "tax_deadline": ("Tax deadline", "Individual income tax returns are due by the fifteenth of April; file an "
+                     "extension to get six more months."),
+    "coffee_brewing": ("Brewing coffee", "Pour water just off the boil over medium-fine grounds; a ratio of one "
+                       "to sixteen gives a balanced cup."),
+    "marathon_training": ("Marathon training", "Build weekly mileage slowly, add one long run each week and "
+                          "taper for three weeks before race day."),
+}
+QUERIES = {
+    "q_bread": "how do I bake a loaf of bread with yeast",
+    "q_car": "car maintenance: changing a flat tire or the engine oil",
+    "q_cell": "which organelle makes energy for the cell",
+    "q_quake": "what causes earthquakes",
+    "q_unjudged": "nothing judges this one",
+}
+QRELS = [("q_bread", "bake_bread", 2), ("q_bread", "sourdough_starter", 1),
+         ("q_car", "tire_change", 2), ("q_car", "oil_change", 2),
+         ("q_cell", "mitochondria", 3), ("q_cell", "photosynthesis", 1),
+         ("q_quake", "earthquake", 2), ("q_quake", "volcano", 1)]
+
+
+def write_beir(folder):
+    (folder / "qrels").mkdir(parents=True)
+    with open(folder / "corpus.jsonl", "w") as out:
+        for doc_id, (title, text) in CORPUS.items():
+            out.write(json.dumps({"_id": doc_id, "title": title, "text": text}) + "\n")
+    with open(folder / "queries.jsonl", "w") as out:
+        for qid, text in QUERIES.items():
+            out.write(json.dumps({"_id": qid, "text": text}) + "\n")
+    (folder / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{d}\t{g}\n" for q, d, g in QRELS))
+    return folder
+
+
+def test_eval_end_to_end_against_the_session_stack(stack, tmp_path, capsys):
+    dataset = write_beir(tmp_path / "tiny-beir")
+    out = tmp_path / "out"
+    code = main(["eval", "--dataset", str(dataset), "--upload-url", stack.url("upload"),
+                 "--search-url", stack.url("search"), "--admin-key", stack.admin_key, "--dsn", stack.dsn,
+                 "--compare", "chroma", "--repeat", "2", "--window", "5", "--sweep", "alpha=0,1", "--out", str(out)])
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    assert "Chroma (vector, same vectors)" in printed and "BM25 (bm25s)" in printed
+    assert "sweep of alpha" in printed
+
+    results = json.loads((out / "results.json").read_text())
+    assert results["dataset"]["documents"] == 12 and results["dataset"]["judged_queries"] == 4
+    # uploaded five at a time (--window 5), each wave once the previous documents were ingested
+    assert results["config"]["ingest"]["ready"] == 12 and not results["config"]["ingest"]["failed"]
+    systems = results["systems"]
+    assert list(systems) == ["edgeindex-hybrid", "edgeindex-vector", "edgeindex-text", "chroma", "bm25"]
+    for key, system in systems.items():
+        assert system["queries"] == 4, key
+        assert system["documents"] == 12, key
+        assert system["latency_ms"]["n"] == 8 and system["latency_ms"]["p50"] > 0, key
+        assert set(system["metrics"]) == {"recall@10", "mrr@10", "map@10", "ndcg@10"}
+    assert systems["edgeindex-text"]["params"]["alpha"] == 0.0
+    assert systems["edgeindex-vector"]["params"]["alpha"] == 1.0
+
+    # the queries are easy: the right document leads for the hybrid route
+    assert systems["edgeindex-hybrid"]["metrics"]["mrr@10"] >= 0.75
+    # both judged documents of every query make its top 10 of twelve
+    assert systems["edgeindex-hybrid"]["metrics"]["recall@10"] == 1.0
+    # Chroma indexes the vectors the stack stored, and embeds queries with the same model:
+    # on twelve documents (exact neighbours either way) it ranks like the vector-only route
+    for qid, scores in systems["chroma"]["per_query"].items():
+        assert scores["ndcg"] == systems["edgeindex-vector"]["per_query"][qid]["ndcg"], qid
+    assert systems["chroma"]["model_id"] == "sentence-transformers/all-MiniLM-L6-v2"
+
+    sweep = results["sweep"]
+    assert sweep["param"] == "alpha" and [p["value"] for p in sweep["points"]] == [0.0, 1.0]
+    assert sweep["points"][1]["metrics"] == systems["edgeindex-vector"]["metrics"]
+    for name in ("metrics.png", "latency_cdf.png", "sweep_alpha.png"):
+        assert (out / name).read_bytes()[:4] == b"\x89PNG", name
