@@ -65,6 +65,8 @@ def register(subparsers) -> None:
     parser.add_argument("--dsn", default=os.environ.get("EDGEINDEX_DATABASE_URL", ""),
                         help="that stack's Postgres, to read vectors back for --compare chroma "
                              "(default: $EDGEINDEX_DATABASE_URL)")
+    parser.add_argument("--entity", help="with a running stack: evaluate this entity, which already holds the "
+                        "corpus (from an earlier run), instead of uploading it again")
     parser.add_argument("--concurrency", type=int, default=8, help="parallel uploads and status polls (default 8)")
     parser.add_argument("--window", type=int, default=64,
                         help="documents uploaded but not yet ingested at any time (default 64)")
@@ -85,7 +87,7 @@ def options_from(args) -> Options:
     baselines = tuple(dict.fromkeys([*args.compare, *([] if args.no_bm25 else ["bm25"])]))
     return Options(k=args.k, modes=args.modes, alpha=args.alpha, fusion=args.fusion, baselines=baselines,
                    repeat=args.repeat, sweep=args.sweep, concurrency=args.concurrency, window=args.window,
-                   ingest_timeout=args.ingest_timeout)
+                   ingest_timeout=args.ingest_timeout, entity=args.entity)
 
 
 def run(args) -> int:
@@ -103,18 +105,11 @@ def run(args) -> int:
         # unwind like Ctrl-C, so a fresh stack is stopped and its state folder removed
         raise KeyboardInterrupt
 
-    signal.signal(signal.SIGTERM, on_sigterm)
-
-    if args.upload_url or args.search_url:
-        if not (args.upload_url and args.search_url and args.admin_key):
-            raise ValidationError("a running stack needs --upload-url, --search-url and --admin-key together",
-                                  field="upload_url")
-        endpoints = Endpoints(args.upload_url, args.search_url, args.admin_key, args.dsn)
-        results = asyncio.run(evaluate(dataset, endpoints, options, progress))
-    else:
-        config_path = Path(args.config) if args.config else config_module.find_config()
-        with fresh_stack(config_path, keep_state=args.keep_state, progress=progress) as endpoints:
-            results = asyncio.run(evaluate(dataset, endpoints, options, progress))
+    previous = signal.signal(signal.SIGTERM, on_sigterm)
+    try:
+        results = _evaluate(args, dataset, options, progress)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
     print()
     print(report.format_table(results))
@@ -131,3 +126,18 @@ def run(args) -> int:
         for path in report.write(results, args.out):
             print(f"wrote {path}")
     return 0
+
+
+def _evaluate(args, dataset: beir.Dataset, options: Options, progress) -> dict:
+    if args.upload_url or args.search_url:
+        if not (args.upload_url and args.search_url and args.admin_key):
+            raise ValidationError("a running stack needs --upload-url, --search-url and --admin-key together",
+                                  field="upload_url")
+        endpoints = Endpoints(args.upload_url, args.search_url, args.admin_key, args.dsn)
+        return asyncio.run(evaluate(dataset, endpoints, options, progress))
+    if args.entity:
+        raise ValidationError("--entity needs a running stack (--upload-url, --search-url, --admin-key)",
+                              field="entity")
+    config_path = Path(args.config) if args.config else config_module.find_config()
+    with fresh_stack(config_path, keep_state=args.keep_state, progress=progress) as endpoints:
+        return asyncio.run(evaluate(dataset, endpoints, options, progress))

@@ -97,9 +97,11 @@ class EdgeIndexClient:
                                    expect=(200,))
 
     async def ingest(self, entity_id: str, documents: list[Document], *, source: str, concurrency: int = 8,
-                     window: int = 64, poll_seconds: float = 0.5, timeout: float = 3600.0,
+                     window: int = 64, poll_seconds: float = 0.5, timeout: float = 3600.0, upload: bool = True,
                      progress: Callable[[str], None] | None = None) -> IngestOutcome:
         """Upload every document and poll the status route until each is ready or failed.
+
+        ``upload=False`` only waits for (or checks) documents uploaded before.
 
         At most ``window`` documents are in flight (uploaded, not yet finished): a
         queue thousands deep gains nothing over a short one, and the embedded queue
@@ -108,13 +110,13 @@ class EdgeIndexClient:
         """
         started = time.perf_counter()
         limit = asyncio.Semaphore(concurrency)
-        waiting = collections.deque(documents)
-        in_flight: list[str] = []                 # upload order: the queue is roughly FIFO
+        waiting = collections.deque(documents if upload else [])
+        in_flight = [] if upload else [d.id for d in documents]   # upload order: the queue is roughly FIFO
         outcome = IngestOutcome()
         deadline = time.monotonic() + timeout
         last_report = time.monotonic()
 
-        async def upload(document: Document) -> None:
+        async def put(document: Document) -> None:
             async with limit:
                 await self.put_document(entity_id, document, source=source)
 
@@ -124,7 +126,7 @@ class EdgeIndexClient:
 
         while waiting or in_flight:
             batch = [waiting.popleft() for _ in range(min(len(waiting), window - len(in_flight)))]
-            await asyncio.gather(*(upload(d) for d in batch))
+            await asyncio.gather(*(put(d) for d in batch))
             in_flight.extend(d.id for d in batch)
             # check the oldest in-flight documents, a few at a time
             checked = in_flight[:4 * concurrency]

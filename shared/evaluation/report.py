@@ -155,33 +155,41 @@ def plot_latency_cdf(results: dict, path: Path) -> Path:
 
 
 def plot_sweep(results: dict, path: Path) -> Path:
-    """Each metric against the swept parameter (hybrid route), with the baselines as dashed lines."""
+    """The hybrid route against the swept parameter: one panel per metric pair (own y range, so small
+    differences show), the baselines as horizontal lines, and a latency panel."""
     plt = _pyplot()
     sweep = results["sweep"]
     k = results["config"]["k"]
-    values = [p["value"] for p in sweep["points"]]
+    points = sweep["points"]
+    values = [p["value"] for p in points]
     numeric = all(isinstance(v, int | float) for v in values)
     xs = values if numeric else list(range(len(values)))
-    fig, ax = plt.subplots(figsize=(9, 5.5), dpi=110)
-    for name in METRICS:
-        line, = ax.plot(xs, [p["metrics"][f"{name}@{k}"] for p in sweep["points"]], marker="o",
-                        label=f"{LABELS[name]}@{k}")
-        for key, system in results["systems"].items():
-            if system["system"] != "edgeindex" and name in ("ndcg", "recall"):
-                ax.axhline(system["metrics"][f"{name}@{k}"], color=line.get_color(), alpha=0.5,
-                           linestyle="--" if system["system"] == "chroma" else ":", linewidth=1)
-    if not numeric:
-        ax.set_xticks(xs, [str(v) for v in values])
-    ax.set_xlabel(sweep["param"])
-    ax.set_ylabel("score")
-    baselines = [s["system"] for s in results["systems"].values() if s["system"] != "edgeindex"]
-    note = ""
-    if baselines:
-        note = " — baselines' NDCG/Recall: " + ", ".join(
-            f"{b} {'dashed' if b == 'chroma' else 'dotted'}" for b in baselines)
-    ax.set_title(f"{results['dataset']['name']}: hybrid search vs {sweep['param']}{note}", fontsize=10)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    baselines = [(key, s) for key, s in results["systems"].items() if s["system"] != "edgeindex"]
+    styles = {"chroma": "--", "bm25": ":"}
+    fig, axes = plt.subplots(1, 3, figsize=(15, 5), dpi=110)
+    for ax, pair in zip(axes, (("ndcg", "mrr"), ("recall", "map"))):
+        for name in pair:
+            line, = ax.plot(xs, [p["metrics"][f"{name}@{k}"] for p in points], marker="o",
+                            label=f"hybrid {LABELS[name]}@{k}")
+            for key, system in baselines:
+                ax.axhline(system["metrics"][f"{name}@{k}"], color=line.get_color(), alpha=0.6, linewidth=1.2,
+                           linestyle=styles.get(system["system"], "-."),
+                           label=f"{system_label(key, system)} {LABELS[name]}@{k}")
+        ax.set_title(" and ".join(f"{LABELS[n]}@{k}" for n in pair))
+        ax.set_ylabel("score")
+    latency_ax = axes[2]
+    for stat in ("p50", "p99"):
+        latency_ax.plot(xs, [p["latency_ms"][stat] for p in points], marker="o", label=f"hybrid {stat}")
+    latency_ax.set_title("search latency, ms (one pass)")
+    latency_ax.set_ylabel("ms")
+    for ax in axes:
+        ax.set_xlabel(sweep["param"])
+        if not numeric:
+            ax.set_xticks(xs, [str(v) for v in values])
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle(f"{results['dataset']['name']}: hybrid search vs {sweep['param']} "
+                 f"({results['dataset']['judged_queries']} judged queries)")
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)

@@ -5,6 +5,7 @@ corpus (and, for Chroma, the same vectors), and score everything the same way.""
 from __future__ import annotations
 
 import datetime as dt
+import os
 import platform
 import re
 from collections.abc import Awaitable, Callable
@@ -45,6 +46,7 @@ class Options:
     sweep: tuple[str, list[Any]] | None = None
     concurrency: int = 8
     window: int = 64
+    entity: str | None = None     # an entity that already holds the corpus: no upload
     ingest_timeout: float = 3600.0
 
 
@@ -138,18 +140,23 @@ async def evaluate(dataset: Dataset, endpoints: Endpoints, options: Options,
     """The whole run; returns the results document (see report.py for its layout)."""
     queries = dataset.judged_queries
     documents = list(dataset.corpus.values())
-    entity_id = entity_name(dataset)
     runs: list[SystemRun] = []
     sweep_points: list[dict] = []
+    load_before = os.getloadavg()
 
-    async with EdgeIndexClient(endpoints.upload_url, endpoints.search_url, endpoints.admin_key) as admin:
-        await admin.create_entity(entity_id, name=f"edgeindex eval of {dataset.name}")
-        key = await admin.create_key(entity_id)
-    progress(f"entity {entity_id}: uploading {len(documents)} documents through the upload worker")
+    if options.entity:
+        entity_id, key = options.entity, endpoints.admin_key
+        progress(f"entity {entity_id}: checking that it holds all {len(documents)} documents")
+    else:
+        entity_id = entity_name(dataset)
+        async with EdgeIndexClient(endpoints.upload_url, endpoints.search_url, endpoints.admin_key) as admin:
+            await admin.create_entity(entity_id, name=f"edgeindex eval of {dataset.name}")
+            key = await admin.create_key(entity_id)
+        progress(f"entity {entity_id}: uploading {len(documents)} documents through the upload worker")
     async with EdgeIndexClient(endpoints.upload_url, endpoints.search_url, key) as client:
         ingest = await client.ingest(entity_id, documents, source=f"beir:{dataset.name}",
                                      concurrency=options.concurrency, window=options.window,
-                                     timeout=options.ingest_timeout,
+                                     timeout=options.ingest_timeout, upload=not options.entity,
                                      progress=progress)
         if ingest.failed:
             progress(f"warning: {len(ingest.failed)} documents failed to ingest "
@@ -194,12 +201,16 @@ async def evaluate(dataset: Dataset, endpoints: Endpoints, options: Options,
                     "judgements": sum(len(g) for g in dataset.qrels.values()), "warnings": dataset.warnings},
         "config": {"k": options.k, "modes": list(options.modes), "alpha": options.alpha, "fusion": options.fusion,
                    "baselines": list(options.baselines), "repeat": options.repeat, "entity_id": entity_id,
-                   "model_id": model_id or None, "ingest": {"seconds": round(ingest.seconds, 1),
+                   "model_id": model_id or None, "reused_entity": bool(options.entity),
+                   "ingest": {"seconds": round(ingest.seconds, 1),
                                                            "ready": ingest.ready, "chunks": ingest.chunks,
                                                            "failed": ingest.failed},
                    "relevance": "grade >= 1 is relevant; NDCG uses linear gain (grade / log2(rank + 1))",
                    "latency": "each query run `repeat` times, sequentially, after one untimed warm-up query",
-                   "machine": {"python": platform.python_version(), "platform": platform.platform()},
+                   # other work on the machine moves the latency percentiles: say how busy it was
+                   "machine": {"python": platform.python_version(), "platform": platform.platform(),
+                               "cpus": os.cpu_count(), "load_average_1m_before": round(load_before[0], 2),
+                               "load_average_1m_after": round(os.getloadavg()[0], 2)},
                    "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")},
         "systems": {r.key: r.summary(dataset.qrels, options.k) for r in runs},
         "sweep": {"param": options.sweep[0], "points": sweep_points} if options.sweep else None,
