@@ -12,6 +12,7 @@ MAX_BODY_BYTES = 256_000
 
 
 async def startup(env) -> None:
+    service.tune_for_queries(env.AI.embedder)
     # The reranker is optional: a binding only when its URL var is set.
     url = str(env.worker.vars.get("RERANK_URL", "") or "")
     if url:

@@ -11,9 +11,11 @@ import re
 from typing import Any
 
 import numpy as np
+import psycopg
 
 from .. import sqlfiles
 from ..bindings.database import Database
+from ..errors import BindingError
 from . import defaults
 from .request import SearchRequest
 
@@ -113,4 +115,7 @@ async def retrieve(db: Database, request: SearchRequest, entity_ids: list[str], 
                    limit: int | None = None, include_text: bool | None = None) -> list[dict]:
     """Raw rows of the search statement, best first."""
     params = build_params(request, entity_ids, embedding, limit=limit or request.k, include_text=include_text)
-    return await db.fetch(SEARCH_SQL, params)
+    try:
+        return await db.fetch(SEARCH_SQL, params)
+    except psycopg.Error as exc:  # wrapped once, at the boundary: the worker answers 503, not a stack trace
+        raise BindingError(f"search query failed: {exc}") from exc

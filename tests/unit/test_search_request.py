@@ -110,3 +110,21 @@ def test_sql_params():
     import re
     names = set(re.findall(r"%\((\w+)\)s", engine.SEARCH_SQL))
     assert names <= set(p), names - set(p)
+
+
+def test_entities_default_to_the_grant_and_admins_must_name_them():
+    from edgeindex.errors import Forbidden
+    from edgeindex.search.service import resolve_entities
+    from edgeindex.tenancy import Principal
+
+    user = Principal("k1", False, frozenset({"u1", "g1"}))
+    assert resolve_entities(user, None) == ["g1", "u1"]
+    assert resolve_entities(user, ["u1", "u1"]) == ["u1"]
+    with pytest.raises(Forbidden) as err:
+        resolve_entities(user, ["u1", "u2"])
+    assert "'u2'" in err.value.message and err.value.field == "entity_ids"
+    admin = Principal("admin", True, frozenset())
+    assert resolve_entities(admin, ["x"]) == ["x"]
+    with pytest.raises(ValidationError) as err:
+        resolve_entities(admin, None)
+    assert err.value.field == "entity_ids"

@@ -1,0 +1,186 @@
+"""Load test of POST /search over HTTP: N concurrent agents, uncached vs exact vs semantic hits.
+
+Starts a fresh local stack (embedded Postgres, moto, the three workers) in a temp folder,
+loads --chunks chunks of real MS MARCO passage text with random unit vectors through the
+fast loader (the real ingestion path embeds ~50 passages/s, too slow for 10k+), creates an
+API key over the admin API, then for each concurrency level runs four phases, each bounded
+in requests and seconds, all on 127.0.0.1:
+
+  uncached   cache on, but every request has its own scope (a unique alpha), so nothing can
+             hit: query embedding + semantic-cache lookup + the SQL + the cache write
+  no-cache   "cache": false: query embedding + the SQL only
+  exact      the uncached requests again: exact-cache hits
+  semantic   the same queries paraphrased (" please" appended; cosine >= 0.95 with the
+             original for this model): semantic-cache hits (embedding + vector lookup)
+
+  .venv/bin/python scripts/load_search.py                      # 12k chunks, 1 and 4 agents
+  .venv/bin/python scripts/load_search.py --chunks 20000 --agents 1,2,8 --requests 300
+
+Latency is measured by the client (aiohttp, keep-alive) and reported with the server's own
+took_ms; percentiles over all requests of a phase.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import aiohttp
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data" / "msmarco"
+MODEL_ID, DIMENSION = "sentence-transformers/all-MiniLM-L6-v2", 384
+ENTITY = "load-agents"
+
+
+def percentiles(values: list[float]) -> str:
+    if not values:
+        return "      -"
+    p = np.percentile(values, [50, 95, 99])
+    return f"p50 {p[0]:6.1f}  p95 {p[1]:6.1f}  p99 {p[2]:6.1f}"
+
+
+async def run_phase(url: str, key: str, bodies: list[dict], agents: int, max_seconds: float) -> dict:
+    """``agents`` workers share the bodies; stops when they are done or the time is up."""
+    queue = iter(bodies)
+    client_ms: list[float] = []
+    server_ms: list[float] = []
+    kinds: dict[str, int] = {}
+    parts: dict[str, list[float]] = {}
+    errors = 0
+    deadline = time.monotonic() + max_seconds
+    headers = {"Authorization": f"Bearer {key}"}
+
+    async def agent(session: aiohttp.ClientSession) -> None:
+        nonlocal errors
+        for body in queue:
+            if time.monotonic() > deadline:
+                return
+            started = time.perf_counter()
+            async with session.post(f"{url}/search", json=body, headers=headers) as resp:
+                answer = await resp.json()
+            elapsed = (time.perf_counter() - started) * 1000
+            if resp.status != 200:
+                errors += 1
+                continue
+            client_ms.append(elapsed)
+            server_ms.append(answer["took_ms"])
+            kinds[answer["cache"]] = kinds.get(answer["cache"], 0) + 1
+            for part, ms in (answer.get("timings") or {}).items():
+                parts.setdefault(part, []).append(ms)
+
+    started = time.perf_counter()
+    connector = aiohttp.TCPConnector(limit=agents)
+    async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=60)) as session:
+        await asyncio.gather(*(agent(session) for _ in range(agents)))
+    wall = time.perf_counter() - started
+    return {"client": client_ms, "server": server_ms, "kinds": kinds, "errors": errors, "wall": wall,
+            "parts": parts}
+
+
+def report(name: str, agents: int, result: dict) -> None:
+    n = len(result["client"])
+    kinds = ", ".join(f"{k} {v}" for k, v in sorted(result["kinds"].items()))
+    print(f"{name:<9} agents {agents:>2}  n {n:>4}  {n / result['wall']:6.1f} req/s   "
+          f"client ms {percentiles(result['client'])}   server ms {percentiles(result['server'])}   "
+          f"[{kinds}{', errors ' + str(result['errors']) if result['errors'] else ''}]", flush=True)
+    for part, values in result["parts"].items():
+        print(f"{'':<28}{part:<19} {percentiles(values)}", flush=True)
+
+
+async def load_chunks(dsn: str, chunks: int) -> None:
+    from edgeindex.bindings.database import Database
+    from edgeindex.search import loader
+
+    db = Database(dsn, max_size=2)
+    await db.open()
+    try:
+        texts = loader.read_passages(DATA / "corpus.jsonl")
+        started = time.perf_counter()
+        await loader.load_synthetic(db, ENTITY, texts, chunks, model_id=MODEL_ID, dimension=DIMENSION)
+        # VACUUM now rather than have autovacuum walk the fresh HNSW index mid-measurement
+        async with db.connection() as conn:
+            await conn.set_autocommit(True)
+            await conn.execute("VACUUM (ANALYZE) documents")
+            await conn.execute("VACUUM (ANALYZE) chunks")
+            await conn.set_autocommit(False)
+        print(f"loaded {chunks} chunks into {ENTITY} in {time.perf_counter() - started:.1f}s", flush=True)
+    finally:
+        await db.close()
+
+
+async def drive(url: str, key: str, args) -> None:
+    queries = [json.loads(line)["text"] for line in open(DATA / "queries.jsonl", encoding="utf-8")]
+    unique = itertools.count()
+    print(f"\nqueries: {len(queries)} MS MARCO queries, cycled; k = 10; {args.requests} requests per phase "
+          f"(at most {args.max_seconds:.0f}s)\n", flush=True)
+    # warm-up: the model, the pool, the plan cache
+    await run_phase(url, key, [{"query": q, "cache": False} for q in queries[:10]], 1, 30)
+    for agents in args.agents:
+        uncached = []
+        for i in range(args.requests):
+            # a unique alpha per request gives each its own cache scope: a guaranteed miss
+            alpha = round(0.7 - next(unique) * 1e-6, 6)
+            uncached.append({"query": queries[i % len(queries)], "k": 10, "alpha": alpha})
+        report("uncached", agents, await run_phase(url, key, uncached, agents, args.max_seconds))
+        no_cache = [{"query": queries[i % len(queries)], "k": 10, "cache": False} for i in range(args.requests)]
+        report("no-cache", agents, await run_phase(url, key, no_cache, agents, args.max_seconds))
+        report("exact", agents, await run_phase(url, key, uncached, agents, args.max_seconds))
+        await asyncio.sleep(1.0)  # semantic entries are written just after each response
+        paraphrased = [{**body, "query": body["query"] + " please"} for body in uncached]
+        report("semantic", agents, await run_phase(url, key, paraphrased, agents, args.max_seconds))
+        print(flush=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--chunks", type=int, default=12_000)
+    parser.add_argument("--agents", default="1,4", help="comma-separated concurrency levels")
+    parser.add_argument("--requests", type=int, default=400, help="requests per phase")
+    parser.add_argument("--max-seconds", type=float, default=60.0, help="time bound per phase")
+    args = parser.parse_args()
+    args.agents = [int(a) for a in args.agents.split(",")]
+
+    sys.path.insert(0, str(ROOT))
+    from edgeindex import config as config_module
+    from edgeindex.runtime.dev import DevStack, free_port
+
+    with tempfile.TemporaryDirectory(prefix="edgeindex-load-") as state:
+        environ = {**os.environ, "EDGEINDEX_STATE_DIR": state}
+        for name in ("upload", "ingest", "search"):
+            environ[f"EDGEINDEX_{name.upper()}_PORT"] = str(free_port())
+        config = config_module.load(ROOT / "wrangler.toml", environ=environ)
+        log_path = Path(state) / "workers.log"
+        with open(log_path, "w") as log:
+            stack = DevStack(config, worker_output=log, environ={**environ, "EDGEINDEX_ADMIN_KEY": "load-admin"})
+            print("starting the stack...", flush=True)
+            stack.start()
+            try:
+                asyncio.run(load_chunks(stack.dsn, args.chunks))
+                import urllib.request
+
+                request = urllib.request.Request(
+                    f"{stack.url('upload')}/admin/keys", method="POST",
+                    data=json.dumps({"name": "load", "entity_ids": [ENTITY]}).encode(),
+                    headers={"Authorization": f"Bearer {stack.admin_key}", "Content-Type": "application/json"})
+                with urllib.request.urlopen(request) as resp:
+                    key = json.loads(resp.read())["key"]
+                url = stack.url("search")
+                assert url.startswith("http://127.0.0.1:"), url  # loopback only
+                asyncio.run(drive(url, key, args))
+            finally:
+                stack.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
