@@ -27,8 +27,8 @@ SWEEPABLE = {"alpha": float, "vector_threshold": float, "text_threshold": float,
 TIMING = {
     "edgeindex": "client wall time of one POST /search over a keep-alive HTTP connection "
                  "(the worker embeds the query, filters, ranks, dedupes; cache: false)",
-    "chroma": "wall time of embedding the query (same model, in-process) plus collection.query, "
-              "with more chunks fetched until k distinct documents",
+    "chroma": "wall time of embedding the query (same model and torch settings as the search worker, "
+              "in-process) plus collection.query, with more chunks fetched until k distinct documents",
     "bm25": "wall time of tokenizing + stemming the query plus BM25.retrieve (one thread)",
 }
 
@@ -219,7 +219,10 @@ async def evaluate(dataset: Dataset, endpoints: Endpoints, options: Options,
 
 async def _run_chroma(endpoints: Endpoints, entity_id: str, queries: dict[str, str], options: Options,
                       progress: Callable[[str], None]) -> SystemRun:
+    import torch
+
     from ..bindings.ai import local_embedder
+    from ..search.service import tune_for_queries
     from .baselines import ChromaBaseline, read_chunk_vectors
 
     if not endpoints.dsn:
@@ -232,6 +235,8 @@ async def _run_chroma(endpoints: Endpoints, entity_id: str, queries: dict[str, s
                                  f"queries with {embedder.model_id!r}: Chroma would compare different models")
     progress(f"chroma: indexing {len(vectors.chunk_ids)} chunk vectors read back from Postgres")
     chroma = ChromaBaseline(vectors, lambda text: embedder.encode_sync([text])[0])
+    threads = torch.get_num_threads()
+    tune_for_queries(embedder)  # embed each query exactly as the search worker does (one torch thread)
     try:
         async def search(text: str) -> tuple[list[str], float]:
             return chroma.search(text, options.k)
@@ -239,6 +244,7 @@ async def _run_chroma(endpoints: Endpoints, entity_id: str, queries: dict[str, s
         progress(f"chroma: {len(queries)} queries x {options.repeat}")
         run, latencies = await measure(search, queries, options.repeat)
     finally:
+        torch.set_num_threads(threads)   # this process may embed in batches afterwards (tests)
         chroma.close()
     return SystemRun("chroma", "chroma", "vector", {"space": "cosine"}, run, latencies,
                      len(set(vectors.document_ids)),
