@@ -27,7 +27,6 @@ import asyncio
 import itertools
 import json
 import os
-import statistics
 import sys
 import tempfile
 import time

@@ -25,7 +25,7 @@ SEARCH_SQL = (_SQL["search"]
               .replace("/*text_query_all*/", _SQL["text_query_all"])
               .replace("/*text_query*/", _SQL["text_query"]))
 _WORD = re.compile(r"\w+")
-DOCUMENT_FILTERS = ("document_ids", "sources", "tags", "created_after", "created_before", "updated_after", "updated_before")
+DOCUMENT_FILTERS = ("sources", "tags", "created_after", "created_before", "updated_after", "updated_before")
 
 
 def any_terms(query: str) -> str | None:

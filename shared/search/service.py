@@ -10,7 +10,6 @@ work beyond authentication (which is cached in-process).
 from __future__ import annotations
 
 import itertools
-import logging
 import time
 from typing import Any
 
@@ -21,7 +20,6 @@ from . import defaults, engine
 from .cache_keys import CacheKeys, cache_keys
 from .request import SearchRequest, parse_request
 
-log = logging.getLogger(__name__)
 SQL = sqlfiles.load("search.sql")
 PRUNE_EVERY = 200  # semantic-cache stores between two prunes of expired pointers (per process)
 _stores = itertools.count(1)
