@@ -46,7 +46,8 @@ def build_params(request: SearchRequest, entity_ids: list[str], embedding: np.nd
     terms = any_terms(request.query)
     websearch = request.text_mode == "websearch"
     use_text = request.alpha < 1 and (websearch or terms is not None)
-    use_trigram = request.alpha < 1 and len(request.query) <= defaults.TRIGRAM_MAX_QUERY_CHARS
+    # websearch syntax states exactly what must (not) match: no fuzzy matching around it
+    use_trigram = request.alpha < 1 and not websearch and len(request.query) <= defaults.TRIGRAM_MAX_QUERY_CHARS
     return {
         "entity_ids": sorted(set(entity_ids)),
         **filters,

@@ -165,6 +165,19 @@ def test_identifier_query(corpus):
     assert doc_ids(answer)[0] == "incident"
 
 
+def test_websearch_text_mode(corpus):
+    def found(query):
+        return doc_ids(search(corpus.a.search, {"query": query, "alpha": 0, "text_mode": "websearch"}))
+
+    assert found('"dead tuples" busy') == ["vacuum"]
+    assert found('"tuples dead"') == []  # a phrase keeps its order
+    assert found("ops -kubernetes") == []  # no chunk says "ops"; trigram stays out of websearch
+    assert set(found("pods or sourdough")) == {"k8s", "bread"}
+    assert found("pods -kubernetes") == []
+    # the default "any" mode: any word counts
+    assert set(doc_ids(search(corpus.a.search, {"query": "pods sourdough", "alpha": 0}))) == {"k8s", "bread"}
+
+
 def test_thresholds_drop_weak_matches(corpus):
     loose = search(corpus.a.search, {"query": "how can I bake sourdough bread", "alpha": 1})
     strict = search(corpus.a.search, {"query": "how can I bake sourdough bread", "alpha": 1,
