@@ -113,6 +113,8 @@ def run(args) -> int:
 
     print()
     print(report.format_table(results))
+    if server := report.format_server_timings(results):
+        print(server)
     unanswered = report.unanswered_queries(results)
     if unanswered:
         print(f"\nno system finds any judged document for {len(unanswered)} of {results['dataset']['judged_queries']} "

@@ -156,8 +156,12 @@ class EdgeIndexClient:
 
     # -- search --------------------------------------------------------------------
 
-    async def search(self, body: dict) -> tuple[list[str], float]:
-        """Ranked document ids (first occurrence of each) and the client-side wall time in ms."""
+    async def search(self, body: dict, server_timings: list[dict] | None = None) -> tuple[list[str], float]:
+        """Ranked document ids (first occurrence of each) and the client-side wall time in ms.
+
+        ``server_timings`` collects what the worker says it spent (``took_ms`` and its ``timings``),
+        which tells worker time from HTTP and queueing time.
+        """
         started = time.perf_counter()
         answer = await self._request("POST", f"{self.search_url}/search", expect=(200,), json=body)
         elapsed_ms = (time.perf_counter() - started) * 1000.0
@@ -165,4 +169,6 @@ class EdgeIndexClient:
             raise RouteError(f"POST /search served a cached answer ({answer.get('cache')}) although the "
                              "request said cache: false; the latency would not be a real search")
         ranked = list(dict.fromkeys(r["document_id"] for r in answer.get("results", [])))
+        if server_timings is not None:
+            server_timings.append({"took_ms": answer.get("took_ms"), **(answer.get("timings") or {})})
         return ranked, elapsed_ms

@@ -52,6 +52,18 @@ def format_table(results: dict) -> str:
     return "\n".join([title, line(header), line(["-" * w for w in widths]), *map(line, rows)])
 
 
+def format_server_timings(results: dict) -> str:
+    """What the search worker says it spent (``took_ms`` and its parts), per mode: client time minus this
+    is HTTP, JSON and waiting for a CPU."""
+    lines = []
+    for key, system in results["systems"].items():
+        parts = system.get("server_latency_ms") or {}
+        if parts:
+            shown = ", ".join(f"{name} p50 {_fmt_ms(s['p50'])} / p99 {_fmt_ms(s['p99'])}" for name, s in parts.items())
+            lines.append(f"  {system_label(key, system)}: {shown}")
+    return "search worker's own timings (ms):\n" + "\n".join(lines) if lines else ""
+
+
 def unanswered_queries(results: dict) -> list[str]:
     """Judged queries on which no system ranks a single relevant document in its top k.
 

@@ -112,22 +112,59 @@ def search_body(query: str, entity_id: str, k: int, params: dict) -> dict:
     return body
 
 
-async def measure(search: SearchFn, queries: dict[str, str], repeat: int) -> tuple[dict[str, list[str]], list[float]]:
-    """Run every query ``repeat`` times, one at a time, after one untimed warm-up query.
+@dataclass
+class Contender:
+    """One system (or one mode of ours) under measurement."""
 
-    The ranking is taken from the first pass (the systems are deterministic); every
-    pass adds latency samples.
+    key: str
+    system: str
+    mode: str
+    params: dict
+    search: SearchFn
+    documents: int
+    extra: dict = field(default_factory=dict)
+    server_timings: list[dict] | None = None
+
+
+async def measure(contenders: list[Contender], queries: dict[str, str],
+                  repeat: int) -> dict[str, tuple[dict[str, list[str]], list[float]]]:
+    """Every query ``repeat`` times on every system, one request at a time, *interleaved*.
+
+    For each query each system answers in turn (the order rotates from query to
+    query), so background load on the machine falls on every system alike instead
+    of on whichever happened to run while something else was busy. One untimed
+    warm-up query per system first. Rankings come from the first pass (the systems
+    are deterministic); every pass adds latency samples.
     """
-    run: dict[str, list[str]] = {}
-    latencies: list[float] = []
-    await search(next(iter(queries.values())))
+    out: dict[str, tuple[dict[str, list[str]], list[float]]] = {c.key: ({}, []) for c in contenders}
+    first = next(iter(queries.values()))
+    for contender in contenders:
+        await contender.search(first)
+        if contender.server_timings is not None:
+            contender.server_timings.clear()
     for number in range(repeat):
-        for qid, text in queries.items():
-            ranked, elapsed_ms = await search(text)
-            if number == 0:
-                run[qid] = ranked
-            latencies.append(elapsed_ms)
-    return run, latencies
+        for index, (qid, text) in enumerate(queries.items()):
+            shift = index % len(contenders)
+            for contender in contenders[shift:] + contenders[:shift]:
+                ranked, elapsed_ms = await contender.search(text)
+                run, latencies = out[contender.key]
+                if number == 0:
+                    run[qid] = ranked
+                latencies.append(elapsed_ms)
+    return out
+
+
+async def measure_one(search: SearchFn, queries: dict[str, str]) -> tuple[dict[str, list[str]], list[float]]:
+    """One timed pass of one configuration (the sweep)."""
+    contender = Contender("sweep", "edgeindex", "hybrid", {}, search, 0)
+    return (await measure([contender], queries, 1))["sweep"]
+
+
+def server_latency(timings: list[dict]) -> dict[str, dict]:
+    """Percentiles of each duration the search worker reports (took_ms, embed_ms, search_ms...)."""
+    names = dict.fromkeys(name for t in timings for name, value in t.items() if isinstance(value, int | float))
+    return {name: metrics.latency_summary([t[name] for t in timings if isinstance(t.get(name), int | float)])
+            for name in names}
 
 
 def entity_name(dataset: Dataset) -> str:
@@ -162,16 +199,36 @@ async def evaluate(dataset: Dataset, endpoints: Endpoints, options: Options,
             progress(f"warning: {len(ingest.failed)} documents failed to ingest "
                      f"(first: {next(iter(ingest.failed.items()))})")
 
+        contenders: list[Contender] = []
         for mode in options.modes:
             params = {"alpha": options.alpha if mode == "hybrid" else MODE_ALPHA[mode], "fusion": options.fusion}
+            server: list[dict] = []
 
-            async def search(text: str, params=params) -> tuple[list[str], float]:
-                return await client.search(search_body(text, entity_id, options.k, params))
+            async def search(text: str, params=params, server=server) -> tuple[list[str], float]:
+                return await client.search(search_body(text, entity_id, options.k, params), server)
 
-            progress(f"edgeindex {mode}: {len(queries)} queries x {options.repeat}")
-            run, latencies = await measure(search, queries, options.repeat)
-            runs.append(SystemRun(f"edgeindex-{mode}", "edgeindex", mode,
-                                  {k: v for k, v in params.items() if v is not None}, run, latencies, ingest.ready))
+            contenders.append(Contender(f"edgeindex-{mode}", "edgeindex", mode,
+                                        {k: v for k, v in params.items() if v is not None}, search, ingest.ready,
+                                        server_timings=server))
+        closers: list[Callable[[], None]] = []
+        try:
+            if "chroma" in options.baselines:
+                chroma, close = await _chroma(endpoints, entity_id, options, progress)
+                contenders.append(chroma)
+                closers.append(close)
+            if "bm25" in options.baselines:
+                contenders.append(_bm25(dataset, options, progress))
+            progress(f"timing {', '.join(c.key for c in contenders)}: {len(queries)} queries x {options.repeat}, "
+                     "interleaved")
+            measured = await measure(contenders, queries, options.repeat)
+        finally:
+            for close in closers:
+                close()
+        for c in contenders:
+            extra = dict(c.extra)
+            if c.server_timings is not None:
+                extra["server_latency_ms"] = server_latency(c.server_timings)
+            runs.append(SystemRun(c.key, c.system, c.mode, c.params, *measured[c.key], c.documents, extra))
 
         if options.sweep:
             name, values = options.sweep
@@ -181,19 +238,13 @@ async def evaluate(dataset: Dataset, endpoints: Endpoints, options: Options,
                 async def search(text: str, params=params) -> tuple[list[str], float]:
                     return await client.search(search_body(text, entity_id, options.k, params))
 
-                run, latencies = await measure(search, queries, 1)
+                run, latencies = await measure_one(search, queries)
                 point = {"value": value, "metrics": metrics.evaluate(dataset.qrels, run, options.k),
                          "latency_ms": metrics.latency_summary(latencies)}
                 sweep_points.append(point)
                 progress(f"sweep {name}={value}: " + ", ".join(f"{m} {v:.4f}" for m, v in point["metrics"].items()))
 
-    model_id = ""
-    if "chroma" in options.baselines:
-        runs.append(await _run_chroma(endpoints, entity_id, queries, options, progress))
-        model_id = runs[-1].extra["model_id"]
-    if "bm25" in options.baselines:
-        runs.append(await _run_bm25(dataset, queries, options, progress))
-
+    model_id = next((r.extra["model_id"] for r in runs if r.system == "chroma"), "")
     return {
         "dataset": {"name": dataset.name, "path": str(dataset.path), "qrels": str(dataset.qrels_path),
                     "documents": len(dataset.corpus),
@@ -206,7 +257,8 @@ async def evaluate(dataset: Dataset, endpoints: Endpoints, options: Options,
                                                            "ready": ingest.ready, "chunks": ingest.chunks,
                                                            "failed": ingest.failed},
                    "relevance": "grade >= 1 is relevant; NDCG uses linear gain (grade / log2(rank + 1))",
-                   "latency": "each query run `repeat` times, sequentially, after one untimed warm-up query",
+                   "latency": "each query run `repeat` times on every system, one request at a time, systems "
+                              "interleaved query by query, after one untimed warm-up query per system",
                    # other work on the machine moves the latency percentiles: say how busy it was
                    "machine": {"python": platform.python_version(), "platform": platform.platform(),
                                "cpus": os.cpu_count(), "load_average_1m_before": round(load_before[0], 2),
@@ -217,8 +269,8 @@ async def evaluate(dataset: Dataset, endpoints: Endpoints, options: Options,
     }
 
 
-async def _run_chroma(endpoints: Endpoints, entity_id: str, queries: dict[str, str], options: Options,
-                      progress: Callable[[str], None]) -> SystemRun:
+async def _chroma(endpoints: Endpoints, entity_id: str, options: Options,
+                  progress: Callable[[str], None]) -> tuple[Contender, Callable[[], None]]:
     import torch
 
     from ..bindings.ai import local_embedder
@@ -237,29 +289,25 @@ async def _run_chroma(endpoints: Endpoints, entity_id: str, queries: dict[str, s
     chroma = ChromaBaseline(vectors, lambda text: embedder.encode_sync([text])[0])
     threads = torch.get_num_threads()
     tune_for_queries(embedder)  # embed each query exactly as the search worker does (one torch thread)
-    try:
-        async def search(text: str) -> tuple[list[str], float]:
-            return chroma.search(text, options.k)
 
-        progress(f"chroma: {len(queries)} queries x {options.repeat}")
-        run, latencies = await measure(search, queries, options.repeat)
-    finally:
+    def close() -> None:
         torch.set_num_threads(threads)   # this process may embed in batches afterwards (tests)
         chroma.close()
-    return SystemRun("chroma", "chroma", "vector", {"space": "cosine"}, run, latencies,
-                     len(set(vectors.document_ids)),
-                     {"chunks": len(vectors.chunk_ids), "model_id": vectors.model_id})
+
+    async def search(text: str) -> tuple[list[str], float]:
+        return chroma.search(text, options.k)
+
+    return Contender("chroma", "chroma", "vector", {"space": "cosine"}, search, len(set(vectors.document_ids)),
+                     {"chunks": len(vectors.chunk_ids), "model_id": vectors.model_id}), close
 
 
-async def _run_bm25(dataset: Dataset, queries: dict[str, str], options: Options,
-                    progress: Callable[[str], None]) -> SystemRun:
+def _bm25(dataset: Dataset, options: Options, progress: Callable[[str], None]) -> Contender:
     from .baselines import BM25Baseline
 
     bm25 = BM25Baseline(list(dataset.corpus), [d.content for d in dataset.corpus.values()])
+    progress(f"bm25: indexed {len(dataset.corpus)} documents ({bm25.description})")
 
     async def search(text: str) -> tuple[list[str], float]:
         return bm25.search(text, options.k)
 
-    progress(f"bm25: {len(queries)} queries x {options.repeat} ({bm25.description})")
-    run, latencies = await measure(search, queries, options.repeat)
-    return SystemRun("bm25", "bm25", "text", {"engine": bm25.description}, run, latencies, len(dataset.corpus))
+    return Contender("bm25", "bm25", "text", {"engine": bm25.description}, search, len(dataset.corpus))

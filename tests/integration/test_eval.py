@@ -82,6 +82,10 @@ def test_eval_end_to_end_against_the_session_stack(stack, tmp_path, capsys):
         assert system["documents"] == 12, key
         assert system["latency_ms"]["n"] == 8 and system["latency_ms"]["p50"] > 0, key
         assert set(system["metrics"]) == {"recall@10", "mrr@10", "map@10", "ndcg@10"}
+    # what the worker says it spent, next to what the client measured
+    server = systems["edgeindex-hybrid"]["server_latency_ms"]
+    assert server["took_ms"]["n"] == 8 and server["embed_ms"]["n"] == 8
+    assert server["took_ms"]["p50"] <= systems["edgeindex-hybrid"]["latency_ms"]["p50"]
     assert systems["edgeindex-text"]["params"]["alpha"] == 0.0
     assert systems["edgeindex-vector"]["params"]["alpha"] == 1.0
 

@@ -8,7 +8,7 @@ import pytest
 
 from edgeindex.errors import ValidationError
 from edgeindex.evaluation import report
-from edgeindex.evaluation.runner import SystemRun, parse_sweep
+from edgeindex.evaluation.runner import Contender, SystemRun, measure, parse_sweep
 
 QRELS = {"q1": {"d1": 2, "d2": 1}, "q2": {"d3": 1}}
 
@@ -61,3 +61,21 @@ def test_table_json_and_charts(tmp_path):
 
     del results["systems"]["edgeindex-hybrid"]
     assert report.unanswered_queries(results) == ["q2"]
+
+
+async def test_measure_interleaves_systems_and_rotates_their_order():
+    calls: list[tuple[str, str]] = []
+
+    def system(name: str, answer: list[str]) -> Contender:
+        async def search(text: str):
+            calls.append((name, text))
+            return answer, 1.0
+        return Contender(name, name, "m", {}, search, 1)
+
+    queries = {"q1": "one", "q2": "two", "q3": "three"}
+    out = await measure([system("a", ["d1"]), system("b", ["d2"])], queries, 2)
+    assert calls[:2] == [("a", "one"), ("b", "one")]                  # untimed warm-up, one query each
+    timed = calls[2:]
+    assert timed[:6] == [("a", "one"), ("b", "one"), ("b", "two"), ("a", "two"), ("a", "three"), ("b", "three")]
+    assert len(timed) == 12                                            # 3 queries x 2 systems x 2 passes
+    assert out["a"][0] == {"q1": ["d1"], "q2": ["d1"], "q3": ["d1"]} and len(out["b"][1]) == 6
