@@ -8,6 +8,7 @@ the rows into result dicts.
 from __future__ import annotations
 
 import re
+import weakref
 from typing import Any
 
 import numpy as np
@@ -112,11 +113,26 @@ def shape(row: dict, request: SearchRequest, *, text: bool = False) -> dict:
     return result
 
 
+# Pooled connections already given the search session settings (once per connection,
+# so a search stays one statement, one round trip).
+_tuned: weakref.WeakSet = weakref.WeakSet()
+
+
+async def _tune(conn: psycopg.AsyncConnection) -> None:
+    if conn not in _tuned:
+        await conn.execute(_SQL["session_settings"], {"ef_search": str(defaults.HNSW_EF_SEARCH)})
+        await conn.commit()
+        _tuned.add(conn)
+
+
 async def retrieve(db: Database, request: SearchRequest, entity_ids: list[str], embedding: np.ndarray, *,
                    limit: int | None = None, include_text: bool | None = None) -> list[dict]:
     """Raw rows of the search statement, best first."""
     params = build_params(request, entity_ids, embedding, limit=limit or request.k, include_text=include_text)
     try:
-        return await db.fetch(SEARCH_SQL, params)
+        async with db.connection() as conn:
+            await _tune(conn)
+            cur = await conn.execute(SEARCH_SQL, params)
+            return await cur.fetchall()
     except psycopg.Error as exc:  # wrapped once, at the boundary: the worker answers 503, not a stack trace
         raise BindingError(f"search query failed: {exc}") from exc

@@ -208,6 +208,11 @@ LEFT JOIN LATERAL (
       AND n.version <= d.ready_version
 ) nb ON true
 ORDER BY top.score DESC, top.id;
+-- name: session_settings
+-- HNSW keeps this many candidates while walking the graph (pgvector's default is 40, the
+-- same as the smallest candidate count a search asks for: more gives better recall of it).
+SELECT set_config('hnsw.ef_search', %(ef_search)s, false);
+
 -- name: semantic_prune
 -- Semantic-cache pointers older than the result TTL point at expired results.
 DELETE FROM vector_index
