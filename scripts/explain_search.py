@@ -103,7 +103,7 @@ async def run(args) -> int:
             timings = []
             for _ in range(5):
                 started = time.perf_counter()
-                await db.fetch(ex.engine.SEARCH_SQL, ex.engine.build_params(request, entities, embedding, limit=10))
+                await ex.engine.retrieve(db, request, entities, embedding)
                 timings.append((time.perf_counter() - started) * 1000)
             plan = await ex.explain(db, request, entities, embedding)
             used = ex.used_kinds(plan, kinds)

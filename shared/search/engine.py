@@ -118,7 +118,8 @@ def shape(row: dict, request: SearchRequest, *, text: bool = False) -> dict:
 _tuned: weakref.WeakSet = weakref.WeakSet()
 
 
-async def _tune(conn: psycopg.AsyncConnection) -> None:
+async def tune_connection(conn: psycopg.AsyncConnection) -> None:
+    """Apply the search session settings to a pooled connection, once."""
     if conn not in _tuned:
         await conn.execute(_SQL["session_settings"], {"ef_search": str(defaults.HNSW_EF_SEARCH)})
         await conn.commit()
@@ -131,7 +132,7 @@ async def retrieve(db: Database, request: SearchRequest, entity_ids: list[str], 
     params = build_params(request, entity_ids, embedding, limit=limit or request.k, include_text=include_text)
     try:
         async with db.connection() as conn:
-            await _tune(conn)
+            await tune_connection(conn)
             cur = await conn.execute(SEARCH_SQL, params)
             return await cur.fetchall()
     except psycopg.Error as exc:  # wrapped once, at the boundary: the worker answers 503, not a stack trace

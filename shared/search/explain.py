@@ -27,6 +27,7 @@ async def explain(db: Database, request: SearchRequest, entity_ids: list[str], e
     params = engine.build_params(request, entity_ids, embedding, limit=request.k)
     options = "ANALYZE, BUFFERS" if analyze else "COSTS"
     async with db.connection() as conn:
+        await engine.tune_connection(conn)
         cur = await conn.execute(f"EXPLAIN ({options}) {engine.SEARCH_SQL}", params)
         lines = [row["QUERY PLAN"] for row in await cur.fetchall()]
         await conn.rollback()
