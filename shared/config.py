@@ -51,6 +51,8 @@ class QueueConsumer(_Strict):
     max_batch_size: int = Field(10, ge=1, le=100)
     max_batch_timeout: float = Field(1.0, ge=0, le=60)
     max_retries: int = Field(3, ge=0, le=100)
+    # batches handled at once by one worker process (Cloudflare scales consumers up to this)
+    max_concurrency: int = Field(1, ge=1, le=20)
     dead_letter_queue: ResourceName | None = None
     # ours: first retry delay (doubles per attempt) and how long a received
     # message stays hidden while a handler works on it

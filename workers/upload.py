@@ -88,10 +88,10 @@ async def direct_upload(request, env, ctx, entity_id, document_id):
     if request.content_length is not None:
         check_size(request.content_length, limit, field="body")
     data = await request.content.read(limit + 1)  # one byte more tells "too large" from "exactly the limit"
-    answer = await uploads.direct_upload(env, entity_id, document_id, data,
-                                         raw_content_type=request.headers.get("Content-Type"),
-                                         query=dict(request.query))
-    return json_response(answer, 202)
+    answer, created = await uploads.direct_upload(env, entity_id, document_id, data,
+                                                  raw_content_type=request.headers.get("Content-Type"),
+                                                  query=dict(request.query))
+    return json_response(answer if created else {**answer, "unchanged": True}, 202 if created else 200)
 
 
 @router.get("/entities/{entity_id}/documents")

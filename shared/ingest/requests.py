@@ -47,6 +47,12 @@ class DocumentFields(_Request):
         return None if value is None else list(dict.fromkeys(value))  # duplicates add nothing
 
 
+class DirectUploadQuery(DocumentFields):
+    """Query of a direct upload: the document fields, and whether identical bytes may be skipped."""
+
+    skip_unchanged: bool = False  # bytes identical to the live version: no new version, metadata updated in place
+
+
 class UploadRequest(DocumentFields):
     document_id: Identifier | None = None
     content_type: str

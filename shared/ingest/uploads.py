@@ -9,6 +9,7 @@ result that held one of the document's chunks.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import math
 import secrets
@@ -23,7 +24,8 @@ from psycopg.types.json import Jsonb
 from .. import cache, sqlfiles
 from ..errors import BindingError, Conflict, NotFound, ValidationError
 from . import keys
-from .requests import CompleteRequest, DocumentFields, ListQuery, UploadRequest, check_size, content_type, parse
+from .requests import (CompleteRequest, DirectUploadQuery, DocumentFields, ListQuery, UploadRequest, check_size,
+                       content_type, parse)
 
 log = logging.getLogger(__name__)
 SQL = sqlfiles.load("documents.sql")
@@ -127,16 +129,48 @@ async def complete_upload(env, entity_id: str, document_id: str, body: dict) -> 
             "object_key": row["object_key"], "size_bytes": info.size}
 
 
+async def _keep_live_version(env, entity_id: str, document_id: str, digest: str, media_type: str,
+                             fields: DocumentFields) -> bool:
+    """True if the live version already has these bytes; then only changed title/source/tags are written."""
+    where = {"entity_id": entity_id, "document_id": document_id}
+    chunk_ids: list[str] = []
+    begun = False
+    try:
+        async with env.DB.transaction() as conn:
+            row = await (await conn.execute(SQL["live_version"], where)).fetchone()
+            if row is None or (row["status"], row["ready_version"], row["content_hash"], row["content_type"]) != (
+                    "ready", row["version"], digest, media_type):
+                return False
+            changes = {name: value for name in ("title", "source", "tags")
+                       if (value := getattr(fields, name)) is not None and value != row[name]}
+            if changes:  # cached results show these fields: invalidate around the commit
+                chunk_ids = [r["id"] for r in await (await conn.execute(SQL["chunk_ids"], where)).fetchall()]
+                await asyncio.to_thread(cache.begin_invalidation, env.KV, [entity_id], chunk_ids)
+                begun = True
+                await conn.execute(SQL["update_fields"], {**where, "title": changes.get("title"),
+                                                          "source": changes.get("source"), "tags": changes.get("tags")})
+    finally:
+        if begun:
+            await asyncio.to_thread(cache.end_invalidation, env.KV, [entity_id], chunk_ids)
+    return True
+
+
 async def direct_upload(env, entity_id: str, document_id: str, data: bytes, *, raw_content_type: str | None,
-                        query: dict[str, str]) -> dict:
-    """Store a small body as the document's next version; ingestion follows from the bucket event."""
+                        query: dict[str, str]) -> tuple[dict, bool]:
+    """Store a small body as the document's next version; ingestion follows from the bucket event.
+
+    Returns (document, created): with ``skip_unchanged``, bytes identical to the live version
+    create no version (``created`` False) and only update changed title/source/tags."""
     limits = UploadLimits.from_env(env)
     media_type = content_type(raw_content_type, limits.allowed_types, field="Content-Type")
-    fields = parse(DocumentFields, {
+    fields = parse(DirectUploadQuery, {
         k: ([t for t in v.split(",") if t.strip()] if k == "tags" else v) for k, v in query.items()})
     if not data:
         raise ValidationError("body is empty: send the document's bytes", field="body")
     check_size(len(data), limits.max_bytes, field="body")
+    if fields.skip_unchanged and await _keep_live_version(env, entity_id, document_id,
+                                                          hashlib.sha256(data).hexdigest(), media_type, fields):
+        return await get_document(env, entity_id, document_id), False
     version, key, _ = await _create_version(env.DB, entity_id, document_id, fields, media_type=media_type,
                                             size_bytes=len(data), metadata=None)
     where = {"entity_id": entity_id, "document_id": document_id, "version": version}
@@ -146,7 +180,7 @@ async def direct_upload(env, entity_id: str, document_id: str, data: bytes, *, r
         await env.DB.execute(SQL["mark_upload_failed"], {**where, "error": f"object storage write failed: {exc}"})
         raise BindingError(f"object storage did not accept the upload: {exc}") from exc
     await env.DB.execute(SQL["mark_uploaded"], where)
-    return await get_document(env, entity_id, document_id)
+    return await get_document(env, entity_id, document_id), True
 
 
 async def get_document(env, entity_id: str, document_id: str) -> dict:

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from .. import cache, sqlfiles
-from ..errors import IngestError, ModelMismatchError
+from ..errors import IngestError, ModelMismatchError, ValidationError
 from ..workflow import RetryPolicy, Step, Workflow
 from . import faults, keys
 from .artifacts import ArtifactStore
@@ -135,8 +135,10 @@ class IngestJob:
 
     async def diff(self, chunked: dict) -> dict:
         chunks = await self.load_chunks(chunked)
-        stored = [StoredChunk(r["id"], r["position"], r["start_char"], r["end_char"], r["content_hash"], r["model_id"])
-                  for r in await self.db.fetch(SQL["stored_chunks"], self.where)]
+        stored: list[StoredChunk] = []
+        if self.p.previous_hash is not None:  # chunks exist only once a version was ready
+            stored = [StoredChunk(r["id"], r["position"], r["start_char"], r["end_char"], r["content_hash"],
+                                  r["model_id"]) for r in await self.db.fetch(SQL["stored_chunks"], self.where)]
         result = plan(chunks, stored, model_id=self.embedder.model_id, new_id=lambda pos: chunk_id(self.p, pos))
         return {"plan": await self.artifacts.save_json("diff.json", result.to_json()), "embed": len(result.embed),
                 "reused": result.reused, "moved": len(result.moved), "stale": len(result.stale)}
@@ -199,20 +201,24 @@ class IngestJob:
                     return {"outcome": "deleted"}
                 if row["version"] != p.version:
                     return {"outcome": "superseded", "current_version": row["version"]}
-                previous = [r["id"] for r in await (await conn.execute(SQL["chunk_ids"], self.where)).fetchall()]
+                live = row["ready_version"] is not None  # no live version, no chunks: a first ingest only adds
+                if live:
+                    previous = [r["id"] for r in await (await conn.execute(SQL["chunk_ids"], self.where)).fetchall()]
                 missing = set(result.ids) - set(previous) - {result.ids[pos] for pos in result.embed}
                 if missing:  # the stored chunks changed since the diff: a bug or manual edits
                     raise RuntimeError(f"{len(missing)} chunk(s) the diff reused are gone; re-upload the document")
-                # Every cached result holding any chunk of this document may now be wrong (content,
-                # positions, title/tags): drop them, and keep new ones from being cached until the commit.
-                invalidated += await asyncio.to_thread(cache.begin_invalidation, kv, [p.entity_id], previous)
-                begun = True
+                if live:
+                    # Every cached result holding any chunk of this document may now be wrong (content,
+                    # positions, title/tags): drop them, and keep new ones from being cached until the commit.
+                    invalidated += await asyncio.to_thread(cache.begin_invalidation, kv, [p.entity_id], previous)
+                    begun = True
                 async with conn.cursor() as cur:
                     if new_rows:
                         await cur.executemany(SQL["insert_chunk"], new_rows)
                     if moves:
                         await cur.executemany(SQL["move_chunk"], moves)
-                await conn.execute(SQL["delete_other_chunks"], {**self.where, "keep": result.ids})
+                if live:
+                    await conn.execute(SQL["delete_other_chunks"], {**self.where, "keep": result.ids})
                 await conn.execute(SQL["finish_document"], {
                     **self.where, "chunk_count": len(result.ids), "embedded": len(result.embed),
                     "reused": result.reused, "summary": summarized["summary"],
@@ -261,12 +267,12 @@ class IngestJob:
                 for info in await self.env.BUCKET.list(keys.document_objects_prefix(p.entity_id, p.document_id)):
                     try:
                         older = keys.parse_object_key(info.key).version < p.version
-                    except Exception:
-                        older = False  # not ours to judge
+                    except ValidationError:
+                        older = False  # not a key we wrote: not ours to judge
                     if older:
                         objects.append(info.key)
-            runs = await self.db.execute(SQL["delete_old_runs"], {
-                "prefix": keys.run_prefix(p.entity_id, p.document_id), "run_id": p.run_id})
+                runs = await self.db.execute(SQL["delete_old_runs"], {
+                    "prefix": keys.run_prefix(p.entity_id, p.document_id), "run_id": p.run_id})
         doomed = objects + artifact_keys
         if doomed:
             await self.env.BUCKET.delete(*doomed)

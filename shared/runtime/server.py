@@ -113,7 +113,9 @@ async def serve(config: Config, name: str, *, stop: asyncio.Event | None = None,
         async def handle(batch):
             await module.queue(batch, env, ctx)
 
-        tasks = [asyncio.create_task(c.run(handle, stop), name=f"consumer:{c.queue.name}") for c in consumers]
+        # max_concurrency loops per consumer: the next batch starts while another one is still running
+        tasks = [asyncio.create_task(c.run(handle, stop), name=f"consumer:{c.queue.name}:{i}")
+                 for c in consumers for i in range(c.settings.max_concurrency)]
         try:
             await stop.wait()
         finally:

@@ -39,6 +39,16 @@ WHERE entity_id = %(entity_id)s AND id = %(document_id)s AND version = %(version
 SELECT version, generation, status, object_key, upload_id, content_type
 FROM documents WHERE entity_id = %(entity_id)s AND id = %(document_id)s;
 
+-- name: live_version
+SELECT version, ready_version, status, content_hash, content_type, title, source, tags
+FROM documents WHERE entity_id = %(entity_id)s AND id = %(document_id)s FOR UPDATE;
+
+-- name: update_fields
+UPDATE documents
+SET title = coalesce(%(title)s, title), source = coalesce(%(source)s, source), tags = coalesce(%(tags)s, tags),
+    updated_at = now()
+WHERE entity_id = %(entity_id)s AND id = %(document_id)s;
+
 -- name: lock_document
 SELECT version FROM documents WHERE entity_id = %(entity_id)s AND id = %(document_id)s FOR UPDATE;
 

@@ -148,3 +148,34 @@ async def test_superseded_version_is_skipped(stack, tenant, db):
     log = stack.log_path.read_text()
     assert f"ingest {tenant.entity_id}/racy v1: ack superseded by version 2" in log
     assert f"ingest {tenant.entity_id}/racy v2: ack ready" in log
+
+
+async def test_skip_unchanged_upload_keeps_the_live_version(stack, tenant, db):
+    text = document([paragraph(t) for t in TOPICS[:2]])
+    put_document(tenant, "synced", text, title="Old title")
+    await wait_document(tenant, "synced")
+    ids = [c["id"] for c in await chunks(db, tenant.entity_id, "synced")]
+    kv = DiskKV(stack.config.state_path / "kv", namespace="cache")
+    try:
+        seq = cache.read_sequences(kv, [tenant.entity_id])
+        holder = f"synced-{tenant.entity_id}"
+        assert cache.store(kv, holder, {"ids": ids}, chunk_ids=ids, entity_ids=[tenant.entity_id], sequences=seq,
+                           ttl=600)
+        path = f"/entities/{tenant.entity_id}/documents/synced?skip_unchanged=true"
+        status, doc = tenant.upload.put(path, raw=text.encode(), headers={"Content-Type": "text/plain"})
+        assert status == 200 and doc["unchanged"] is True and doc["version"] == 1
+        assert cache.load(kv, holder) == {"ids": ids}  # nothing changed, nothing invalidated
+
+        status, doc = tenant.upload.put(path + "&title=New%20title", raw=text.encode(),
+                                        headers={"Content-Type": "text/plain"})
+        assert (status, doc["version"], doc["title"], doc["status"]) == (200, 1, "New title", "ready")
+        assert cache.load(kv, holder) is None  # cached results showed the old title
+    finally:
+        kv.close()
+    assert [c["id"] for c in await chunks(db, tenant.entity_id, "synced")] == ids
+
+    changed = text + "\n\n" + paragraph("oceans")
+    status, doc = tenant.upload.put(path, raw=changed.encode(), headers={"Content-Type": "text/plain"})
+    assert status == 202 and doc["version"] == 2  # different bytes: a new version as always
+    doc = await wait_document(tenant, "synced", version=2)
+    assert (doc["chunks_embedded"], doc["chunks_reused"]) == (1, 2)
