@@ -138,8 +138,8 @@ async def ingest_phase(api: Api, entity: str, docs: list[tuple[str, str]], args,
     uploaded = time.perf_counter()
     await wait_finished(api, entity)
     done = time.perf_counter()
-    print(f"    uploads took {uploaded - started:.1f} s; last document ready {done - started:.1f} s after the first upload"
-          f" (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)", flush=True)
+    print(f"    uploads took {uploaded - started:.1f} s; last document ready {done - started:.1f} s after the first "
+          f"upload (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)", flush=True)
     return done - started
 
 
@@ -300,8 +300,8 @@ async def run(args, config, base: str, admin_key: str, cpu: StackCPU | None = No
               f"machine, if the model keeps all cores busy)")
     print(f"re-ingest, corpus re-uploaded     {reingest_all:8.1f} s       = {reingest_all / full:.1%} of the full "
           f"ingest (embedded {embedded_all}, reused {reused_all})")
-    print(f"re-ingest, corpus re-uploaded with skip_unchanged=true"
-          f"\n                                  {reingest_skip:8.1f} s       = {reingest_skip / full:.1%} of the full ingest")
+    print(f"re-ingest, corpus re-uploaded, skip_unchanged=true {reingest_skip:.1f} s = {reingest_skip / full:.1%} of the "
+          f"full ingest")
     print(f"re-ingest, changed 1% uploaded    {reingest_changed:8.1f} s       = {reingest_changed / full:.1%} of the "
           f"full ingest (goal < 10%)")
 

@@ -43,6 +43,7 @@ async def run_status(request, env, ctx):
         raise NotFound(f"no workflow run {run_id!r}", field="id")
     steps = await env.DB.fetch(SQL["run_steps"], {"run_id": run_id})
     invocations = await env.DB.fetchone(SQL["run_invocations"], {"run_id": run_id})
-    return {"id": run_id, "status": status.status, "invocations": invocations["attempts"], "current_step": status.current_step, "error": status.error,
+    return {"id": run_id, "status": status.status, "invocations": invocations["attempts"],
+            "current_step": status.current_step, "error": status.error,
             "steps": [{**s, "completed_at": s["completed_at"].isoformat()} for s in steps],
             "executed_here": EXECUTED.get(run_id, [])}

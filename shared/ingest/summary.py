@@ -1,9 +1,11 @@
 """Document summaries: extractive by default, an LLM's when one is configured.
 
 The extractive summary cuts the document into N regions of equal size and takes
-from each the sentence whose words are most frequent in the whole document, in
-document order: a long report gets a sentence from its beginning, middle and end
-rather than N sentences from its introduction.
+from each its most representative sentence, in document order: a long report gets
+a sentence from its beginning, middle and end rather than N sentences from its
+introduction. A sentence scores by its words' weight in the document (frequent
+overall, but concentrated in few sentences: tf·idf with sentences as documents),
+so boilerplate repeated in every sentence does not win.
 """
 
 from __future__ import annotations
@@ -51,17 +53,20 @@ def extractive_summary(text: str, n: int) -> str:
                   if len(s) <= _MAX_SENTENCE_CHARS and len(s.split()) >= _MIN_WORDS]
     if not candidates:  # short notes, lists: the beginning is the best we have
         return text[:MAX_SUMMARY_CHARS].strip()
-    frequency = Counter(w for _, s in candidates for w in _words(s))
+    words_of = [_words(s) for _, s in candidates]
+    frequency = Counter(w for words in words_of for w in words)
+    spread = Counter(w for words in words_of for w in set(words))
+    total = len(candidates)
+    weight = {w: math.log1p(frequency[w]) * math.log((1 + total) / spread[w]) for w in frequency}
 
-    def score(sentence: str) -> float:
-        words = _words(sentence)
-        return sum(math.log1p(frequency[w]) for w in words) / math.sqrt(len(words)) if words else 0.0
+    def score(words: list[str]) -> float:
+        return sum(weight[w] for w in words) / math.sqrt(len(words)) if words else 0.0
 
     region = max(1, math.ceil(len(text) / n))
     best: dict[int, tuple[float, int, str]] = {}
-    for offset, sentence in candidates:
+    for (offset, sentence), words in zip(candidates, words_of):
         slot = min(n - 1, offset // region)
-        value = score(sentence)
+        value = score(words)
         if slot not in best or value > best[slot][0]:
             best[slot] = (value, offset, sentence)
     chosen = [s for _, _, s in sorted(best.values(), key=lambda item: item[1])]

@@ -6,8 +6,12 @@ import json
 import random
 import urllib.request
 
+import pytest
+
 from edgeindex import cache
 from edgeindex.bindings.kv import DiskKV
+from edgeindex.errors import ValidationError
+from edgeindex.ingest.events import object_created, object_refs
 
 from ..conftest import put_document, wait_document, wait_for
 from ..unit.test_extract import make_pdf
@@ -92,7 +96,8 @@ async def test_poison_documents_fail_with_a_reason_and_spare_the_batch(tenant, d
     assert status == 201
     req = urllib.request.Request(empty["upload"]["url"], data=b"", method="PUT", headers=empty["upload"]["headers"])
     urllib.request.urlopen(req, timeout=30).close()
-    put_document(tenant, "p-pdf", b"%PDF-1.7\n1 0 obj << /Broken >>\nthis is not a PDF body", content_type="application/pdf")
+    put_document(tenant, "p-pdf", b"%PDF-1.7\n1 0 obj << /Broken >>\nthis is not a PDF body",
+                 content_type="application/pdf")
     put_document(tenant, "p-binary", bytes([0, 159, 146, 150]) + random.Random(1).randbytes(2000))
     put_document(tenant, "p-latin1", "Caf\u00e9 cr\u00e8me, na\u00efve r\u00e9sum\u00e9.".encode("latin-1"))
     put_document(tenant, "p-good", "A healthy document in the same batch as the broken ones.")
@@ -143,7 +148,8 @@ async def test_superseded_version_is_skipped(stack, tenant, db):
     put_document(tenant, "racy", "Second version, the one that counts.")
     doc = await wait_document(tenant, "racy", version=2)
     assert (doc["status"], doc["version"], doc["ready_version"]) == ("ready", 2, 2)
-    assert [c["content"] for c in await chunks(db, tenant.entity_id, "racy")] == ["Second version, the one that counts."]
+    rows = await chunks(db, tenant.entity_id, "racy")
+    assert [c["content"] for c in rows] == ["Second version, the one that counts."]
     # Version 1's message was acked without a run (the worker logs each message's outcome).
     log = stack.log_path.read_text()
     assert f"ingest {tenant.entity_id}/racy v1: ack superseded by version 2" in log
@@ -179,3 +185,21 @@ async def test_skip_unchanged_upload_keeps_the_live_version(stack, tenant, db):
     assert status == 202 and doc["version"] == 2  # different bytes: a new version as always
     doc = await wait_document(tenant, "synced", version=2)
     assert (doc["chunks_embedded"], doc["chunks_reused"]) == (1, 2)
+
+
+def test_s3_events_name_documents_and_versions():
+    key = "docs/team%3Aa/report-1/v3/q3+results.pdf"  # as S3 sends it: URL-encoded, spaces as '+'
+    body = {"Records": [{"eventName": "ObjectCreated:Put", "s3": {"object": {"key": key, "size": 1234}}},
+                        {"eventName": "ObjectRemoved:Delete", "s3": {"object": {"key": key}}},
+                        {"eventName": "ObjectCreated:Put", "s3": {"object": {"key": "artifacts/x/y/v1-a/text.txt"}}}]}
+    [ref] = object_refs(body)
+    assert (ref.entity_id, ref.document_id, ref.version, ref.size) == ("team:a", "report-1", 3, 1234)
+    assert ref.key == "docs/team:a/report-1/v3/q3 results.pdf"
+    assert object_refs({"Service": "Amazon S3", "Event": "s3:TestEvent", "Bucket": "b"}) == []
+    with pytest.raises(ValidationError):
+        object_refs({"hello": "world"})
+    with pytest.raises(ValidationError):
+        object_refs({"Records": [{"eventName": "ObjectCreated:Put", "s3": {"object": {"key": "docs/e/d/1/f"}}}]})
+    # What recovery re-sends reads back the same.
+    [again] = object_refs(object_created("bucket", "docs/team:a/report-1/v3/q3 results.pdf", size=1234))
+    assert again == ref

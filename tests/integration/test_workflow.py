@@ -7,15 +7,14 @@ test restarts the session's ingest worker with them and restores a normal one af
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 
-import pytest
 
 from edgeindex.bindings import aws
 from edgeindex.ingest import faults
 from edgeindex.ingest.events import object_created, object_refs
+from edgeindex.ingest.recovery import LOST, requeue_unfinished_sync
 
 from ..conftest import Client, put_document, wait_document, wait_for
 from .test_ingest import TOPICS, chunks, document, paragraph
@@ -148,3 +147,59 @@ async def test_a_step_that_keeps_failing_ends_in_the_dead_letter_queue(stack, te
         assert found["MessageAttributes"]["attempts"]["StringValue"] == "4"
 
         assert huge["status"] == "failed" and "limit is 100000 bytes (MAX_DOCUMENT_BYTES)" in huge["error"]
+
+
+async def test_large_step_outputs_live_in_the_bucket_until_the_run_ends(stack, tenant, db):
+    text = document([paragraph(f"topic{i}") for i in range(100)])  # ~70 KB of text, 100 chunks
+    put_document(tenant, "wf-large", text)
+    doc = await wait_document(tenant, "wf-large")
+    assert (doc["status"], doc["chunk_count"]) == ("ready", 100)
+    run_id = (await document_row(db, tenant.entity_id, "wf-large"))["run_id"]
+    await wait_for(lambda: run_status(stack, run_id)["status"] == "complete")
+    outputs = {r["name"]: r["output"] for r in await db.fetch("SELECT name, output FROM workflow_steps "
+                                                              "WHERE run_id = %s", (run_id,))}
+    text_key = outputs["extract"]["text"]["key"]           # checkpoints hold keys, not the text...
+    vectors_key = outputs["embed"]["vectors"]["key"]       # ...nor 100 vectors
+    assert text_key.startswith(f"artifacts/{tenant.entity_id}/wf-large/v1-")
+    assert outputs["embed"]["vectors"]["size"] == 100 * 384 * 4
+    assert outputs["delete-stale"]["artifacts_deleted"] >= 2
+    s3 = aws.client("s3", endpoint=stack.s3_endpoint, region="us-east-1", access_key_id="edgeindex",
+                    secret_access_key="edgeindex")
+    listed = s3.list_objects_v2(Bucket="edgeindex-documents", Prefix=f"artifacts/{tenant.entity_id}/wf-large/")
+    assert listed.get("KeyCount", 0) == 0 and vectors_key  # removed once the document was ready
+    rows = await chunks(db, tenant.entity_id, "wf-large")
+    assert [r["content"] for r in rows] == text.split("\n\n")
+
+
+async def test_recovery_after_a_stack_restart(stack, tenant, db):
+    """What ``edgeindex dev`` does after a restart, when moto has lost its queue messages."""
+    s3 = aws.client("s3", endpoint=stack.s3_endpoint, region="us-east-1", access_key_id="edgeindex",
+                    secret_access_key="edgeindex")
+    where = "entity_id = %s AND id = %s"
+    stack.stop_worker("ingest")
+    try:
+        put_document(tenant, "rc-waiting", "Uploaded while the ingest worker was down.")
+        put_document(tenant, "rc-processing", "Being processed when the stack stopped.")
+        put_document(tenant, "rc-lost", "Being processed, and its object was not in the last snapshot.")
+        put_document(tenant, "rc-lost-upload", "Uploaded (acknowledged), and not in the last snapshot.")
+        status, _ = tenant.upload.post(f"/entities/{tenant.entity_id}/uploads",
+                                       {"document_id": "rc-never", "content_type": "text/plain", "size_bytes": 5})
+        assert status == 201  # a presigned URL nobody used (yet)
+        for name in ("rc-processing", "rc-lost"):
+            await db.execute(f"UPDATE documents SET status = 'processing' WHERE {where}", (tenant.entity_id, name))
+        for name in ("rc-lost", "rc-lost-upload"):
+            s3.delete_object(Bucket="edgeindex-documents", Key=f"docs/{tenant.entity_id}/{name}/v1/{name}")
+
+        requeued, lost = requeue_unfinished_sync(stack.config, dsn=stack.dsn, s3_endpoint=stack.s3_endpoint,
+                                                 sqs_endpoint=stack.sqs_endpoint)
+        assert requeued >= 2 and lost >= 2  # (other tests' leftovers may add to both)
+        for name in ("rc-lost", "rc-lost-upload"):
+            row = await document_row(db, tenant.entity_id, name)
+            assert (row["status"], row["step"], row["error"]) == ("failed", "upload", LOST)
+        assert (await document_row(db, tenant.entity_id, "rc-never"))["status"] == "pending"
+    finally:
+        stack.start_worker("ingest")
+        stack.wait_healthy("ingest")
+    for name in ("rc-waiting", "rc-processing"):
+        assert (await wait_document(tenant, name))["status"] == "ready"
+    assert (await document_row(db, tenant.entity_id, "rc-never"))["status"] == "pending"

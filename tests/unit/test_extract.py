@@ -20,8 +20,8 @@ def make_pdf(pages: list[list[str]], *, title: str | None = None) -> bytes:
                    + b"] /Count %d >>" % len(pages))
     objects.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
     for i, lines in enumerate(pages):
-        content = b"BT /F1 12 Tf 14 TL 72 720 Td " + b" ".join(
-            b"(" + line.replace("(", r"\(").replace(")", r"\)").encode("latin-1") + b") Tj T*" for line in lines) + b" ET"
+        shown = (line.replace("(", r"\(").replace(")", r"\)").encode("latin-1") for line in lines)
+        content = b"BT /F1 12 Tf 14 TL 72 720 Td " + b" ".join(b"(" + t + b") Tj T*" for t in shown) + b" ET"
         objects.append(b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents %d 0 R "
                        b"/Resources << /Font << /F1 3 0 R >> >> >>" % (page_ids[i] + 1))
         objects.append(b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream")
@@ -37,7 +37,8 @@ def make_pdf(pages: list[list[str]], *, title: str | None = None) -> bytes:
     xref = len(out)
     out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
     out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
-    trailer = b"<< /Size %d /Root 1 0 R" % (len(objects) + 1) + (b" /Info %d 0 R" % info_id if info_id else b"") + b" >>"
+    info = b" /Info %d 0 R" % info_id if info_id else b""
+    trailer = b"<< /Size %d /Root 1 0 R" % (len(objects) + 1) + info + b" >>"
     out += b"trailer\n" + trailer + b"\nstartxref\n%d\n%%%%EOF\n" % xref
     return bytes(out)
 
@@ -52,7 +53,8 @@ def test_normalization_is_nfc():
 
 
 def test_markdown_keeps_its_markup():
-    text = extract(b"# Heading\n\nSome *emphasis* and a [link](http://x).\n\n- item one\n- item two", "text/markdown").text
+    markdown = b"# Heading\n\nSome *emphasis* and a [link](http://x).\n\n- item one\n- item two"
+    text = extract(markdown, "text/markdown").text
     assert text.startswith("# Heading") and "- item two" in text
 
 
