@@ -208,6 +208,7 @@ LEFT JOIN LATERAL (
       AND n.version <= d.ready_version
 ) nb ON true
 ORDER BY top.score DESC, top.id;
+
 -- name: session_settings
 -- HNSW keeps this many candidates while walking the graph (pgvector's default is 40, the
 -- same as the smallest candidate count a search asks for: more gives better recall of it).
