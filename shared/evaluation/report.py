@@ -18,6 +18,15 @@ from .metrics import METRICS
 LABELS = {"recall": "Recall", "mrr": "MRR", "map": "MAP", "ndcg": "NDCG"}
 
 
+def dataset_title(results: dict) -> str:
+    """Dataset name, plus where the judgements came from when they are not the dataset's own."""
+    data = results["dataset"]
+    qrels = Path(data.get("qrels") or "")
+    if not data.get("qrels") or qrels.parent.name == "qrels":
+        return data["name"]
+    return f"{data['name']} (judgements: {qrels.parent.name}/{qrels.name})"
+
+
 def system_label(key: str, system: dict) -> str:
     if system["system"] == "edgeindex":
         params = system.get("params") or {}
@@ -47,7 +56,7 @@ def format_table(results: dict) -> str:
         return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
 
     data = results["dataset"]
-    title = (f"{data['name']}: {data['documents']} documents, {data['judged_queries']} judged queries, k={k}, "
+    title = (f"{dataset_title(results)}: {data['documents']} documents, {data['judged_queries']} judged queries, k={k}, "
              f"latency over {results['config']['repeat']} pass(es)")
     return "\n".join([title, line(header), line(["-" * w for w in widths]), *map(line, rows)])
 
@@ -126,7 +135,7 @@ def plot_metrics(results: dict, path: Path) -> Path:
     ax.set_ylim(0, min(1.05, max([s["metrics"][f"{n}@{k}"] for _, s in systems for n in METRICS] + [0.1]) * 1.2))
     ax.set_ylabel("score (mean over judged queries)")
     data = results["dataset"]
-    ax.set_title(f"{data['name']}: {data['documents']} documents, {data['judged_queries']} judged queries")
+    ax.set_title(f"{dataset_title(results)}: {data['documents']} documents, {data['judged_queries']} judged queries")
     # below the axes, so no bar hides behind it
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=min(len(systems), 3), frameon=False)
     ax.grid(axis="y", alpha=0.3)
@@ -157,7 +166,7 @@ def plot_latency_cdf(results: dict, path: Path) -> Path:
     ax.set_xlabel("search latency per query, ms (log scale)")
     ax.set_ylabel("fraction of queries")
     ax.set_ylim(0, 1.01)
-    ax.set_title(f"{results['dataset']['name']}: latency CDF ({results['config']['repeat']} pass(es) per query)")
+    ax.set_title(f"{dataset_title(results)}: latency CDF ({results['config']['repeat']} pass(es) per query)")
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
@@ -200,7 +209,7 @@ def plot_sweep(results: dict, path: Path) -> Path:
             ax.set_xticks(xs, [str(v) for v in values])
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-    fig.suptitle(f"{results['dataset']['name']}: hybrid search vs {sweep['param']} "
+    fig.suptitle(f"{dataset_title(results)}: hybrid search vs {sweep['param']} "
                  f"({results['dataset']['judged_queries']} judged queries)")
     fig.tight_layout()
     fig.savefig(path)
