@@ -23,6 +23,7 @@ import logging
 from dataclasses import dataclass
 
 from .. import sqlfiles
+from ..bindings.queue import Message
 from ..errors import Conflict, EdgeIndexError, IngestError, ValidationError
 from . import keys
 from .artifacts import ArtifactStore
@@ -79,12 +80,11 @@ async def ingest_object(env, ref: ObjectRef, *, attempts: int, last_attempt: boo
                      content_type=doc["content_type"], size_bytes=ref.size,
                      previous_hash=doc["content_hash"] if doc["ready_version"] is not None else None,
                      run_id=keys.run_id(ref.entity_id, ref.document_id, ref.version, doc["generation"]))
-    if doc["status"] == "ready" and doc["ready_version"] == ref.version:
-        # Done, or committed just before a crash: create() returns at once for a complete
-        # run and finishes the remaining steps of an interrupted one.
-        pass
-    elif await db.fetchone(SQL["start_processing"], {**where, "version": p.version, "generation": p.generation,
-                                                       "run_id": p.run_id}) is None:
+    # A ready version may still have an unfinished run (it committed just before a crash):
+    # create() finishes its remaining steps, and returns at once for a complete run.
+    already_ready = doc["status"] == "ready" and doc["ready_version"] == ref.version
+    if not already_ready and await db.fetchone(SQL["start_processing"], {
+            **where, "version": p.version, "generation": p.generation, "run_id": p.run_id}) is None:
         return _ack("document changed meanwhile")
     try:
         run = await env.INGEST_WORKFLOW.create(id=p.run_id, params=p.to_event())
@@ -101,8 +101,7 @@ async def ingest_object(env, ref: ObjectRef, *, attempts: int, last_attempt: boo
             await _fail(env, p, f"{error} (gave up after {attempts} deliveries)")
         log.warning("run %s failed (delivery %d): %s", p.run_id, attempts, error)
         return Outcome("retry", "transient failure", error)
-    outcome = (run.output or {}).get("outcome", run.status) if isinstance(run.output, dict) else run.status
-    return _ack(str(outcome))
+    return _ack(str(run.output.get("outcome") if isinstance(run.output, dict) else run.status))
 
 
 async def _fail(env, p: IngestParams, error: str) -> None:
@@ -121,9 +120,8 @@ async def _fail(env, p: IngestParams, error: str) -> None:
 async def handle_batch(batch, env) -> None:
     """Settle every message of a queue batch (the worker's ``queue`` handler)."""
     max_retries = env.worker.queues.consumers[0].max_retries
-    limit = run_limiter(env)
-    runs: dict[tuple[str, str, int], asyncio.Task] = {}
-    plans: list[tuple[object, list[tuple[str, str, int]]]] = []
+    runs: dict[tuple[str, str, int], asyncio.Future] = {}
+    plans: list[tuple[Message, list[tuple[str, str, int]]]] = []
 
     for message in batch.messages:
         try:
@@ -139,7 +137,7 @@ async def handle_batch(batch, env) -> None:
             run_key = (ref.entity_id, ref.document_id, ref.version)
             ids.append(run_key)
             if run_key not in runs:  # the same object twice in a batch runs once
-                runs[run_key] = asyncio.ensure_future(_limited(limit, env, ref, message.attempts, last))
+                runs[run_key] = asyncio.ensure_future(_limited(env, ref, message.attempts, last))
         plans.append((message, ids))
 
     outcomes = dict(zip(runs, await asyncio.gather(*runs.values(), return_exceptions=True)))
@@ -153,8 +151,8 @@ async def handle_batch(batch, env) -> None:
         message.retry(error=_error_text(first) if isinstance(first, BaseException) else first.error)
 
 
-async def _limited(limit: asyncio.Semaphore, env, ref: ObjectRef, attempts: int, last: bool) -> Outcome:
-    async with limit:
+async def _limited(env, ref: ObjectRef, attempts: int, last: bool) -> Outcome:
+    async with run_limiter(env):
         outcome = await ingest_object(env, ref, attempts=attempts, last_attempt=last)
     log.info("ingest %s v%d: %s %s", f"{ref.entity_id}/{ref.document_id}", ref.version, outcome.action,
              outcome.reason)
@@ -170,10 +168,9 @@ async def resume_unfinished(env) -> int:
     rows = await env.DB.fetch(SQL["unfinished_runs"])
     if not rows:
         return 0
-    limit = run_limiter(env)
     refs = [ObjectRef(key=r["object_key"], entity_id=r["entity_id"], document_id=r["document_id"],
                       version=r["version"]) for r in rows]
-    outcomes = await asyncio.gather(*(_limited(limit, env, ref, 0, False) for ref in refs), return_exceptions=True)
+    outcomes = await asyncio.gather(*(_limited(env, ref, 0, False) for ref in refs), return_exceptions=True)
     for ref, outcome in zip(refs, outcomes):
         if isinstance(outcome, BaseException):
             log.warning("resuming %s failed: %s", ref.key, outcome)
