@@ -78,12 +78,16 @@ def per_query(qrels: Qrels, run: Run, k: int) -> dict[str, dict[str, float]]:
     return {qid: query_metrics(qrels[qid], run.get(qid, ()), k) for qid in judged_queries(qrels)}
 
 
-def evaluate(qrels: Qrels, run: Run, k: int) -> dict[str, float]:
-    """Mean of each metric over the judged queries, keyed ``"ndcg@10"`` etc."""
-    scores = per_query(qrels, run, k)
+def mean(scores: Mapping[str, Mapping[str, float]], k: int) -> dict[str, float]:
+    """Mean of each metric over per-query scores, keyed ``"ndcg@10"`` etc."""
     if not scores:
         raise ValueError("the qrels hold no relevant judgement: nothing to evaluate")
     return {f"{name}@{k}": float(np.mean([s[name] for s in scores.values()])) for name in METRICS}
+
+
+def evaluate(qrels: Qrels, run: Run, k: int) -> dict[str, float]:
+    """Mean of each metric over the judged queries, keyed ``"ndcg@10"`` etc."""
+    return mean(per_query(qrels, run, k), k)
 
 
 def latency_summary(samples_ms: Sequence[float]) -> dict[str, float]:

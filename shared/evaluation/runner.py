@@ -52,23 +52,29 @@ class Options:
 
 @dataclass
 class SystemRun:
+    """One system (or one mode of ours): how to query it, then what it ranked and how long it took."""
+
     key: str
     system: str
     mode: str
     params: dict
-    run: dict[str, list[str]]
-    latencies_ms: list[float]
     documents: int
+    search: SearchFn | None = None
     extra: dict = field(default_factory=dict)
+    server_timings: list[dict] | None = None     # what our worker reports per request
+    run: dict[str, list[str]] = field(default_factory=dict)
+    latencies_ms: list[float] = field(default_factory=list)
 
     def summary(self, qrels, k: int) -> dict:
         scores = metrics.per_query(qrels, self.run, k)
+        extra = dict(self.extra)
+        if self.server_timings is not None:
+            extra["server_latency_ms"] = server_latency(self.server_timings)
         return {"system": self.system, "mode": self.mode, "params": self.params,
-                "metrics": metrics.evaluate(qrels, self.run, k),
+                "metrics": metrics.mean(scores, k),
                 "latency_ms": metrics.latency_summary(self.latencies_ms),
                 "latency_samples_ms": [round(value, 3) for value in self.latencies_ms],
-                "documents": self.documents, "queries": len(scores), "timing": TIMING[self.system],
-                **self.extra,
+                "documents": self.documents, "queries": len(scores), "timing": TIMING[self.system], **extra,
                 "per_query": {qid: {name: round(value, 6) for name, value in s.items()} for qid, s in scores.items()}}
 
 
@@ -112,22 +118,7 @@ def search_body(query: str, entity_id: str, k: int, params: dict) -> dict:
     return body
 
 
-@dataclass
-class Contender:
-    """One system (or one mode of ours) under measurement."""
-
-    key: str
-    system: str
-    mode: str
-    params: dict
-    search: SearchFn
-    documents: int
-    extra: dict = field(default_factory=dict)
-    server_timings: list[dict] | None = None
-
-
-async def measure(contenders: list[Contender], queries: dict[str, str],
-                  repeat: int) -> dict[str, tuple[dict[str, list[str]], list[float]]]:
+async def measure(systems: list[SystemRun], queries: dict[str, str], repeat: int) -> None:
     """Every query ``repeat`` times on every system, one request at a time, *interleaved*.
 
     For each query each system answers in turn (the order rotates from query to
@@ -136,28 +127,19 @@ async def measure(contenders: list[Contender], queries: dict[str, str],
     warm-up query per system first. Rankings come from the first pass (the systems
     are deterministic); every pass adds latency samples.
     """
-    out: dict[str, tuple[dict[str, list[str]], list[float]]] = {c.key: ({}, []) for c in contenders}
     first = next(iter(queries.values()))
-    for contender in contenders:
-        await contender.search(first)
-        if contender.server_timings is not None:
-            contender.server_timings.clear()
+    for system in systems:
+        await system.search(first)
+        if system.server_timings is not None:
+            system.server_timings.clear()
     for number in range(repeat):
         for index, (qid, text) in enumerate(queries.items()):
-            shift = index % len(contenders)
-            for contender in contenders[shift:] + contenders[:shift]:
-                ranked, elapsed_ms = await contender.search(text)
-                run, latencies = out[contender.key]
+            shift = index % len(systems)
+            for system in systems[shift:] + systems[:shift]:
+                ranked, elapsed_ms = await system.search(text)
                 if number == 0:
-                    run[qid] = ranked
-                latencies.append(elapsed_ms)
-    return out
-
-
-async def measure_one(search: SearchFn, queries: dict[str, str]) -> tuple[dict[str, list[str]], list[float]]:
-    """One timed pass of one configuration (the sweep)."""
-    contender = Contender("sweep", "edgeindex", "hybrid", {}, search, 0)
-    return (await measure([contender], queries, 1))["sweep"]
+                    system.run[qid] = ranked
+                system.latencies_ms.append(elapsed_ms)
 
 
 def server_latency(timings: list[dict]) -> dict[str, dict]:
@@ -199,7 +181,6 @@ async def evaluate(dataset: Dataset, endpoints: Endpoints, options: Options,
             progress(f"warning: {len(ingest.failed)} documents failed to ingest "
                      f"(first: {next(iter(ingest.failed.items()))})")
 
-        contenders: list[Contender] = []
         for mode in options.modes:
             params = {"alpha": options.alpha if mode == "hybrid" else MODE_ALPHA[mode], "fusion": options.fusion}
             server: list[dict] = []
@@ -207,28 +188,23 @@ async def evaluate(dataset: Dataset, endpoints: Endpoints, options: Options,
             async def search(text: str, params=params, server=server) -> tuple[list[str], float]:
                 return await client.search(search_body(text, entity_id, options.k, params), server)
 
-            contenders.append(Contender(f"edgeindex-{mode}", "edgeindex", mode,
-                                        {k: v for k, v in params.items() if v is not None}, search, ingest.ready,
-                                        server_timings=server))
+            runs.append(SystemRun(f"edgeindex-{mode}", "edgeindex", mode,
+                                  {k: v for k, v in params.items() if v is not None}, ingest.ready, search,
+                                  server_timings=server))
         closers: list[Callable[[], None]] = []
         try:
             if "chroma" in options.baselines:
                 chroma, close = await _chroma(endpoints, entity_id, options, progress)
-                contenders.append(chroma)
+                runs.append(chroma)
                 closers.append(close)
             if "bm25" in options.baselines:
-                contenders.append(_bm25(dataset, options, progress))
-            progress(f"timing {', '.join(c.key for c in contenders)}: {len(queries)} queries x {options.repeat}, "
+                runs.append(_bm25(dataset, options, progress))
+            progress(f"timing {', '.join(r.key for r in runs)}: {len(queries)} queries x {options.repeat}, "
                      "interleaved")
-            measured = await measure(contenders, queries, options.repeat)
+            await measure(runs, queries, options.repeat)
         finally:
             for close in closers:
                 close()
-        for c in contenders:
-            extra = dict(c.extra)
-            if c.server_timings is not None:
-                extra["server_latency_ms"] = server_latency(c.server_timings)
-            runs.append(SystemRun(c.key, c.system, c.mode, c.params, *measured[c.key], c.documents, extra))
 
         if options.sweep:
             name, values = options.sweep
@@ -238,9 +214,10 @@ async def evaluate(dataset: Dataset, endpoints: Endpoints, options: Options,
                 async def search(text: str, params=params) -> tuple[list[str], float]:
                     return await client.search(search_body(text, entity_id, options.k, params))
 
-                run, latencies = await measure_one(search, queries)
-                point = {"value": value, "metrics": metrics.evaluate(dataset.qrels, run, options.k),
-                         "latency_ms": metrics.latency_summary(latencies)}
+                point_run = SystemRun("sweep", "edgeindex", "hybrid", params, ingest.ready, search)
+                await measure([point_run], queries, 1)
+                point = {"value": value, "metrics": metrics.evaluate(dataset.qrels, point_run.run, options.k),
+                         "latency_ms": metrics.latency_summary(point_run.latencies_ms)}
                 sweep_points.append(point)
                 progress(f"sweep {name}={value}: " + ", ".join(f"{m} {v:.4f}" for m, v in point["metrics"].items()))
 
@@ -270,7 +247,7 @@ async def evaluate(dataset: Dataset, endpoints: Endpoints, options: Options,
 
 
 async def _chroma(endpoints: Endpoints, entity_id: str, options: Options,
-                  progress: Callable[[str], None]) -> tuple[Contender, Callable[[], None]]:
+                  progress: Callable[[str], None]) -> tuple[SystemRun, Callable[[], None]]:
     import torch
 
     from ..bindings.ai import local_embedder
@@ -297,11 +274,11 @@ async def _chroma(endpoints: Endpoints, entity_id: str, options: Options,
     async def search(text: str) -> tuple[list[str], float]:
         return chroma.search(text, options.k)
 
-    return Contender("chroma", "chroma", "vector", {"space": "cosine"}, search, len(set(vectors.document_ids)),
+    return SystemRun("chroma", "chroma", "vector", {"space": "cosine"}, len(set(vectors.document_ids)), search,
                      {"chunks": len(vectors.chunk_ids), "model_id": vectors.model_id}), close
 
 
-def _bm25(dataset: Dataset, options: Options, progress: Callable[[str], None]) -> Contender:
+def _bm25(dataset: Dataset, options: Options, progress: Callable[[str], None]) -> SystemRun:
     from .baselines import BM25Baseline
 
     bm25 = BM25Baseline(list(dataset.corpus), [d.content for d in dataset.corpus.values()])
@@ -310,4 +287,4 @@ def _bm25(dataset: Dataset, options: Options, progress: Callable[[str], None]) -
     async def search(text: str) -> tuple[list[str], float]:
         return bm25.search(text, options.k)
 
-    return Contender("bm25", "bm25", "text", {"engine": bm25.description}, search, len(dataset.corpus))
+    return SystemRun("bm25", "bm25", "text", {"engine": bm25.description}, len(dataset.corpus), search)

@@ -8,7 +8,7 @@ import pytest
 
 from edgeindex.errors import ValidationError
 from edgeindex.evaluation import report
-from edgeindex.evaluation.runner import Contender, SystemRun, measure, parse_sweep
+from edgeindex.evaluation.runner import SystemRun, measure, parse_sweep
 
 QRELS = {"q1": {"d1": 2, "d2": 1}, "q2": {"d3": 1}}
 
@@ -30,10 +30,11 @@ def results_for(runs: list[SystemRun], *, sweep=None) -> dict:
 
 def test_table_json_and_charts(tmp_path):
     runs = [
-        SystemRun("edgeindex-hybrid", "edgeindex", "hybrid", {}, {"q1": ["d1", "d2"], "q2": ["d3"]},
-                  [5.0, 6.0, 7.0, 50.0], 3),
-        SystemRun("chroma", "chroma", "vector", {"space": "cosine"}, {"q1": ["d2"]}, [1.0, 2.0, 3.0, 4.0], 3),
-        SystemRun("bm25", "bm25", "text", {}, {}, [0.5, 0.6, 0.7, 0.8], 3),
+        SystemRun("edgeindex-hybrid", "edgeindex", "hybrid", {}, 3, run={"q1": ["d1", "d2"], "q2": ["d3"]},
+                  latencies_ms=[5.0, 6.0, 7.0, 50.0], server_timings=[{"took_ms": 4.0, "embed_ms": 2.0}]),
+        SystemRun("chroma", "chroma", "vector", {"space": "cosine"}, 3, run={"q1": ["d2"]},
+                  latencies_ms=[1.0, 2.0, 3.0, 4.0]),
+        SystemRun("bm25", "bm25", "text", {}, 3, latencies_ms=[0.5, 0.6, 0.7, 0.8]),
     ]
     sweep = {"param": "alpha", "points": [
         {"value": 0.0, "metrics": {"recall@10": 0.5, "mrr@10": 0.5, "map@10": 0.4, "ndcg@10": 0.45},
@@ -57,6 +58,8 @@ def test_table_json_and_charts(tmp_path):
     saved = json.loads(written[0].read_text())
     assert saved["systems"]["chroma"]["metrics"]["recall@10"] == pytest.approx(0.25)
     assert saved["systems"]["edgeindex-hybrid"]["latency_ms"]["n"] == 4
+    assert saved["systems"]["edgeindex-hybrid"]["server_latency_ms"]["embed_ms"]["p50"] == 2.0
+    assert "embed_ms p50 2.0" in report.format_server_timings(results)
     assert saved["systems"]["bm25"]["per_query"]["q2"]["ndcg"] == 0.0
 
     del results["systems"]["edgeindex-hybrid"]
@@ -66,16 +69,17 @@ def test_table_json_and_charts(tmp_path):
 async def test_measure_interleaves_systems_and_rotates_their_order():
     calls: list[tuple[str, str]] = []
 
-    def system(name: str, answer: list[str]) -> Contender:
+    def system(name: str, answer: list[str]) -> SystemRun:
         async def search(text: str):
             calls.append((name, text))
             return answer, 1.0
-        return Contender(name, name, "m", {}, search, 1)
+        return SystemRun(name, name, "m", {}, 1, search)
 
     queries = {"q1": "one", "q2": "two", "q3": "three"}
-    out = await measure([system("a", ["d1"]), system("b", ["d2"])], queries, 2)
+    a, b = system("a", ["d1"]), system("b", ["d2"])
+    await measure([a, b], queries, 2)
     assert calls[:2] == [("a", "one"), ("b", "one")]                  # untimed warm-up, one query each
     timed = calls[2:]
     assert timed[:6] == [("a", "one"), ("b", "one"), ("b", "two"), ("a", "two"), ("a", "three"), ("b", "three")]
     assert len(timed) == 12                                            # 3 queries x 2 systems x 2 passes
-    assert out["a"][0] == {"q1": ["d1"], "q2": ["d1"], "q3": ["d1"]} and len(out["b"][1]) == 6
+    assert a.run == {"q1": ["d1"], "q2": ["d1"], "q3": ["d1"]} and len(b.latencies_ms) == 6
