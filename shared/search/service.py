@@ -26,11 +26,14 @@ _stores = itertools.count(1)
 
 
 def tune_for_queries(embedder: Any) -> None:
-    """One intra-op thread for a worker that embeds single short queries.
+    """One intra-op thread for a process that embeds single short queries.
 
     Measured on the 2-core box with other processes busy: two torch threads give
     p50 12 ms but p99 ~450 ms (spin-waiting threads losing their core), one thread
-    p50 11 ms and p99 15 ms. Batch embedding (ingestion) keeps every core.
+    p50 11 ms and p99 15 ms. Batch embedding (ingestion) keeps every core. In the
+    search worker, OMP_NUM_THREADS=1 (set by workers/search.py before torch loads)
+    is what holds for the executor threads that embed; this call covers processes
+    where torch is already loaded (the evaluation runner).
     """
     if getattr(embedder, "model_dir", None) is None:
         return  # a remote embedder: nothing runs here
