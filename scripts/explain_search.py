@@ -2,7 +2,7 @@
 
 Loads real passage text (MS MARCO sample, repeated with variations) with random unit
 vectors — plans depend on sizes and statistics, not on relevance — into a fresh
-embedded Postgres (or --dsn), runs ANALYZE, then explains a few representative
+embedded Postgres (or --dsn), runs VACUUM (ANALYZE), then explains a few representative
 searches and checks which index each executed scan used:
 
   .venv/bin/python scripts/explain_search.py               # 50k chunks, fresh embedded Postgres
@@ -71,8 +71,7 @@ async def run(args) -> int:
             print(f"loaded in {time.perf_counter() - started:.1f}s", flush=True)
         else:
             print(f"reusing {have['n']} loaded chunks")
-        await db.execute("ANALYZE documents")
-        await db.execute("ANALYZE chunks")
+        await ex.vacuum_analyze(db)
         total = await db.fetchone("SELECT count(*) AS n FROM chunks")
         print(f"chunks in the database: {total['n']}\n")
 

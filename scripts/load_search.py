@@ -102,6 +102,7 @@ def report(name: str, agents: int, result: dict) -> None:
 async def load_chunks(dsn: str, chunks: int) -> None:
     from edgeindex.bindings.database import Database
     from edgeindex.search import loader
+    from edgeindex.search.explain import vacuum_analyze
 
     db = Database(dsn, max_size=2)
     await db.open()
@@ -109,12 +110,8 @@ async def load_chunks(dsn: str, chunks: int) -> None:
         texts = loader.read_passages(DATA / "corpus.jsonl")
         started = time.perf_counter()
         await loader.load_synthetic(db, ENTITY, texts, chunks, model_id=MODEL_ID, dimension=DIMENSION)
-        # VACUUM now rather than have autovacuum walk the fresh HNSW index mid-measurement
-        async with db.connection() as conn:
-            await conn.set_autocommit(True)
-            await conn.execute("VACUUM (ANALYZE) documents")
-            await conn.execute("VACUUM (ANALYZE) chunks")
-            await conn.set_autocommit(False)
+        # now rather than have autovacuum walk the fresh indexes mid-measurement
+        await vacuum_analyze(db)
         print(f"loaded {chunks} chunks into {ENTITY} in {time.perf_counter() - started:.1f}s", flush=True)
     finally:
         await db.close()

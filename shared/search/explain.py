@@ -57,6 +57,22 @@ def executed_index_scans(plan: list[str]) -> list[str]:
     return [m.group(1) for line in plan if "never executed" not in line and (m := _SCAN.search(line))]
 
 
+async def vacuum_analyze(db: Database) -> None:
+    """What autovacuum does after a bulk load: statistics, and GIN pending lists merged.
+
+    Right after a bulk insert the GIN indexes hold new entries in their pending lists
+    (fastupdate), which the planner rightly prices high: plans then scan instead of
+    using them until autovacuum gets there. Plans are judged as they settle.
+    """
+    async with db.connection() as conn:
+        await conn.set_autocommit(True)
+        try:
+            await conn.execute("VACUUM (ANALYZE) documents")
+            await conn.execute("VACUUM (ANALYZE) chunks")
+        finally:
+            await conn.set_autocommit(False)
+
+
 async def rebuild_hnsw(db: Database, *, drop: bool) -> None:
     """Drop the HNSW index before a bulk load (``drop=True``) or build it after, with room to work."""
     async with db.connection() as conn:

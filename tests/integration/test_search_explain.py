@@ -1,11 +1,10 @@
 """The search statement's plan, on a tenant big enough for the planner to want the indexes.
 
 A smaller, honest version of scripts/explain_search.py (50k chunks): 9,000 chunks of real
-passage text with random unit vectors, real statistics (ANALYZE), no planner switches.
-Below ~8,000 chunks in a partition the planner rightly prefers scanning it to the GIN
-indexes, so the tenant is sized above that. The trigram index is checked by the script
-only: at this size the planner's choice between it and a scan is a close call, and a
-test that depends on a close call is flaky, not honest.
+passage text with random unit vectors (a few thousand would take the exact-search branch,
+or have the planner rightly prefer sorting them all to walking the HNSW graph),
+settled as autovacuum would leave them (VACUUM ANALYZE: statistics, GIN pending lists
+merged), no planner switches.
 """
 
 from __future__ import annotations
@@ -30,8 +29,7 @@ async def big_tenant(db):
     chunks = 9000
     assert chunks > defaults.EXACT_MAX_CHUNKS
     assert await loader.load_synthetic(db, entity, texts, chunks, model_id=MODEL_ID, dimension=DIMENSION) == chunks
-    await db.execute("ANALYZE documents")
-    await db.execute("ANALYZE chunks")
+    await explain.vacuum_analyze(db)
     return entity
 
 
@@ -55,6 +53,11 @@ async def test_selective_filter_takes_the_exact_path(db, big_tenant):
     used = await _kinds_used(db, big_tenant, {"query": "thermometer fahrenheit scale",
                                               "filters": {"document_ids": ["doc3", "doc4"]}})
     assert "hnsw" not in used, used
+
+
+async def test_typo_falls_back_to_trigram_gin(db, big_tenant):
+    used = await _kinds_used(db, big_tenant, {"query": "fahrenhiet", "alpha": 0})
+    assert "trigram_gin" in used, used
 
 
 async def test_explain_shortens_vectors(db, big_tenant):
