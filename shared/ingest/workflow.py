@@ -173,6 +173,14 @@ class IngestJob:
                 log.warning("LLM summary of %s failed; using the extractive one", self.p.run_id, exc_info=True)
         return {"summary": await asyncio.to_thread(extractive_summary, text, n), "method": "extractive"}
 
+    async def _replaced(self, conn, row: dict) -> dict:
+        """The live version this run replaces, and its object (read from that version's run)."""
+        if row["ready_version"] is None:
+            return {"replaced_version": None, "replaced_object": None}
+        previous = keys.run_id(self.p.entity_id, self.p.document_id, row["ready_version"], self.p.generation)
+        found = await (await conn.execute(SQL["run_object_key"], {"run_id": previous})).fetchone()
+        return {"replaced_version": row["ready_version"], "replaced_object": found["object_key"] if found else None}
+
     async def upsert(self, extracted: dict, chunked: dict, diffed: dict, embedded: dict, summarized: dict) -> dict:
         p = self.p
         if (embedded["model_id"], embedded["dimension"]) != (self.embedder.model_id, self.embedder.dimension):
@@ -192,6 +200,7 @@ class IngestJob:
                   "end": chunks[pos].end} for pos, cid in enumerate(result.ids) if cid in moved]
         kv = self.env.KV
         previous: list[str] = []
+        replaced: dict = {}
         begun = False
         invalidated = 0
         try:
@@ -201,6 +210,7 @@ class IngestJob:
                     return {"outcome": "deleted"}
                 if row["version"] != p.version:
                     return {"outcome": "superseded", "current_version": row["version"]}
+                replaced = await self._replaced(conn, row)
                 live = row["ready_version"] is not None  # no live version, no chunks: a first ingest only adds
                 if live:
                     previous = [r["id"] for r in await (await conn.execute(SQL["chunk_ids"], self.where)).fetchall()]
@@ -229,13 +239,14 @@ class IngestJob:
                 invalidated += await asyncio.to_thread(cache.end_invalidation, kv, [p.entity_id], previous)
         return {"outcome": "ready", "chunk_count": len(result.ids), "embedded": len(result.embed),
                 "reused": result.reused, "moved": len(result.moved), "stale": len(result.stale),
-                "cache_entries_invalidated": invalidated}
+                "cache_entries_invalidated": invalidated, **replaced}
 
     async def reuse_live(self, extracted: dict) -> dict:
         """``upsert`` for identical bytes: the live version's chunks become this version's."""
         p = self.p
         kv = self.env.KV
         ids: list[str] = []
+        replaced: dict = {}
         begun = False
         invalidated = 0
         try:
@@ -247,6 +258,7 @@ class IngestJob:
                     return {"outcome": "superseded", "current_version": row["version"]}
                 if row["ready_version"] is None or row["content_hash"] != extracted["content_hash"]:
                     raise RuntimeError("the live version changed since extract; upload the document again")
+                replaced = await self._replaced(conn, row)
                 ids = [r["id"] for r in await (await conn.execute(SQL["chunk_ids"], self.where)).fetchall()]
                 # Title, tags or source may have changed with this upload: cached results show them.
                 invalidated += await asyncio.to_thread(cache.begin_invalidation, kv, [p.entity_id], ids)
@@ -256,14 +268,18 @@ class IngestJob:
             if begun:
                 invalidated += await asyncio.to_thread(cache.end_invalidation, kv, [p.entity_id], ids)
         return {"outcome": "ready", "chunk_count": len(ids), "embedded": 0, "reused": len(ids), "moved": 0,
-                "stale": 0, "unchanged": True, "cache_entries_invalidated": invalidated}
+                "stale": 0, "unchanged": True, "cache_entries_invalidated": invalidated, **replaced}
 
     async def delete_stale(self, upserted: dict, artifact_keys: list[str]) -> dict:
         p = self.p
         objects: list[str] = []
         runs = 0
         if upserted["outcome"] == "ready":
-            if p.version > 1:
+            if upserted.get("replaced_version") == p.version - 1 and upserted.get("replaced_object"):
+                # The usual update: the previous version was live, no other object can be left.
+                if upserted["replaced_object"] != p.object_key:
+                    objects.append(upserted["replaced_object"])
+            elif p.version > 1:  # versions that failed or were superseded may have left objects
                 for info in await self.env.BUCKET.list(keys.document_objects_prefix(p.entity_id, p.document_id)):
                     try:
                         older = keys.parse_object_key(info.key).version < p.version

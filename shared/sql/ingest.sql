@@ -86,6 +86,9 @@ UPDATE documents SET status = 'failed', step = 'upload', error = %(error)s
 WHERE entity_id = %(entity_id)s AND id = %(document_id)s AND version = %(version)s
   AND status IN ('pending', 'processing');
 
+-- name: run_object_key
+SELECT params->>'object_key' AS object_key FROM workflow_runs WHERE id = %(run_id)s;
+
 -- name: run_steps
 SELECT name, seq, attempts, completed_at FROM workflow_steps WHERE run_id = %(run_id)s ORDER BY seq;
 

@@ -9,6 +9,7 @@ import urllib.request
 import pytest
 
 from edgeindex import cache
+from edgeindex.bindings import aws
 from edgeindex.bindings.kv import DiskKV
 from edgeindex.errors import ValidationError
 from edgeindex.ingest.events import object_created, object_refs
@@ -27,6 +28,20 @@ def paragraph(topic: str, sentences: int = 7, *, word: str = "shape") -> str:
 
 def document(paragraphs: list[str]) -> str:
     return "\n\n".join(paragraphs)
+
+
+def objects(stack, entity_id: str, document_id: str) -> list[str]:
+    s3 = aws.client("s3", endpoint=stack.s3_endpoint, region="us-east-1", access_key_id="edgeindex",
+                    secret_access_key="edgeindex")
+    listed = s3.list_objects_v2(Bucket="edgeindex-documents", Prefix=f"docs/{entity_id}/{document_id}/")
+    return [o["Key"] for o in listed.get("Contents", [])]
+
+
+async def run_complete(db, entity_id: str, document_id: str) -> None:
+    """Ready comes at the commit; the run's clean-up step follows."""
+    await wait_for(lambda: db.fetchone("SELECT 1 FROM documents d JOIN workflow_runs r ON r.id = d.run_id "
+                                       "WHERE d.entity_id = %s AND d.id = %s AND r.status = 'complete'",
+                                       (entity_id, document_id)))
 
 
 async def chunks(db, entity_id: str, document_id: str) -> list[dict]:
@@ -65,6 +80,8 @@ async def test_reupload_embeds_only_changed_chunks(stack, tenant, db):
     assert second[3]["start_char"] > first[3]["start_char"] and second[3]["version"] == 1
     assert second[2]["id"] != first[2]["id"] and second[2]["version"] == 2
     assert first[2]["id"] not in {c["id"] for c in second}                     # the stale row is deleted
+    await run_complete(db, tenant.entity_id, "evolving")
+    assert objects(stack, tenant.entity_id, "evolving") == [f"docs/{tenant.entity_id}/evolving/v2/evolving"]
 
     # v3: a new paragraph first, the last one removed: one embedded, the other four reused and moved.
     v3 = [paragraph("glaciers")] + v2[:4]
@@ -83,13 +100,12 @@ async def test_reupload_embeds_only_changed_chunks(stack, tenant, db):
     assert [c["id"] for c in await chunks(db, tenant.entity_id, "evolving")] == [c["id"] for c in third]
     run_id = (await db.fetchone("SELECT run_id FROM documents WHERE entity_id = %s AND id = 'evolving'",
                                 (tenant.entity_id,)))["run_id"]
-    await wait_for(lambda: db.fetchone("SELECT 1 FROM workflow_runs WHERE id = %s AND status = 'complete'",
-                                       (run_id,)))  # ready comes at the commit; clean-up follows
+    await run_complete(db, tenant.entity_id, "evolving")
     steps = await db.fetch("SELECT name FROM workflow_steps WHERE run_id = %s ORDER BY seq", (run_id,))
     assert [s["name"] for s in steps] == ["extract", "upsert", "delete-stale"]
 
 
-async def test_poison_documents_fail_with_a_reason_and_spare_the_batch(tenant, db):
+async def test_poison_documents_fail_with_a_reason_and_spare_the_batch(stack, tenant, db):
     # Uploaded back to back, so the queue hands them to the worker in one batch.
     status, empty = tenant.upload.post(f"/entities/{tenant.entity_id}/uploads",
                                        {"document_id": "p-empty", "content_type": "text/plain", "size_bytes": 10})
@@ -125,6 +141,8 @@ async def test_poison_documents_fail_with_a_reason_and_spare_the_batch(tenant, d
     put_document(tenant, "p-latin1", "Caf\u00e9 cr\u00e8me, na\u00efve r\u00e9sum\u00e9.")
     doc = await wait_document(tenant, "p-latin1", version=2)
     assert doc["status"] == "ready" and doc["error"] is None
+    await run_complete(db, tenant.entity_id, "p-latin1")  # the failed version's object goes too
+    assert objects(stack, tenant.entity_id, "p-latin1") == [f"docs/{tenant.entity_id}/p-latin1/v2/p-latin1"]
 
 
 async def test_pdf_and_json_documents(tenant, db):
