@@ -178,12 +178,14 @@ WITH docs AS MATERIALIZED (
            ELSE %(alpha)s * r.v_norm + (1 - %(alpha)s) * r.lexical END AS score
     FROM ranked r
 ), deduped AS (
-    SELECT f.*, row_number() OVER (PARTITION BY f.entity_id, f.document_id ORDER BY f.score DESC, f.id) AS nth
+    -- ties break on (entity, document, position), never on the random chunk id, so the same
+    -- corpus ingested twice ranks the same way
+    SELECT f.*, row_number() OVER (PARTITION BY f.entity_id, f.document_id ORDER BY f.score DESC, f.position) AS nth
     FROM fused f
 ), top AS (
     SELECT * FROM deduped
     WHERE NOT %(dedupe)s OR nth = 1
-    ORDER BY score DESC, id
+    ORDER BY score DESC, entity_id, document_id, position
     LIMIT %(limit)s
 )
 SELECT top.id AS chunk_id, top.document_id, top.entity_id, top.position, top.start_char, top.end_char,
@@ -207,7 +209,7 @@ LEFT JOIN LATERAL (
       AND n.position <> top.position
       AND n.version <= d.ready_version
 ) nb ON true
-ORDER BY top.score DESC, top.id;
+ORDER BY top.score DESC, top.entity_id, top.document_id, top.position;
 
 -- name: session_settings
 -- HNSW keeps this many candidates while walking the graph (pgvector's default is 40, the
