@@ -93,7 +93,7 @@ async def upload_all(api: Api, entity: str, docs: list[tuple[str, str]], concurr
             sent = state["sent_since_poll"]
             state["unfinished"] = await unfinished(api, entity, window)
             state["sent_since_poll"] -= sent
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(0.25)  # each poll costs the stack two requests
 
     async def one(doc_id: str, text: str) -> None:
         async with limit:
