@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from .request import SearchRequest
 
-KEY_VERSION = 1  # bump when the result shape or scoring changes: old entries stop matching
+KEY_VERSION = 2  # bump when the result shape or scoring changes: old entries stop matching
 
 
 @dataclass(frozen=True)

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 # Per-request defaults ------------------------------------------------------------
 K = 10
-ALPHA = 0.8                 # 1 = vector only, 0 = full text (+ trigram) only; best NDCG@10 of the sweep
+ALPHA = 0.8                 # 1 = vector only, 0 = full text (+ typo stand-ins) only; best NDCG@10 of the sweep
                             # on both evaluation datasets (results/README.md)
 FUSION = "linear"           # "linear" (normalized blend) or "rrf"
 VECTOR_THRESHOLD = 0.0      # cosine similarity a chunk needs for its vector score to count
-TEXT_THRESHOLD = 0.0        # ts_rank / (1 + ts_rank) a chunk needs for its text score to count
-TRIGRAM_THRESHOLD = 0.0     # pg_trgm word_similarity, on top of the index operator's own 0.6
-TEXT_MODE = "any"           # "any": chunks with any query term, ranked by ts_rank; "websearch": all terms, "phrases", -not, or
+TEXT_THRESHOLD = 0.0        # lexical score (text + trigram: BM25 as a share of the query's best) a chunk needs
+TRIGRAM_THRESHOLD = 0.4     # pg_trgm similarity a vocabulary term needs to stand in for an unknown query word
+                            # (0.4: "fahrenhiet" → fahrenheit at 0.47, "selenum" → select at 0.36 is out)
+TEXT_MODE = "any"           # "any": chunks with any query word, ranked by BM25; "websearch": all words,
+                            # "phrases", -not, or
 
 # Retrieval shape -------------------------------------------------------------------
 CANDIDATE_FACTOR = 4        # each retriever keeps k * factor candidates for fusion ...
@@ -26,11 +28,13 @@ HNSW_EF_SEARCH = 100        # hnsw.ef_search on search connections; MS MARCO sam
 EXACT_MAX_DOCUMENTS = 500   # vector search is exact (no HNSW) when the documents in scope ...
 EXACT_MAX_CHUNKS = 2000     # ... are at most this many and hold at most this many chunks
 RRF_K = 60                  # the usual reciprocal-rank-fusion constant
-TEXT_MAX_MATCHES = 1000     # "any word" matches ranked when fewer than k chunks hold every word
-TRIGRAM_WEIGHT = 0.3        # share of trigram in the lexical score (the rest is full text)
-TRIGRAM_MAX_QUERY_CHARS = 64  # fuzzy matching is for short queries (typos, identifiers) ...
-TRIGRAM_MAX_CANDIDATES = 200  # ... and scores at most this many trigram-index matches,
-TRIGRAM_SCAN_MAX_CHUNKS = 300  # ... or compares every chunk in scope when there are at most this many
-RANK_NORMALIZATION = 0      # ts_rank flag; 0 (no length normalization) ranked best on the MS MARCO sample
+TEXT_MAX_MATCHES = 1000     # chunks BM25 scores per candidate set: rarest terms' matches, all-words matches
+BM25_K1 = 1.2               # BM25 term-frequency saturation ...
+BM25_B = 0.75               # ... and length normalization (the usual values)
+FUZZY_MIN_CHARS = 4         # unknown query words shorter than this get no stand-ins ...
+FUZZY_MAX_WORDS = 5         # ... at most this many words per query get them (longest first) ...
+FUZZY_TERMS = 3             # ... each at most this many vocabulary terms ...
+FUZZY_SIMILARITY_FLOOR = 0.3  # ... that the trigram index returns (pg_trgm.similarity_threshold): the
+                              # lowest trigram_threshold that still has an effect
 MAX_NEIGHBOURS = 3
 RERANK_CANDIDATES = 50      # rows handed to the reranker (at least k)

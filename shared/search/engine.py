@@ -23,16 +23,9 @@ from .request import SearchRequest
 _SQL = sqlfiles.load("search.sql")
 SEARCH_SQL = (_SQL["search"]
               .replace("/*candidate_filter*/", _SQL["candidate_filter"])
-              .replace("/*text_query_all*/", _SQL["text_query_all"])
-              .replace("/*text_query*/", _SQL["text_query"]))
-_WORD = re.compile(r"\w+")
+              .replace("/*text_query_all*/", _SQL["text_query_all"]))
+_WORD = re.compile(r"\w")
 DOCUMENT_FILTERS = ("sources", "tags", "created_after", "created_before", "updated_after", "updated_before")
-
-
-def any_terms(query: str) -> str | None:
-    """``to_tsquery`` text matching any word of the query (words only: no operator can be injected)."""
-    words = list(dict.fromkeys(_WORD.findall(query)))
-    return " | ".join(words) if words else None
 
 
 def candidate_count(k: int, *, dedupe: bool) -> int:
@@ -44,20 +37,17 @@ def build_params(request: SearchRequest, entity_ids: list[str], embedding: np.nd
                  limit: int, include_text: bool | None = None) -> dict[str, Any]:
     """Parameters of SEARCH_SQL; ``limit`` rows come back (more than k when a reranker follows)."""
     filters = request.filters.normalized()
-    terms = any_terms(request.query)
     websearch = request.text_mode == "websearch"
-    use_text = request.alpha < 1 and (websearch or terms is not None)
-    # websearch syntax states exactly what must (not) match: no fuzzy matching around it
-    use_trigram = request.alpha < 1 and not websearch and len(request.query) <= defaults.TRIGRAM_MAX_QUERY_CHARS
+    use_text = request.alpha < 1 and _WORD.search(request.query) is not None
+    # websearch syntax states exactly what must (not) match: no stand-ins for unknown words
+    use_trigram = use_text and not websearch
     return {
         "entity_ids": sorted(set(entity_ids)),
         **filters,
         "document_filters": any(filters[name] is not None for name in DOCUMENT_FILTERS),
         "embedding": embedding,
         "query": request.query,
-        "any_terms": terms or "",
         "websearch": websearch,
-        "trigram_query": request.query,
         "use_vector": request.alpha > 0,
         "use_text": use_text,
         "use_trigram": use_trigram,
@@ -65,14 +55,15 @@ def build_params(request: SearchRequest, entity_ids: list[str], embedding: np.nd
         "k": request.k,
         "exact_max_docs": defaults.EXACT_MAX_DOCUMENTS,
         "exact_max_chunks": defaults.EXACT_MAX_CHUNKS,
-        "trigram_scan_max_chunks": defaults.TRIGRAM_SCAN_MAX_CHUNKS,
-        "trigram_candidates": defaults.TRIGRAM_MAX_CANDIDATES,
         "text_max_matches": defaults.TEXT_MAX_MATCHES,
-        "rank_normalization": defaults.RANK_NORMALIZATION,
+        "bm25_k1": defaults.BM25_K1,
+        "bm25_b": defaults.BM25_B,
+        "fuzzy_min_chars": defaults.FUZZY_MIN_CHARS,
+        "fuzzy_max_words": defaults.FUZZY_MAX_WORDS,
+        "fuzzy_terms": defaults.FUZZY_TERMS,
         "alpha": request.alpha,
         "fusion": request.fusion,
         "rrf_k": defaults.RRF_K,
-        "trigram_weight": defaults.TRIGRAM_WEIGHT,
         "vector_threshold": request.vector_threshold,
         "text_threshold": request.text_threshold,
         "trigram_threshold": request.trigram_threshold,
@@ -121,7 +112,8 @@ _tuned: weakref.WeakSet = weakref.WeakSet()
 async def tune_connection(conn: psycopg.AsyncConnection) -> None:
     """Apply the search session settings to a pooled connection, once."""
     if conn not in _tuned:
-        await conn.execute(_SQL["session_settings"], {"ef_search": str(defaults.HNSW_EF_SEARCH)})
+        await conn.execute(_SQL["session_settings"], {"ef_search": str(defaults.HNSW_EF_SEARCH),
+                                                      "fuzzy_similarity": str(defaults.FUZZY_SIMILARITY_FLOOR)})
         await conn.commit()
         _tuned.add(conn)
 

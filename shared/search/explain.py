@@ -35,7 +35,8 @@ async def explain(db: Database, request: SearchRequest, entity_ids: list[str], e
 
 
 async def index_kinds(db: Database) -> dict[str, str]:
-    """Index name → ``hnsw`` / ``fts_gin`` / ``trigram_gin`` / ``btree`` / ``gin``, chunks and documents."""
+    """Index name → ``hnsw`` / ``fts_gin`` / ``trigram_gin`` / ``btree`` / ``gin``, for the chunks,
+    term statistics and documents tables."""
     kinds = {}
     for row in await db.fetch(SQL["explain_indexes"]):
         definition = row["indexdef"]
@@ -67,8 +68,8 @@ async def vacuum_analyze(db: Database) -> None:
     async with db.connection() as conn:
         await conn.set_autocommit(True)
         try:
-            await conn.execute("VACUUM (ANALYZE) documents")
-            await conn.execute("VACUUM (ANALYZE) chunks")
+            for table in ("documents", "chunks", "term_stats", "entity_stats"):
+                await conn.execute(f"VACUUM (ANALYZE) {table}")
         finally:
             await conn.set_autocommit(False)
 

@@ -134,7 +134,10 @@ async def search(env: Any, ctx: Any, principal: Principal, body: dict) -> dict:
         rows = await engine.retrieve(env.DB, request, entity_ids, embedding)
         results = [engine.shape(r, request) for r in rows]
     timings["search_ms"] = _since(mark)
-    payload = {"results": results, "entity_ids": entity_ids}
+    # every row carries the same corrections: query words the entities have never seen,
+    # and the vocabulary terms that stood in for them
+    corrections = (rows[0]["corrections"] if rows else None) or {}
+    payload = {"results": results, "entity_ids": entity_ids, "corrections": corrections}
 
     if request.cache:
         ttl = env.var("CACHE_TTL_SECONDS", float)

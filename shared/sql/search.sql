@@ -1,13 +1,16 @@
 -- Hybrid search: one statement, one round trip. shared/search/engine.py splices the
--- fragments (`candidate_filter`, `text_query`) into `search` once, at import time, so
--- the three retrievers cannot drift apart in what they let through.
+-- fragments (`candidate_filter`, `text_query_all`) into `search` once, at import time,
+-- so the retrievers cannot drift apart in what they let through.
 --
 -- Order of work: the entity set prunes partitions (entity_id = ANY(...) with a constant
 -- array; plans are custom, see bindings/database.py), the chunk- and document-level
 -- filters narrow candidates inside each index scan, then each retriever keeps its best
--- n: HNSW (cosine, iterative scan so filters still yield n), GIN tsvector, GIN
--- trigram. The union is scored on all three components, normalized, fused, optionally
--- deduplicated per document, and the top `limit` rows come back with document fields.
+-- n: HNSW (cosine, iterative scan so filters still yield n) and BM25 over candidates
+-- from the GIN tsvector index, where query words the entities have never seen (typos)
+-- are replaced by their closest vocabulary terms (pg_trgm over `term_stats`, see
+-- infra/migrations/0003_term_stats.sql). The union is scored on every component,
+-- normalized, fused, optionally deduplicated per document, and the top `limit` rows come
+-- back with document fields.
 
 -- name: candidate_filter
 c.entity_id = ANY(%(entity_ids)s::text[])
@@ -28,13 +31,8 @@ AND (NOT %(document_filters)s OR EXISTS (
       AND (%(updated_after)s::timestamptz IS NULL OR d.updated_at >= %(updated_after)s::timestamptz)
       AND (%(updated_before)s::timestamptz IS NULL OR d.updated_at < %(updated_before)s::timestamptz)))
 
--- name: text_query
--- "any" mode ranks by the query's words OR-ed; "websearch" is websearch_to_tsquery.
-(CASE WHEN %(websearch)s THEN websearch_to_tsquery('english', %(query)s)
-      ELSE to_tsquery('english', %(any_terms)s) END)
-
 -- name: text_query_all
--- The stricter query tried first: every word (or the websearch query itself).
+-- Chunks holding every word (or matching the websearch query, which says exactly what must match).
 (CASE WHEN %(websearch)s THEN websearch_to_tsquery('english', %(query)s)
       ELSE plainto_tsquery('english', %(query)s) END)
 
@@ -56,8 +54,7 @@ WITH docs AS MATERIALIZED (
     LIMIT %(exact_max_docs)s + 1
 ), scope AS (
     SELECT count(*) > 0 AS nonempty,
-           count(*) <= %(exact_max_docs)s AND coalesce(sum(chunk_count), 0) <= %(exact_max_chunks)s AS exact,
-           count(*) <= %(exact_max_docs)s AND coalesce(sum(chunk_count), 0) <= %(trigram_scan_max_chunks)s AS tiny
+           count(*) <= %(exact_max_docs)s AND coalesce(sum(chunk_count), 0) <= %(exact_max_chunks)s AS exact
     FROM docs
 ), vec AS MATERIALIZED (
     -- Few candidate chunks (a small tenant, or selective filters): exact distances over
@@ -76,99 +73,127 @@ WITH docs AS MATERIALIZED (
      WHERE %(use_vector)s AND NOT (SELECT exact FROM scope) AND /*candidate_filter*/
      ORDER BY c.embedding <=> %(embedding)s::vector
      LIMIT %(n)s)
-), fts_all AS MATERIALIZED (
-    -- Full text in two stages, because ranking every chunk that shares one common word
-    -- with the query does not scale: chunks holding all the words first (selective, via
-    -- the GIN index) ...
-    SELECT c.entity_id, c.id, ts_rank(c.tsv, /*text_query*/, %(rank_normalization)s) AS rank
-    FROM chunks c
-    WHERE %(use_text)s AND (SELECT nonempty FROM scope) AND c.tsv @@ /*text_query_all*/ AND /*candidate_filter*/
-    ORDER BY rank DESC
-    LIMIT %(n)s
+), corpus AS MATERIALIZED (
+    -- BM25's collection statistics: chunks in the searched entities, their average length
+    -- (in distinct lexemes, what length(tsv) counts)
+    SELECT greatest(coalesce(sum(s.chunks), 0), 1)::float8 AS n,
+           greatest(coalesce(sum(s.lexemes)::float8 / nullif(sum(s.chunks), 0), 1), 1) AS avg_length
+    FROM entity_stats s
+    WHERE %(use_text)s AND s.entity_id = ANY(%(entity_ids)s::text[])
+), words AS MATERIALIZED (
+    -- the query's lexemes, as full text sees them (stemmed, stop words gone), and how many
+    -- chunks of the searched entities hold each
+    SELECT q.term, coalesce(sum(s.df), 0)::float8 AS df
+    FROM unnest(tsvector_to_array(to_tsvector('english', %(query)s))) AS q (term)
+    LEFT JOIN term_stats s ON s.entity_id = ANY(%(entity_ids)s::text[]) AND s.term = q.term
+    WHERE %(use_text)s
+    GROUP BY q.term
+), fuzzy AS MATERIALIZED (
+    -- A query word that no chunk in scope holds (a typo, most often) is replaced by the
+    -- entities' closest vocabulary terms, each counted at its trigram similarity: short
+    -- terms through the trigram GIN index, never word similarity over whole chunks.
+    SELECT w.term AS word, v.term, v.df, v.similarity
+    FROM (SELECT term FROM words
+          WHERE %(use_trigram)s AND df = 0 AND length(term) >= %(fuzzy_min_chars)s
+          ORDER BY length(term) DESC, term
+          LIMIT %(fuzzy_max_words)s) w
+    CROSS JOIN LATERAL (
+        SELECT s.term, sum(s.df)::float8 AS df, similarity(s.term, w.term) AS similarity
+        FROM term_stats s
+        WHERE s.entity_id = ANY(%(entity_ids)s::text[]) AND s.term %% w.term
+        GROUP BY s.term
+        ORDER BY similarity DESC, s.term
+        LIMIT %(fuzzy_terms)s
+    ) v
+    WHERE v.similarity >= %(trigram_threshold)s
+), terms AS MATERIALIZED (
+    -- every term the lexical score counts: BM25 idf, weight (1, or the similarity of a
+    -- stand-in), a one-lexeme tsquery, and its place among the terms by rarity
+    SELECT t.term, t.df, t.weight, t.fuzzy, lexeme_query(t.term) AS query,
+           ln(1 + (c.n - t.df + 0.5) / (t.df + 0.5)) AS idf,
+           sum(t.df) OVER (ORDER BY t.df, t.term) AS running_df,
+           row_number() OVER (ORDER BY t.df, t.term) AS rarity
+    FROM (SELECT term, df, 1.0::float8 AS weight, false AS fuzzy FROM words WHERE df > 0
+          UNION ALL
+          SELECT term, df, similarity, true FROM fuzzy) t
+    CROSS JOIN corpus c
+), best AS (
+    -- what a chunk holding every query word, many times, would score: scores are shares of it
+    SELECT greatest(sum(ln(1 + (c.n - w.df + 0.5) / (w.df + 0.5))) * (%(bm25_k1)s + 1), 1e-9) AS score
+    FROM words w CROSS JOIN corpus c
+), lexical_candidates AS MATERIALIZED (
+    -- Which chunks BM25 scores. Ranking every chunk that shares one common word with the
+    -- query does not scale, so: the chunks holding any of the rarest terms, taking terms
+    -- from the rarest up while their chunks add up to `text_max_matches` (always at least
+    -- the rarest) ...
+    (SELECT c.entity_id, c.id, c.tsv
+     FROM chunks c
+     WHERE %(use_text)s AND NOT %(websearch)s AND (SELECT nonempty FROM scope)
+       AND c.tsv @@ (SELECT tsquery_or_all(t.query) FROM terms t
+                     WHERE t.rarity = 1 OR t.running_df <= %(text_max_matches)s)
+       AND /*candidate_filter*/
+     LIMIT %(text_max_matches)s)
+    UNION ALL
+    -- ... and the chunks holding every word (or matching the websearch query), which the
+    -- first set misses only when even the rarest term is common (then both are capped).
+    (SELECT c.entity_id, c.id, c.tsv
+     FROM chunks c
+     WHERE %(use_text)s AND (SELECT nonempty FROM scope) AND c.tsv @@ /*text_query_all*/
+       AND /*candidate_filter*/
+     LIMIT %(text_max_matches)s)
 ), fts AS MATERIALIZED (
-    -- ... then, only if those are fewer than k, chunks holding any word, ranking at most
-    -- `text_max_matches` of them (arbitrary ones if more match).
-    SELECT entity_id, id, max(rank) AS rank
+    -- BM25 (Robertson/Lucene idf, k1, b); the term frequency of a one-lexeme query is what
+    -- ts_rank_cd returns with unit weights. Query words count as `text`, stand-ins for
+    -- misspelled ones as `trigram`.
+    SELECT entity_id, id, text, trigram
     FROM (
-        SELECT entity_id, id, rank FROM fts_all
-        UNION ALL
-        (SELECT m.entity_id, m.id, ts_rank(m.tsv, /*text_query*/, %(rank_normalization)s) AS rank
-         FROM (
-             SELECT c.entity_id, c.id, c.tsv
-             FROM chunks c
-             WHERE %(use_text)s AND NOT %(websearch)s AND (SELECT nonempty FROM scope)
-               AND (SELECT count(*) FROM fts_all) < %(k)s
-               AND c.tsv @@ /*text_query*/ AND /*candidate_filter*/
-             LIMIT %(text_max_matches)s
-         ) m
-         ORDER BY rank DESC
-         LIMIT %(n)s)
-    ) both_stages
-    GROUP BY entity_id, id
-    ORDER BY rank DESC
-    LIMIT %(n)s
-), trgm AS MATERIALIZED (
-    -- Fuzzy matching is the fallback for typos and identifiers: it runs only when full text
-    -- found fewer than k chunks, since word_similarity over long chunks is costly. In a tiny
-    -- scope it compares the scope's chunks directly; otherwise the trigram GIN index picks
-    -- candidates, of which it scores at most `trigram_candidates` (arbitrary ones if more).
-    -- The query text goes in through a scalar sub-select on purpose: as a plan-time
-    -- constant the planner would estimate the word-similarity operator by running it over
-    -- the column statistics (~10 ms of planning); as a run-time parameter it takes the
-    -- default selectivity and still uses the trigram GIN index.
-    SELECT m.entity_id, m.id, word_similarity(%(trigram_query)s::text, m.content) AS sim
-    FROM (
-        (SELECT c.entity_id, c.id, c.content
-         FROM docs JOIN chunks c ON c.entity_id = docs.entity_id AND c.document_id = docs.id
-         WHERE %(use_trigram)s AND (SELECT tiny FROM scope) AND (SELECT count(*) FROM fts) < %(k)s
-           AND c.entity_id = ANY(%(entity_ids)s::text[])
-           AND (%(exclude_chunk_ids)s::uuid[] IS NULL OR c.id <> ALL(%(exclude_chunk_ids)s::uuid[]))
-           AND (SELECT %(trigram_query)s::text) <%% c.content)
-        UNION ALL
-        (SELECT c.entity_id, c.id, c.content
-         FROM chunks c
-         WHERE %(use_trigram)s AND NOT (SELECT tiny FROM scope) AND (SELECT count(*) FROM fts) < %(k)s
-           AND (SELECT %(trigram_query)s::text) <%% c.content AND /*candidate_filter*/
-         LIMIT %(trigram_candidates)s)
-    ) m
-    ORDER BY sim DESC
+        SELECT x.entity_id, x.id,
+               coalesce(sum(s.part) FILTER (WHERE NOT s.fuzzy), 0) / (SELECT score FROM best) AS text,
+               coalesce(sum(s.part) FILTER (WHERE s.fuzzy), 0) / (SELECT score FROM best) AS trigram
+        FROM (SELECT DISTINCT ON (entity_id, id) entity_id, id, tsv FROM lexical_candidates) x
+        CROSS JOIN corpus c
+        CROSS JOIN LATERAL (
+            SELECT t.fuzzy, t.weight * t.idf * f.tf * (%(bm25_k1)s + 1)
+                   / (f.tf + %(bm25_k1)s * (1 - %(bm25_b)s + %(bm25_b)s * length(x.tsv) / c.avg_length)) AS part
+            FROM terms t CROSS JOIN LATERAL (SELECT ts_rank_cd('{1,1,1,1}', x.tsv, t.query)::float8 AS tf) f
+            WHERE f.tf > 0
+        ) s
+        GROUP BY x.entity_id, x.id
+    ) bm25
+    ORDER BY text + trigram DESC, entity_id, id
     LIMIT %(n)s
 ), pool AS (
     SELECT entity_id, id FROM vec
     UNION SELECT entity_id, id FROM fts
-    UNION SELECT entity_id, id FROM trgm
 ), scored AS (
     -- raw component scores, each already in 0..1
     SELECT c.entity_id, c.id, c.document_id, c.position, c.start_char, c.end_char,
            greatest(1 - (c.embedding <=> %(embedding)s::vector), 0) AS vector,
-           coalesce(f.rank / (f.rank + 1), 0) AS text,
-           coalesce(t.sim, 0) AS trigram
+           coalesce(f.text, 0) AS text,
+           coalesce(f.trigram, 0) AS trigram
     FROM pool p
     JOIN chunks c ON c.entity_id = p.entity_id AND c.id = p.id AND c.entity_id = ANY(%(entity_ids)s::text[])
     LEFT JOIN fts f ON f.entity_id = p.entity_id AND f.id = p.id
-    LEFT JOIN trgm t ON t.entity_id = p.entity_id AND t.id = p.id
 ), gated AS (
     -- a component below its threshold (or with no weight) contributes nothing
     SELECT s.*,
            CASE WHEN %(alpha)s > 0 AND s.vector >= %(vector_threshold)s THEN s.vector END AS v,
-           CASE WHEN %(alpha)s < 1 AND s.text > 0 AND s.text >= %(text_threshold)s THEN s.text END AS t,
-           CASE WHEN %(alpha)s < 1 AND s.trigram > 0 AND s.trigram >= %(trigram_threshold)s THEN s.trigram END AS g
+           CASE WHEN %(alpha)s < 1 AND s.text + s.trigram > 0 AND s.text + s.trigram >= %(text_threshold)s
+                THEN s.text + s.trigram END AS l
     FROM scored s
 ), normalized AS (
-    -- vector: min-max over the pool; text and trigram have a natural zero, so divide by the max
+    -- vector: min-max over the pool; the lexical score has a natural zero, so divide by the max
     SELECT x.*,
            CASE WHEN x.v IS NULL THEN 0
                 ELSE coalesce((x.v - min(x.v) OVER ()) / nullif(max(x.v) OVER () - min(x.v) OVER (), 0), 1)
            END AS v_norm,
-           (1 - %(trigram_weight)s) * coalesce(x.t / nullif(max(x.t) OVER (), 0), 0)
-             + %(trigram_weight)s * coalesce(x.g / nullif(max(x.g) OVER (), 0), 0) AS lexical_raw
+           coalesce(x.l / nullif(max(x.l) OVER (), 0), 0) AS lexical
     FROM gated x
-    WHERE x.v IS NOT NULL OR x.t IS NOT NULL OR x.g IS NOT NULL
+    WHERE x.v IS NOT NULL OR x.l IS NOT NULL
 ), ranked AS (
     SELECT n.*,
-           coalesce(n.lexical_raw / nullif(max(n.lexical_raw) OVER (), 0), 0) AS lexical,
            CASE WHEN n.v IS NOT NULL THEN rank() OVER (ORDER BY n.v DESC NULLS LAST) END AS v_rank,
-           CASE WHEN n.lexical_raw > 0 THEN rank() OVER (ORDER BY n.lexical_raw DESC) END AS l_rank
+           CASE WHEN n.lexical > 0 THEN rank() OVER (ORDER BY n.lexical DESC) END AS l_rank
     FROM normalized n
 ), fused AS (
     SELECT r.*,
@@ -193,7 +218,10 @@ SELECT top.id AS chunk_id, top.document_id, top.entity_id, top.position, top.sta
        CASE WHEN %(include_text)s THEN c.content END AS content,
        d.title, d.source, d.tags,
        CASE WHEN %(include_summary)s THEN d.summary END AS summary,
-       nb.neighbours
+       nb.neighbours,
+       (SELECT jsonb_object_agg(f.word, f.terms)
+        FROM (SELECT word, jsonb_agg(term ORDER BY similarity DESC, term) AS terms FROM fuzzy GROUP BY word) f
+       ) AS corrections
 FROM top
 JOIN chunks c ON c.entity_id = top.entity_id AND c.id = top.id AND c.entity_id = ANY(%(entity_ids)s::text[])
 JOIN documents d ON d.entity_id = top.entity_id AND d.id = top.document_id
@@ -214,7 +242,10 @@ ORDER BY top.score DESC, top.entity_id, top.document_id, top.position;
 -- name: session_settings
 -- HNSW keeps this many candidates while walking the graph (pgvector's default is 40, the
 -- same as the smallest candidate count a search asks for: more gives better recall of it).
-SELECT set_config('hnsw.ef_search', %(ef_search)s, false);
+-- The trigram index returns vocabulary terms at least this similar to a misspelled word
+-- (the request's trigram_threshold then applies on top).
+SELECT set_config('hnsw.ef_search', %(ef_search)s, false),
+       set_config('pg_trgm.similarity_threshold', %(fuzzy_similarity)s, false);
 
 -- name: semantic_prune
 -- Semantic-cache pointers older than the result TTL point at expired results.
@@ -254,7 +285,8 @@ ORDER BY document_id, position;
 
 -- name: explain_indexes
 SELECT indexname, indexdef FROM pg_indexes
-WHERE schemaname = current_schema() AND (tablename LIKE 'chunks%%' OR tablename = 'documents');
+WHERE schemaname = current_schema()
+  AND (tablename LIKE 'chunks%%' OR tablename LIKE 'term_stats%%' OR tablename = 'documents');
 
 -- name: explain_drop_hnsw
 -- Bulk loads into a fresh database: building HNSW once after COPY is several times

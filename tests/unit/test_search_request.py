@@ -87,11 +87,6 @@ def test_cache_keys():
     assert cache_keys(base, ["e1"]).namespace != keys.namespace
 
 
-def test_any_terms_cannot_inject_tsquery_operators():
-    assert engine.any_terms("c'est la vie & !(a | b) <-> x:*") == "c | est | la | vie | a | b | x"
-    assert engine.any_terms("!!! ???") is None
-
-
 def test_candidate_count():
     assert engine.candidate_count(10, dedupe=False) == max(defaults.MIN_CANDIDATES, 10 * defaults.CANDIDATE_FACTOR)
     assert engine.candidate_count(10, dedupe=True) >= engine.candidate_count(10, dedupe=False)
@@ -106,6 +101,11 @@ def test_sql_params():
     assert (p["use_vector"], p["use_text"], p["use_trigram"], p["document_filters"]) == (False, True, True, True)
     p = engine.build_params(parse({"query": "x " * 40, "alpha": 1}), ["a"], np.zeros(384, np.float32), limit=10)
     assert (p["use_vector"], p["use_text"], p["use_trigram"], p["document_filters"]) == (True, False, False, False)
+    p = engine.build_params(parse({"query": "!!! ???", "alpha": 0.5}), ["a"], np.zeros(384, np.float32), limit=10)
+    assert (p["use_text"], p["use_trigram"]) == (False, False)  # nothing for full text to look for
+    p = engine.build_params(parse({"query": "a b", "text_mode": "websearch"}), ["a"], np.zeros(384, np.float32),
+                            limit=10)
+    assert (p["use_text"], p["use_trigram"], p["websearch"]) == (True, False, True)
     # every placeholder of the statement gets a value
     import re
     names = set(re.findall(r"%\((\w+)\)s", engine.SEARCH_SQL))
