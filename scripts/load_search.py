@@ -17,7 +17,10 @@ in requests and seconds, all on 127.0.0.1:
   .venv/bin/python scripts/load_search.py --chunks 20000 --agents 1,2,8 --requests 300
 
 Latency is measured by the client (aiohttp, keep-alive) and reported with the server's own
-took_ms; percentiles over all requests of a phase.
+took_ms; percentiles over all requests of a phase. The Python client shares the two cores
+with the worker, which shows in the tail of the fastest phase: when `wrk` is installed
+(Debian package `wrk`), the exact-hit phase is measured once more by it, a C client, for
+--wrk-seconds at the same concurrency (as fast as the worker answers: a saturation test).
 """
 
 from __future__ import annotations
@@ -27,6 +30,9 @@ import asyncio
 import itertools
 import json
 import os
+import re
+import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -99,6 +105,21 @@ def report(name: str, agents: int, result: dict) -> None:
         print(f"{'':<28}{part:<19} {percentiles(values)}", flush=True)
 
 
+def wrk_phase(url: str, key: str, body: dict, agents: int, seconds: float) -> None:
+    """The same exact-cache hit, driven by wrk: latency percentiles as wrk prints them."""
+    with tempfile.NamedTemporaryFile("w", suffix=".lua") as script:
+        script.write(f'wrk.method = "POST"\nwrk.body = {json.dumps(json.dumps(body))}\n'
+                     f'wrk.headers["Content-Type"] = "application/json"\n'
+                     f'wrk.headers["Authorization"] = "Bearer {key}"\n')
+        script.flush()
+        out = subprocess.run(["wrk", "-t1", f"-c{agents}", f"-d{seconds:.0f}s", "--latency", "-s", script.name,
+                              f"{url}/search"], capture_output=True, text=True, check=True).stdout
+    found = dict(re.findall(r"^\s+(50|90|99)%\s+(\S+)$", out, re.MULTILINE))
+    rate = re.search(r"Requests/sec:\s+(\S+)", out)
+    print(f"{'exact/wrk':<9} agents {agents:>2}  {float(rate.group(1)) if rate else 0:8.1f} req/s  "
+          f"p50 {found.get('50')}  p90 {found.get('90')}  p99 {found.get('99')}", flush=True)
+
+
 async def load_chunks(dsn: str, chunks: int) -> None:
     from edgeindex.bindings.database import Database
     from edgeindex.search import loader
@@ -136,6 +157,8 @@ async def drive(url: str, key: str, args) -> None:
         no_cache = [{"query": queries[i % len(queries)], "k": 10, "cache": False} for i in range(args.requests)]
         report("no-cache", agents, await run_phase(url, key, no_cache, agents, args.max_seconds))
         report("exact", agents, await run_phase(url, key, cached, agents, args.max_seconds))
+        if cached and shutil.which("wrk"):
+            wrk_phase(url, key, cached[0], agents, args.wrk_seconds)
         await asyncio.sleep(1.0)  # semantic entries are written just after each response
         paraphrased = [{**body, "query": body["query"] + " please"} for body in cached]
         report("semantic", agents, await run_phase(url, key, paraphrased, agents, args.max_seconds))
@@ -148,6 +171,7 @@ def main() -> int:
     parser.add_argument("--agents", default="1,4", help="comma-separated concurrency levels")
     parser.add_argument("--requests", type=int, default=400, help="requests per phase")
     parser.add_argument("--max-seconds", type=float, default=60.0, help="time bound per phase")
+    parser.add_argument("--wrk-seconds", type=float, default=10.0, help="length of the wrk run, if wrk is installed")
     args = parser.parse_args()
     args.agents = [int(a) for a in args.agents.split(",")]
 

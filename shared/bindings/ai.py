@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+from pathlib import Path
 from typing import Protocol
 
 import aiohttp
@@ -19,6 +20,7 @@ from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt,
 
 from ..config import AIService
 from ..errors import BindingError, ModelMismatchError
+from .onnx_query import OnnxQueryEncoder
 
 LOCAL_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 LOCAL_DIMENSION = 384
@@ -53,7 +55,11 @@ def _normalize(vectors: np.ndarray) -> np.ndarray:
 
 
 class LocalEmbedder:
-    """sentence-transformers on CPU; the model loads once per process."""
+    """sentence-transformers on CPU; the model loads once per process.
+
+    Batches run on torch. Single queries too, unless ``prepare_queries`` switched them to
+    the ONNX Runtime export of the same weights (the search worker does: see onnx_query).
+    """
 
     def __init__(self, *, batch_size: int = 64) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the weights ship in a package; never reach a hub
@@ -70,6 +76,7 @@ class LocalEmbedder:
         # torch already uses every core for one batch; running two batches at
         # once only adds contention, so calls are serialized.
         self._lock = threading.Lock()
+        self._queries: OnnxQueryEncoder | None = None
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         with self._lock:
@@ -84,8 +91,19 @@ class LocalEmbedder:
             return np.zeros((0, self.dimension), np.float32)
         return await asyncio.to_thread(self._encode, texts)
 
+    def prepare_queries(self, cache: Path | None = None) -> None:
+        """Embed single queries with ONNX Runtime from now on (~3 ms instead of ~8 ms, same vectors)."""
+        if self._queries is None:
+            with self._lock:
+                self._queries = OnnxQueryEncoder.load(self._model, self.model_dir, cache=cache)
+
+    def encode_query_sync(self, text: str) -> np.ndarray:
+        if self._queries is not None:
+            return self._queries.encode([text])[0]  # thread-safe, and it releases the GIL: no lock
+        return self._encode([text])[0]
+
     async def embed_query(self, text: str) -> np.ndarray:
-        return (await self.embed([text]))[0]
+        return await asyncio.to_thread(self.encode_query_sync, text)
 
     def tokenizer(self):
         from tokenizers import Tokenizer

@@ -248,10 +248,8 @@ async def evaluate(dataset: Dataset, endpoints: Endpoints, options: Options,
 
 async def _chroma(endpoints: Endpoints, entity_id: str, options: Options,
                   progress: Callable[[str], None]) -> tuple[SystemRun, Callable[[], None]]:
-    import torch
-
     from ..bindings.ai import local_embedder
-    from ..search.service import tune_for_queries
+    from ..search.service import prepare_query_embedding
     from .baselines import ChromaBaseline, read_chunk_vectors
 
     if not endpoints.dsn:
@@ -263,19 +261,14 @@ async def _chroma(endpoints: Endpoints, entity_id: str, options: Options,
         raise ModelMismatchError(f"the stack stored vectors of {vectors.model_id!r} but this process embeds "
                                  f"queries with {embedder.model_id!r}: Chroma would compare different models")
     progress(f"chroma: indexing {len(vectors.chunk_ids)} chunk vectors read back from Postgres")
-    chroma = ChromaBaseline(vectors, lambda text: embedder.encode_sync([text])[0])
-    threads = torch.get_num_threads()
-    tune_for_queries(embedder)  # embed each query exactly as the search worker does (one torch thread)
-
-    def close() -> None:
-        torch.set_num_threads(threads)   # this process may embed in batches afterwards (tests)
-        chroma.close()
+    prepare_query_embedding(embedder)  # embed each query exactly as the search worker does
+    chroma = ChromaBaseline(vectors, embedder.encode_query_sync)
 
     async def search(text: str) -> tuple[list[str], float]:
         return chroma.search(text, options.k)
 
     return SystemRun("chroma", "chroma", "vector", {"space": "cosine"}, len(set(vectors.document_ids)), search,
-                     {"chunks": len(vectors.chunk_ids), "model_id": vectors.model_id}), close
+                     {"chunks": len(vectors.chunk_ids), "model_id": vectors.model_id}), chroma.close
 
 
 def _bm25(dataset: Dataset, options: Options, progress: Callable[[str], None]) -> SystemRun:

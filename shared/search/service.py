@@ -25,21 +25,15 @@ PRUNE_EVERY = 200  # semantic-cache stores between two prunes of expired pointer
 _stores = itertools.count(1)
 
 
-def tune_for_queries(embedder: Any) -> None:
-    """One intra-op thread for a process that embeds single short queries.
+def prepare_query_embedding(embedder: Any) -> None:
+    """Single queries through ONNX Runtime (shared/bindings/onnx_query.py): ~3 ms instead of ~8.
 
-    Measured on the 2-core box with other processes busy: two torch threads give
-    p50 12 ms but p99 ~450 ms (spin-waiting threads losing their core), one thread
-    p50 11 ms and p99 15 ms. Batch embedding (ingestion) keeps every core. In the
-    search worker, OMP_NUM_THREADS=1 (set by workers/search.py before torch loads)
-    is what holds for the executor threads that embed; this call covers processes
-    where torch is already loaded (the evaluation runner).
+    Called by the search worker at start-up, and by the evaluation so that Chroma's queries
+    are embedded exactly as ours. A remote embedder has nothing to prepare.
     """
-    if getattr(embedder, "model_dir", None) is None:
-        return  # a remote embedder: nothing runs here
-    import torch
-
-    torch.set_num_threads(1)
+    prepare = getattr(embedder, "prepare_queries", None)
+    if prepare is not None:
+        prepare()
 
 
 def resolve_entities(principal: Principal, requested: list[str] | None) -> list[str]:
