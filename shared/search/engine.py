@@ -52,7 +52,6 @@ def build_params(request: SearchRequest, entity_ids: list[str], embedding: np.nd
         "use_text": use_text,
         "use_trigram": use_trigram,
         "n": candidate_count(max(limit, request.k), dedupe=request.dedupe),
-        "k": request.k,
         "exact_max_docs": defaults.EXACT_MAX_DOCUMENTS,
         "exact_max_chunks": defaults.EXACT_MAX_CHUNKS,
         "text_max_matches": defaults.TEXT_MAX_MATCHES,

@@ -110,6 +110,7 @@ def test_sql_params():
     import re
     names = set(re.findall(r"%\((\w+)\)s", engine.SEARCH_SQL))
     assert names <= set(p), names - set(p)
+    assert set(p) <= names, set(p) - names  # and nothing is passed that the statement ignores
 
 
 def test_entities_default_to_the_grant_and_admins_must_name_them():
