@@ -75,6 +75,7 @@ def test_eval_end_to_end_against_the_session_stack(stack, tmp_path, capsys):
     assert results["dataset"]["documents"] == 12 and results["dataset"]["judged_queries"] == 4
     # uploaded five at a time (--window 5), each wave once the previous documents were ingested
     assert results["config"]["ingest"]["ready"] == 12 and not results["config"]["ingest"]["failed"]
+    assert results["config"]["settled"]  # VACUUM ANALYZE after the load, before anything is timed
     systems = results["systems"]
     assert list(systems) == ["edgeindex-hybrid", "edgeindex-vector", "edgeindex-text", "chroma", "bm25"]
     for key, system in systems.items():
