@@ -1,4 +1,4 @@
-"""EXPLAIN (ANALYZE, BUFFERS) of the search statement over 50k chunks: are HNSW and GIN used?
+"""EXPLAIN (ANALYZE, BUFFERS) of the two search statements over 50k chunks: are HNSW and GIN used?
 
 Loads real passage text (MS MARCO sample, repeated with variations) with random unit
 vectors — plans depend on sizes and statistics, not on relevance — into a fresh
@@ -112,7 +112,7 @@ async def run(args) -> int:
             print(f"{title}: {body}")
             print(f"index kinds used: {sorted(used)}   expected at least: {sorted(expected)}   "
                   f"{'OK' if ok else 'MISSING ' + str(sorted(expected - used))}")
-            print(f"statement time over 5 runs: median {np.median(timings):.1f} ms, max {max(timings):.1f} ms")
+            print(f"both statements, time over 5 runs: median {np.median(timings):.1f} ms, max {max(timings):.1f} ms")
             print("-" * 100)
             print("\n".join(plan if args.full else [line for line in plan if not line.strip().startswith("Buffers")]))
         print("=" * 100)

@@ -144,7 +144,7 @@ async def measure(systems: list[SystemRun], queries: dict[str, str], repeat: int
 
 
 def server_latency(timings: list[dict]) -> dict[str, dict]:
-    """Percentiles of each duration the search worker reports (took_ms, embed_ms, search_ms...)."""
+    """Percentiles of each duration the search worker reports (took_ms, embed_ms, lexical_ms, hybrid_ms...)."""
     names = dict.fromkeys(name for t in timings for name, value in t.items() if isinstance(value, int | float))
     return {name: metrics.latency_summary([t[name] for t in timings if isinstance(t.get(name), int | float)])
             for name in names}

@@ -1,14 +1,20 @@
-"""Filtered hybrid retrieval in Postgres: one SQL statement per search.
+"""Filtered hybrid retrieval in Postgres: two SQL statements per search.
 
-The statement (``shared/sql/search.sql``) is assembled once from its named
-fragments; this module only turns a validated request into its parameters and
-the rows into result dicts.
+``lexical`` needs only the query text, so the search worker runs it while the
+query is being embedded (the model in the worker, BM25 in Postgres: two cores);
+``hybrid`` then takes the embedding and the lexical matches and returns the
+fused, ranked rows. Both are assembled once from the named fragments of
+``shared/sql/search.sql``; this module only turns a validated request into
+their parameters and the rows into result dicts.
 """
 
 from __future__ import annotations
 
 import re
 import weakref
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -21,9 +27,17 @@ from . import defaults
 from .request import SearchRequest
 
 _SQL = sqlfiles.load("search.sql")
-SEARCH_SQL = (_SQL["search"]
-              .replace("/*candidate_filter*/", _SQL["candidate_filter"])
-              .replace("/*text_query_all*/", _SQL["text_query_all"]))
+
+
+def _assemble(name: str) -> str:
+    return (_SQL[name]
+            .replace("/*documents_in_scope*/", _SQL["documents_in_scope"])
+            .replace("/*candidate_filter*/", _SQL["candidate_filter"])
+            .replace("/*text_query_all*/", _SQL["text_query_all"]))
+
+
+LEXICAL_SQL = _assemble("lexical")
+HYBRID_SQL = _assemble("hybrid")
 _WORD = re.compile(r"\w")
 DOCUMENT_FILTERS = ("sources", "tags", "created_after", "created_before", "updated_after", "updated_before")
 
@@ -33,12 +47,42 @@ def candidate_count(k: int, *, dedupe: bool) -> int:
     return max(k, min(max(k * factor, defaults.MIN_CANDIDATES), defaults.MAX_CANDIDATES))
 
 
-def build_params(request: SearchRequest, entity_ids: list[str], embedding: np.ndarray, *,
-                 limit: int, include_text: bool | None = None) -> dict[str, Any]:
-    """Parameters of SEARCH_SQL; ``limit`` rows come back (more than k when a reranker follows)."""
+def uses_text(request: SearchRequest) -> bool:
+    """Whether the lexical half runs at all: not for vector-only requests, nor for queries without a word."""
+    return request.alpha < 1 and _WORD.search(request.query) is not None
+
+
+@dataclass(frozen=True)
+class LexicalResult:
+    """What the ``lexical`` statement found without the embedding: whether the scope holds any
+    document and is small enough for exact vector search, the best BM25 chunks (parallel lists,
+    as ``hybrid`` takes them back), and the vocabulary terms that stood in for query words no
+    chunk in scope holds."""
+
+    nonempty: bool
+    exact: bool
+    entity_ids: list[str] = field(default_factory=list)
+    ids: list[Any] = field(default_factory=list)
+    text: list[float] = field(default_factory=list)
+    trigram: list[float] = field(default_factory=list)
+    corrections: dict[str, list[str]] = field(default_factory=dict)
+
+    def params(self) -> dict[str, Any]:
+        return {"nonempty": self.nonempty, "exact": self.exact,
+                "lexical_entity_ids": self.entity_ids, "lexical_ids": self.ids,
+                "lexical_text": self.text, "lexical_trigram": self.trigram}
+
+
+def build_params(request: SearchRequest, entity_ids: list[str], embedding: np.ndarray | None, *,
+                 limit: int, include_text: bool | None = None,
+                 lexical: LexicalResult | None = None) -> dict[str, Any]:
+    """Parameters of both statements; ``limit`` rows come back (more than k when a reranker follows).
+
+    ``lexical`` needs no embedding (pass None); ``hybrid`` needs the lexical statement's result.
+    """
     filters = request.filters.normalized()
     websearch = request.text_mode == "websearch"
-    use_text = request.alpha < 1 and _WORD.search(request.query) is not None
+    use_text = uses_text(request)
     # websearch syntax states exactly what must (not) match: no stand-ins for unknown words
     use_trigram = use_text and not websearch
     return {
@@ -71,6 +115,7 @@ def build_params(request: SearchRequest, entity_ids: list[str], embedding: np.nd
         "include_text": request.include.text if include_text is None else include_text,
         "include_summary": request.include.summary,
         "neighbours": request.include.neighbours,
+        **(lexical.params() if lexical is not None else {}),
     }
 
 
@@ -104,7 +149,7 @@ def shape(row: dict, request: SearchRequest, *, text: bool = False) -> dict:
 
 
 # Pooled connections already given the search session settings (once per connection,
-# so a search stays one statement, one round trip).
+# so each statement of a search stays one round trip).
 _tuned: weakref.WeakSet = weakref.WeakSet()
 
 
@@ -117,14 +162,42 @@ async def tune_connection(conn: psycopg.AsyncConnection) -> None:
         _tuned.add(conn)
 
 
-async def retrieve(db: Database, request: SearchRequest, entity_ids: list[str], embedding: np.ndarray, *,
-                   limit: int | None = None, include_text: bool | None = None) -> list[dict]:
-    """Raw rows of the search statement, best first."""
-    params = build_params(request, entity_ids, embedding, limit=limit or request.k, include_text=include_text)
+@asynccontextmanager
+async def _connection(db: Database) -> AsyncIterator[psycopg.AsyncConnection]:
+    """A pooled connection for search statements: tuned, and in autocommit for the statement's
+    span (a read needs no transaction of its own: no BEGIN and COMMIT round trips)."""
     try:
         async with db.connection() as conn:
             await tune_connection(conn)
-            cur = await conn.execute(SEARCH_SQL, params)
-            return await cur.fetchall()
+            await conn.set_autocommit(True)
+            try:
+                yield conn
+            finally:
+                await conn.set_autocommit(False)
     except psycopg.Error as exc:  # wrapped once, at the boundary: the worker answers 503, not a stack trace
         raise BindingError(f"search query failed: {exc}") from exc
+
+
+async def lexical(db: Database, request: SearchRequest, entity_ids: list[str], *,
+                  limit: int | None = None) -> LexicalResult:
+    """The half that needs no embedding: the scope's size, and BM25 (with typo stand-ins) over it."""
+    params = build_params(request, entity_ids, None, limit=limit or request.k)
+    async with _connection(db) as conn:
+        row = await (await conn.execute(LEXICAL_SQL, params)).fetchone()
+    return LexicalResult(nonempty=row["nonempty"], exact=row["exact"], entity_ids=row["entity_ids"],
+                         ids=row["ids"], text=row["text"], trigram=row["trigram"],
+                         corrections=row["corrections"] or {})
+
+
+async def retrieve(db: Database, request: SearchRequest, entity_ids: list[str], embedding: np.ndarray, *,
+                   lexical_result: LexicalResult | None = None, limit: int | None = None,
+                   include_text: bool | None = None) -> list[dict]:
+    """Rows of the fused search, best first. ``lexical_result`` comes from :func:`lexical` with the
+    same request, entities and limit (run here, first, when not given)."""
+    limit = limit or request.k
+    if lexical_result is None:
+        lexical_result = await lexical(db, request, entity_ids, limit=limit)
+    params = build_params(request, entity_ids, embedding, limit=limit, include_text=include_text,
+                          lexical=lexical_result)
+    async with _connection(db) as conn:
+        return await (await conn.execute(HYBRID_SQL, params)).fetchall()

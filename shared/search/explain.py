@@ -1,4 +1,4 @@
-"""EXPLAIN of the search statement, and which kind of index each executed scan used.
+"""EXPLAIN of the search statements, and which kind of index each executed scan used.
 
 Used by ``scripts/explain_search.py`` (50k chunks) and a smaller test, to show the
 plan really filters first and reaches the HNSW and GIN indexes, with real table
@@ -23,13 +23,21 @@ _SCAN = re.compile(r"(?:Bitmap Index Scan on|Index Scan(?: Backward)? using|Inde
 
 async def explain(db: Database, request: SearchRequest, entity_ids: list[str], embedding: np.ndarray, *,
                   analyze: bool = True) -> list[str]:
-    """Plan lines of the search statement for this request (vector literals shortened)."""
-    params = engine.build_params(request, entity_ids, embedding, limit=request.k)
+    """Plan lines of the two search statements for this request (vector literals shortened):
+    ``lexical``, then ``hybrid`` given what ``lexical`` returned."""
+    limit = request.k
+    lexical = await engine.lexical(db, request, entity_ids, limit=limit)
     options = "ANALYZE, BUFFERS" if analyze else "COSTS"
+    lines = []
     async with db.connection() as conn:
         await engine.tune_connection(conn)
-        cur = await conn.execute(f"EXPLAIN ({options}) {engine.SEARCH_SQL}", params)
-        lines = [row["QUERY PLAN"] for row in await cur.fetchall()]
+        for name, sql, params in (
+                ("lexical", engine.LEXICAL_SQL, engine.build_params(request, entity_ids, None, limit=limit)),
+                ("hybrid", engine.HYBRID_SQL, engine.build_params(request, entity_ids, embedding, limit=limit,
+                                                                  lexical=lexical))):
+            cur = await conn.execute(f"EXPLAIN ({options}) {sql}", params)
+            lines.append(f"-- statement: {name}")
+            lines.extend(row["QUERY PLAN"] for row in await cur.fetchall())
         await conn.rollback()
     return [_VECTOR_LITERAL.sub("'[...]'", line) for line in lines]
 

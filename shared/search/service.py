@@ -9,9 +9,11 @@ work beyond authentication (which is cached in-process).
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import time
-from typing import Any
+from collections.abc import Awaitable
+from typing import Any, TypeVar
 
 from .. import cache, sqlfiles
 from ..errors import ValidationError
@@ -21,6 +23,7 @@ from .cache_keys import CacheKeys, cache_keys
 from .request import SearchRequest, parse_request
 
 SQL = sqlfiles.load("search.sql")
+T = TypeVar("T")
 PRUNE_EVERY = 200  # semantic-cache stores between two prunes of expired pointers (per process)
 _stores = itertools.count(1)
 
@@ -85,6 +88,22 @@ async def _rerank(env: Any, request: SearchRequest, results: list[dict]) -> list
     return results
 
 
+async def _timed(awaitable: Awaitable[T], timings: dict[str, float], name: str) -> T:
+    mark = time.perf_counter()
+    try:
+        return await awaitable
+    finally:
+        timings[name] = _since(mark)
+
+
+def _abandon(ctx: Any, task: asyncio.Future) -> None:
+    """The request failed while ``task`` ran beside it: the request's own error is the one reported."""
+    if not task.done():
+        ctx.wait_until(task)  # finished (and any error of its own logged) off the request path
+    elif not task.cancelled():
+        task.exception()  # retrieved, so asyncio does not warn about it
+
+
 def _since(mark: float) -> float:
     return round((time.perf_counter() - mark) * 1000, 2)
 
@@ -108,30 +127,40 @@ async def search(env: Any, ctx: Any, principal: Principal, body: dict) -> dict:
         return _respond(hit, "exact", started)
 
     timings: dict[str, float] = {}
+    limit = max(request.k, defaults.RERANK_CANDIDATES) if request.rerank else request.k
+    sequences = cache.read_sequences(kv, entity_ids)  # before any database read: see the module docstring
+    # The query is embedded (model, in this process) while Postgres runs the half of the search
+    # that needs no embedding (scope and BM25): on two cores they overlap.
     mark = time.perf_counter()
-    embedding = await env.AI.embedder.embed_query(request.query)
-    timings["embed_ms"] = _since(mark)
-    if request.cache:
-        mark = time.perf_counter()
-        hit = await _semantic_hit(env, ctx, keys, embedding)
-        timings["semantic_lookup_ms"] = _since(mark)
-        if hit is not None:
-            return {**_respond(hit, "semantic", started), "timings": timings}
+    lexical = asyncio.ensure_future(_timed(engine.lexical(env.DB, request, entity_ids, limit=limit),
+                                           timings, "lexical_ms"))
+    try:
+        embedding = await env.AI.embedder.embed_query(request.query)
+        timings["embed_ms"] = _since(mark)
+        if request.cache:
+            semantic_mark = time.perf_counter()
+            hit = await _semantic_hit(env, ctx, keys, embedding)
+            timings["semantic_lookup_ms"] = _since(semantic_mark)
+            if hit is not None:
+                ctx.wait_until(lexical)  # its answer is not needed; let it finish off the request path
+                return {**_respond(hit, "semantic", started), "timings": timings}
+        lexical_result = await lexical
+    except BaseException:
+        _abandon(ctx, lexical)
+        raise
 
-    sequences = cache.read_sequences(kv, entity_ids)  # before the query: see the module docstring
     mark = time.perf_counter()
+    rows = await engine.retrieve(env.DB, request, entity_ids, embedding, lexical_result=lexical_result,
+                                 limit=limit, include_text=True if request.rerank else None)
+    timings["hybrid_ms"] = _since(mark)
     if request.rerank:
-        rows = await engine.retrieve(env.DB, request, entity_ids, embedding,
-                                     limit=max(request.k, defaults.RERANK_CANDIDATES), include_text=True)
+        mark = time.perf_counter()
         results = await _rerank(env, request, [engine.shape(r, request, text=True) for r in rows])
+        timings["rerank_ms"] = _since(mark)
     else:
-        rows = await engine.retrieve(env.DB, request, entity_ids, embedding)
         results = [engine.shape(r, request) for r in rows]
-    timings["search_ms"] = _since(mark)
-    # every row carries the same corrections: query words the entities have never seen,
-    # and the vocabulary terms that stood in for them
-    corrections = (rows[0]["corrections"] if rows else None) or {}
-    payload = {"results": results, "entity_ids": entity_ids, "corrections": corrections}
+    # query words the entities have never seen, and the vocabulary terms that stood in for them
+    payload = {"results": results, "entity_ids": entity_ids, "corrections": lexical_result.corrections}
 
     if request.cache:
         ttl = env.var("CACHE_TTL_SECONDS", float)

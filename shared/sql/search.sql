@@ -1,16 +1,20 @@
--- Hybrid search: one statement, one round trip. shared/search/engine.py splices the
--- fragments (`candidate_filter`, `text_query_all`) into `search` once, at import time,
--- so the retrievers cannot drift apart in what they let through.
+-- Hybrid search in two statements, so the query embedding (in the worker) and the
+-- lexical half (in Postgres) run at the same time on different cores:
+--   `lexical` needs only the query text: BM25 over candidates from the GIN tsvector index,
+--     where query words the entities have never seen (typos) are replaced by their closest
+--     vocabulary terms (pg_trgm over `term_stats`, see infra/migrations/0003_term_stats.sql).
+--     It returns its best n chunks as arrays, and the corrections it made.
+--   `hybrid` needs the embedding: HNSW (cosine, iterative scan so filters still yield n),
+--     or exact distances when the scope is small; the union with the lexical chunks is
+--     scored on every component, normalized, fused, optionally deduplicated per document,
+--     and the top `limit` rows come back with document fields.
+-- shared/search/engine.py splices the fragments (`candidate_filter`, `text_query_all`,
+-- `documents_in_scope`) into both once, at import time, so the retrievers cannot drift
+-- apart in what they let through.
 --
 -- Order of work: the entity set prunes partitions (entity_id = ANY(...) with a constant
 -- array; plans are custom, see bindings/database.py), the chunk- and document-level
--- filters narrow candidates inside each index scan, then each retriever keeps its best
--- n: HNSW (cosine, iterative scan so filters still yield n) and BM25 over candidates
--- from the GIN tsvector index, where query words the entities have never seen (typos)
--- are replaced by their closest vocabulary terms (pg_trgm over `term_stats`, see
--- infra/migrations/0003_term_stats.sql). The union is scored on every component,
--- normalized, fused, optionally deduplicated per document, and the top `limit` rows come
--- back with document fields.
+-- filters narrow candidates inside each index scan, then each retriever keeps its best n.
 
 -- name: candidate_filter
 c.entity_id = ANY(%(entity_ids)s::text[])
@@ -36,8 +40,8 @@ AND (NOT %(document_filters)s OR EXISTS (
 (CASE WHEN %(websearch)s THEN websearch_to_tsquery('english', %(query)s)
       ELSE plainto_tsquery('english', %(query)s) END)
 
--- name: search
-WITH docs AS MATERIALIZED (
+-- name: documents_in_scope
+docs AS MATERIALIZED (
     -- Documents in scope, at most one more than the exact-search bound: a cheap index scan
     -- that tells whether the candidate set is small enough to skip the HNSW index.
     SELECT d.entity_id, d.id, d.chunk_count
@@ -56,24 +60,12 @@ WITH docs AS MATERIALIZED (
     SELECT count(*) > 0 AS nonempty,
            count(*) <= %(exact_max_docs)s AND coalesce(sum(chunk_count), 0) <= %(exact_max_chunks)s AS exact
     FROM docs
-), vec AS MATERIALIZED (
-    -- Few candidate chunks (a small tenant, or selective filters): exact distances over
-    -- them. Otherwise HNSW, filtering inside the scan; filtered HNSW is at its worst
-    -- exactly when the filters are selective, which is the case the exact branch takes.
-    (SELECT c.entity_id, c.id
-     FROM docs JOIN chunks c ON c.entity_id = docs.entity_id AND c.document_id = docs.id
-     WHERE %(use_vector)s AND (SELECT exact FROM scope)
-       AND c.entity_id = ANY(%(entity_ids)s::text[])
-       AND (%(exclude_chunk_ids)s::uuid[] IS NULL OR c.id <> ALL(%(exclude_chunk_ids)s::uuid[]))
-     ORDER BY c.embedding <=> %(embedding)s::vector
-     LIMIT %(n)s)
-    UNION ALL
-    (SELECT c.entity_id, c.id
-     FROM chunks c
-     WHERE %(use_vector)s AND NOT (SELECT exact FROM scope) AND /*candidate_filter*/
-     ORDER BY c.embedding <=> %(embedding)s::vector
-     LIMIT %(n)s)
-), corpus AS MATERIALIZED (
+)
+
+-- name: lexical
+-- Everything that needs no embedding (it runs while the worker embeds the query): how large
+-- the scope is, which decides the vector path, and BM25 over the chunks in scope.
+WITH /*documents_in_scope*/, corpus AS MATERIALIZED (
     -- BM25's collection statistics: chunks in the searched entities, their average length
     -- (in distinct lexemes, what length(tsv) counts)
     SELECT greatest(coalesce(sum(s.chunks), 0), 1)::float8 AS n,
@@ -163,18 +155,56 @@ WITH docs AS MATERIALIZED (
     ) bm25
     ORDER BY text + trigram DESC, entity_id, id
     LIMIT %(n)s
+)
+-- one row, even when nothing matched: the scope, the chunks as parallel arrays (one aggregate
+-- pass, so aligned), and which vocabulary terms stood in for which unknown words
+SELECT (SELECT nonempty FROM scope) AS nonempty, (SELECT exact FROM scope) AS exact,
+       coalesce(array_agg(entity_id), '{}') AS entity_ids, coalesce(array_agg(id), '{}') AS ids,
+       coalesce(array_agg(text), '{}') AS text, coalesce(array_agg(trigram), '{}') AS trigram,
+       (SELECT jsonb_object_agg(f.word, f.terms)
+        FROM (SELECT word, jsonb_agg(term ORDER BY similarity DESC, term) AS terms FROM fuzzy GROUP BY word) f
+       ) AS corrections
+FROM fts;
+
+-- name: hybrid
+-- Vector retrieval, then fusion with the chunks `lexical` returned (passed back as arrays,
+-- with its verdict on the scope: `exact`, `nonempty`).
+WITH /*documents_in_scope*/, vec AS MATERIALIZED (
+    -- Few candidate chunks (a small tenant, or selective filters): exact distances over
+    -- them. Otherwise HNSW, filtering inside the scan; filtered HNSW is at its worst
+    -- exactly when the filters are selective, which is the case the exact branch takes.
+    -- The branch not taken is folded away at planning time (its `docs` never read).
+    (SELECT c.entity_id, c.id
+     FROM docs JOIN chunks c ON c.entity_id = docs.entity_id AND c.document_id = docs.id
+     WHERE %(use_vector)s AND %(exact)s
+       AND c.entity_id = ANY(%(entity_ids)s::text[])
+       AND (%(exclude_chunk_ids)s::uuid[] IS NULL OR c.id <> ALL(%(exclude_chunk_ids)s::uuid[]))
+     ORDER BY c.embedding <=> %(embedding)s::vector
+     LIMIT %(n)s)
+    UNION ALL
+    (SELECT c.entity_id, c.id
+     FROM chunks c
+     WHERE %(use_vector)s AND %(nonempty)s AND NOT %(exact)s AND /*candidate_filter*/
+     ORDER BY c.embedding <=> %(embedding)s::vector
+     LIMIT %(n)s)
+), fts AS (
+    -- the lexical statement's best chunks
+    SELECT * FROM unnest(%(lexical_entity_ids)s::text[], %(lexical_ids)s::uuid[],
+                         %(lexical_text)s::float8[], %(lexical_trigram)s::float8[]) AS f (entity_id, id, text, trigram)
 ), pool AS (
-    SELECT entity_id, id FROM vec
-    UNION SELECT entity_id, id FROM fts
+    -- each candidate once, with its lexical scores (0 where only the vector side found it):
+    -- grouping, not a join back to the lexical rows, which the planner would loop over
+    SELECT entity_id, id, max(text) AS text, max(trigram) AS trigram
+    FROM (SELECT entity_id, id, 0::float8 AS text, 0::float8 AS trigram FROM vec
+          UNION ALL
+          SELECT entity_id, id, text, trigram FROM fts) candidates
+    GROUP BY entity_id, id
 ), scored AS (
     -- raw component scores, each already in 0..1
     SELECT c.entity_id, c.id, c.document_id, c.position, c.start_char, c.end_char,
-           greatest(1 - (c.embedding <=> %(embedding)s::vector), 0) AS vector,
-           coalesce(f.text, 0) AS text,
-           coalesce(f.trigram, 0) AS trigram
+           greatest(1 - (c.embedding <=> %(embedding)s::vector), 0) AS vector, p.text, p.trigram
     FROM pool p
     JOIN chunks c ON c.entity_id = p.entity_id AND c.id = p.id AND c.entity_id = ANY(%(entity_ids)s::text[])
-    LEFT JOIN fts f ON f.entity_id = p.entity_id AND f.id = p.id
 ), gated AS (
     -- a component below its threshold (or with no weight) contributes nothing
     SELECT s.*,
@@ -219,10 +249,7 @@ SELECT top.id AS chunk_id, top.document_id, top.entity_id, top.position, top.sta
        CASE WHEN %(include_text)s THEN c.content END AS content,
        d.title, d.source, d.tags,
        CASE WHEN %(include_summary)s THEN d.summary END AS summary,
-       nb.neighbours,
-       (SELECT jsonb_object_agg(f.word, f.terms)
-        FROM (SELECT word, jsonb_agg(term ORDER BY similarity DESC, term) AS terms FROM fuzzy GROUP BY word) f
-       ) AS corrections
+       nb.neighbours
 FROM top
 JOIN chunks c ON c.entity_id = top.entity_id AND c.id = top.id AND c.entity_id = ANY(%(entity_ids)s::text[])
 JOIN documents d ON d.entity_id = top.entity_id AND d.id = top.document_id

@@ -112,6 +112,9 @@ def test_result_shape(corpus):
     answer = search(corpus.a.search, {"query": "how can I bake sourdough bread", "k": 3,
                                       "include": {"summary": True}})
     assert answer["cache"] == "none" and answer["took_ms"] > 0
+    # the query embedding and the lexical statement run side by side, then the hybrid one
+    assert set(answer["timings"]) == {"embed_ms", "lexical_ms", "hybrid_ms"}
+    assert answer["took_ms"] >= answer["timings"]["hybrid_ms"] > 0
     assert answer["entity_ids"] == [corpus.a.entity_id]
     top = answer["results"][0]
     assert top["document_id"] == "bread" and top["entity_id"] == corpus.a.entity_id

@@ -1,4 +1,4 @@
-"""The search statement's plan, on a tenant big enough for the planner to want the indexes.
+"""The search statements' plans, on a tenant big enough for the planner to want the indexes.
 
 A smaller, honest version of scripts/explain_search.py (50k chunks): 9,000 chunks of real
 passage text with random unit vectors (a few thousand would take the exact-search branch,

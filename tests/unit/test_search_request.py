@@ -106,11 +106,16 @@ def test_sql_params():
     p = engine.build_params(parse({"query": "a b", "text_mode": "websearch"}), ["a"], np.zeros(384, np.float32),
                             limit=10)
     assert (p["use_text"], p["use_trigram"], p["websearch"]) == (True, False, True)
-    # every placeholder of the statement gets a value
+    # every placeholder of the two statements gets a value ...
     import re
-    names = set(re.findall(r"%\((\w+)\)s", engine.SEARCH_SQL))
+    lexical = engine.LexicalResult(nonempty=True, exact=False)
+    p = engine.build_params(parse({"query": "a b"}), ["a"], np.zeros(384, np.float32), limit=10, lexical=lexical)
+    names = set(re.findall(r"%\((\w+)\)s", engine.LEXICAL_SQL)) | set(re.findall(r"%\((\w+)\)s", engine.HYBRID_SQL))
     assert names <= set(p), names - set(p)
-    assert set(p) <= names, set(p) - names  # and nothing is passed that the statement ignores
+    assert set(p) <= names, set(p) - names  # and nothing is passed that the statements ignore
+    # ... and the lexical statement, which runs before the embedding exists, does not use it
+    assert "embedding" not in re.findall(r"%\((\w+)\)s", engine.LEXICAL_SQL)
+    assert engine.build_params(parse({"query": "a b"}), ["a"], None, limit=10)["embedding"] is None
 
 
 def test_entities_default_to_the_grant_and_admins_must_name_them():
