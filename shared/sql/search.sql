@@ -212,20 +212,18 @@ WITH /*documents_in_scope*/, vec AS MATERIALIZED (
            CASE WHEN %(alpha)s < 1 AND s.text + s.trigram > 0 AND s.text + s.trigram >= %(text_threshold)s
                 THEN s.text + s.trigram END AS l
     FROM scored s
-), normalized AS (
-    -- vector: min-max over the pool; the lexical score has a natural zero, so divide by the max
+), ranked AS (
+    -- vector: min-max over the pool; the lexical score has a natural zero, so divide by the max.
+    -- Ranks (for RRF) order by the raw scores, which orders as the normalized ones do.
     SELECT x.*,
            CASE WHEN x.v IS NULL THEN 0
                 ELSE coalesce((x.v - min(x.v) OVER ()) / nullif(max(x.v) OVER () - min(x.v) OVER (), 0), 1)
            END AS v_norm,
-           coalesce(x.l / nullif(max(x.l) OVER (), 0), 0) AS lexical
+           coalesce(x.l / nullif(max(x.l) OVER (), 0), 0) AS lexical,
+           CASE WHEN x.v IS NOT NULL THEN rank() OVER (ORDER BY x.v DESC NULLS LAST) END AS v_rank,
+           CASE WHEN x.l IS NOT NULL THEN rank() OVER (ORDER BY x.l DESC NULLS LAST) END AS l_rank
     FROM gated x
     WHERE x.v IS NOT NULL OR x.l IS NOT NULL
-), ranked AS (
-    SELECT n.*,
-           CASE WHEN n.v IS NOT NULL THEN rank() OVER (ORDER BY n.v DESC NULLS LAST) END AS v_rank,
-           CASE WHEN n.lexical > 0 THEN rank() OVER (ORDER BY n.lexical DESC) END AS l_rank
-    FROM normalized n
 ), fused AS (
     SELECT r.*,
            CASE WHEN %(fusion)s = 'rrf' THEN
