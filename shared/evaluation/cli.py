@@ -55,8 +55,9 @@ def register(subparsers) -> None:
     parser.add_argument("--no-bm25", action="store_true", help="skip the BM25 baseline")
     parser.add_argument("--sweep", type=parse_sweep, metavar="PARAM=V1,V2,...",
                         help="vary one hybrid parameter, e.g. alpha=0,0.1,...,1 or fusion=linear,rrf")
-    parser.add_argument("--repeat", type=int, default=3,
-                        help="timed passes over the queries per system (rankings come from the first; default 3)")
+    parser.add_argument("--repeat", type=int,
+                        help="timed passes over the queries per system (rankings come from the first; default: "
+                             "enough for 200 latency samples per system, at least 3)")
     parser.add_argument("--out", type=Path, help="folder for results.json and the PNG charts")
     parser.add_argument("--upload-url", help="upload worker of a running stack (skip starting a fresh one)")
     parser.add_argument("--search-url", help="search worker of a running stack")
@@ -80,7 +81,7 @@ def options_from(args) -> Options:
         raise ValidationError("--k must be at least 1", field="k")
     if args.window < 1 or args.concurrency < 1:
         raise ValidationError("--window and --concurrency must be at least 1", field="window")
-    if args.repeat < 1:
+    if args.repeat is not None and args.repeat < 1:
         raise ValidationError("--repeat must be at least 1", field="repeat")
     if args.alpha is not None and not 0 <= args.alpha <= 1:
         raise ValidationError("--alpha must be within 0..1", field="alpha")

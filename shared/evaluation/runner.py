@@ -25,11 +25,18 @@ BASELINES = ("chroma", "bm25")
 MODE_ALPHA: dict[str, float | None] = {"hybrid": None, "vector": 1.0, "text": 0.0}
 SWEEPABLE = {"alpha": float, "vector_threshold": float, "text_threshold": float, "fusion": str}
 
+# A p99 over a few dozen samples is the slowest sample but one: time enough passes for this many
+# samples per system (at least 3 passes) unless --repeat says otherwise.
+MIN_LATENCY_SAMPLES = 200
+MIN_PASSES = 3
+
 TIMING = {
     "edgeindex": "client wall time of one POST /search over a keep-alive HTTP connection "
-                 "(the worker embeds the query, filters, ranks, dedupes; cache: false)",
-    "chroma": "wall time of embedding the query (same model and torch settings as the search worker, "
-              "in-process) plus collection.query, with more chunks fetched until k distinct documents",
+                 "(the worker embeds the query while Postgres runs the lexical statement, then runs the "
+                 "hybrid one: filters, ranks, dedupes; cache: false)",
+    "chroma": "wall time of embedding the query (the search worker's own path: the ONNX Runtime export of "
+              "the same model, one thread, in-process) plus collection.query, with more chunks fetched until "
+              "k distinct documents",
     "bm25": "wall time of tokenizing + stemming the query plus BM25.retrieve (one thread)",
 }
 
@@ -43,7 +50,7 @@ class Options:
     alpha: float | None = None
     fusion: str | None = None
     baselines: tuple[str, ...] = ("bm25",)
-    repeat: int = 3
+    repeat: int | None = None     # timed passes; None: enough for MIN_LATENCY_SAMPLES per system
     sweep: tuple[str, list[Any]] | None = None
     concurrency: int = 8
     window: int = 64
@@ -155,10 +162,16 @@ def entity_name(dataset: Dataset) -> str:
     return f"eval-{slug}-{dt.datetime.now(dt.UTC).strftime('%Y%m%d%H%M%S%f')}"
 
 
+def timed_passes(queries: int) -> int:
+    """Passes over the queries that give every system at least MIN_LATENCY_SAMPLES latency samples."""
+    return max(MIN_PASSES, -(-MIN_LATENCY_SAMPLES // max(queries, 1)))
+
+
 async def evaluate(dataset: Dataset, endpoints: Endpoints, options: Options,
                    progress: Callable[[str], None] = print) -> dict:
     """The whole run; returns the results document (see report.py for its layout)."""
     queries = dataset.judged_queries
+    passes = options.repeat or timed_passes(len(queries))
     documents = list(dataset.corpus.values())
     runs: list[SystemRun] = []
     sweep_points: list[dict] = []
@@ -201,9 +214,9 @@ async def evaluate(dataset: Dataset, endpoints: Endpoints, options: Options,
                 closers.append(close)
             if "bm25" in options.baselines:
                 runs.append(_bm25(dataset, options, progress))
-            progress(f"timing {', '.join(r.key for r in runs)}: {len(queries)} queries x {options.repeat}, "
+            progress(f"timing {', '.join(r.key for r in runs)}: {len(queries)} queries x {passes}, "
                      "interleaved")
-            await measure(runs, queries, options.repeat)
+            await measure(runs, queries, passes)
         finally:
             for close in closers:
                 close()
@@ -230,7 +243,7 @@ async def evaluate(dataset: Dataset, endpoints: Endpoints, options: Options,
                     "queries": len(dataset.queries), "judged_queries": len(queries),
                     "judgements": sum(len(g) for g in dataset.qrels.values()), "warnings": dataset.warnings},
         "config": {"k": options.k, "modes": list(options.modes), "alpha": options.alpha, "fusion": options.fusion,
-                   "baselines": list(options.baselines), "repeat": options.repeat, "entity_id": entity_id,
+                   "baselines": list(options.baselines), "repeat": passes, "entity_id": entity_id,
                    "model_id": model_id or None, "reused_entity": bool(options.entity),
                    "settled": settled,
                    "ingest": {"seconds": round(ingest.seconds, 1),

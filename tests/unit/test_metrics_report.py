@@ -83,3 +83,11 @@ async def test_measure_interleaves_systems_and_rotates_their_order():
     assert timed[:6] == [("a", "one"), ("b", "one"), ("b", "two"), ("a", "two"), ("a", "three"), ("b", "three")]
     assert len(timed) == 12                                            # 3 queries x 2 systems x 2 passes
     assert a.run == {"q1": ["d1"], "q2": ["d1"], "q3": ["d1"]} and len(b.latencies_ms) == 6
+
+
+def test_enough_passes_for_a_meaningful_p99():
+    from edgeindex.evaluation.runner import MIN_LATENCY_SAMPLES, MIN_PASSES, timed_passes
+
+    assert timed_passes(11) == 19 and 11 * timed_passes(11) >= MIN_LATENCY_SAMPLES   # business-reports
+    assert timed_passes(43) == 5 and 43 * 4 < MIN_LATENCY_SAMPLES <= 43 * 5         # msmarco
+    assert timed_passes(5000) == MIN_PASSES
