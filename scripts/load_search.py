@@ -157,7 +157,7 @@ async def drive(url: str, key: str, args) -> None:
         no_cache = [{"query": queries[i % len(queries)], "k": 10, "cache": False} for i in range(args.requests)]
         report("no-cache", agents, await run_phase(url, key, no_cache, agents, args.max_seconds))
         report("exact", agents, await run_phase(url, key, cached, agents, args.max_seconds))
-        if cached and shutil.which("wrk"):
+        if cached and args.wrk_seconds >= 1 and shutil.which("wrk"):
             wrk_phase(url, key, cached[0], agents, args.wrk_seconds)
         await asyncio.sleep(1.0)  # semantic entries are written just after each response
         paraphrased = [{**body, "query": body["query"] + " please"} for body in cached]
@@ -171,7 +171,7 @@ def main() -> int:
     parser.add_argument("--agents", default="1,4", help="comma-separated concurrency levels")
     parser.add_argument("--requests", type=int, default=400, help="requests per phase")
     parser.add_argument("--max-seconds", type=float, default=60.0, help="time bound per phase")
-    parser.add_argument("--wrk-seconds", type=float, default=10.0, help="length of the wrk run, if wrk is installed")
+    parser.add_argument("--wrk-seconds", type=float, default=10.0, help="length of the wrk run, if wrk is installed (0: no wrk run)")
     args = parser.parse_args()
     args.agents = [int(a) for a in args.agents.split(",")]
 
