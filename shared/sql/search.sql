@@ -98,21 +98,27 @@ WITH /*documents_in_scope*/, corpus AS MATERIALIZED (
         LIMIT %(fuzzy_terms)s
     ) v
     WHERE v.similarity >= %(trigram_threshold)s
-), terms AS MATERIALIZED (
-    -- every term the lexical score counts: BM25 idf, weight (1, or the similarity of a
-    -- stand-in), a one-lexeme tsquery, and its place among the terms by rarity
-    SELECT t.term, t.df, t.weight, t.fuzzy, lexeme_query(t.term) AS query,
-           ln(1 + (c.n - t.df + 0.5) / (t.df + 0.5)) AS idf,
-           sum(t.df) OVER (ORDER BY t.df, t.term) AS running_df,
-           row_number() OVER (ORDER BY t.df, t.term) AS rarity
-    FROM (SELECT term, df, 1.0::float8 AS weight, false AS fuzzy FROM words WHERE df > 0
+), weighed AS MATERIALIZED (
+    -- BM25 idf (Robertson/Lucene) of every query word, known or not, and of every stand-in;
+    -- weight 1, or the stand-in's similarity
+    SELECT t.term, t.df, t.weight, t.fuzzy, ln(1 + (c.n - t.df + 0.5) / (t.df + 0.5)) AS idf
+    FROM (SELECT term, df, 1.0::float8 AS weight, false AS fuzzy FROM words
           UNION ALL
           SELECT term, df, similarity, true FROM fuzzy) t
     CROSS JOIN corpus c
+), terms AS MATERIALIZED (
+    -- every term the lexical score counts (query words some chunk holds, and the stand-ins):
+    -- a one-lexeme tsquery, and its place among the terms by rarity
+    SELECT w.term, w.df, w.weight, w.fuzzy, w.idf, lexeme_query(w.term) AS query,
+           sum(w.df) OVER (ORDER BY w.df, w.term) AS running_df,
+           row_number() OVER (ORDER BY w.df, w.term) AS rarity
+    FROM weighed w
+    WHERE w.df > 0 OR w.fuzzy
 ), best AS (
     -- what a chunk holding every query word, many times, would score: scores are shares of it
-    SELECT greatest(sum(ln(1 + (c.n - w.df + 0.5) / (w.df + 0.5))) * (%(bm25_k1)s + 1), 1e-9) AS score
-    FROM words w CROSS JOIN corpus c
+    SELECT greatest(sum(w.idf) * (%(bm25_k1)s + 1), 1e-9) AS score
+    FROM weighed w
+    WHERE NOT w.fuzzy
 ), lexical_candidates AS MATERIALIZED (
     -- Which chunks BM25 scores. Ranking every chunk that shares one common word with the
     -- query does not scale, so: the chunks holding any of the rarest terms, taking terms
