@@ -29,7 +29,7 @@ MODEL_ID, DIMENSION = "sentence-transformers/all-MiniLM-L6-v2", 384
 
 
 async def load(db, chunks: int, texts: list[str]) -> dict[str, int]:
-    from edgeindex.search import loader
+    from edgeindex.evaluation import loader
 
     # One large tenant, one mid-sized, and small ones sharing partitions with them.
     sizes = {"explain-big": int(chunks * 0.6), "explain-mid": int(chunks * 0.2)}
@@ -48,8 +48,8 @@ async def load(db, chunks: int, texts: list[str]) -> dict[str, int]:
 
 async def run(args) -> int:
     from edgeindex.bindings.database import Database
-    from edgeindex.search import explain as ex
-    from edgeindex.search.loader import read_passages
+    from edgeindex.evaluation import explain as ex
+    from edgeindex.evaluation.loader import read_passages
     from edgeindex.search.request import parse_request
 
     db = Database(args.dsn, max_size=2)

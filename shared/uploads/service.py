@@ -60,7 +60,7 @@ class UploadService:
         """Insert or bump the document row and point it at its new object key: (version, object key, upload id).
 
         ``upload_id_for(key)`` starts a multipart upload for the key when one is wanted."""
-        filename = keys.safe_filename(fields.filename, default=document_id)
+        filename = keys.safe_filename(fields.filename or document_id)
         try:
             async with self.db.transaction() as conn:
                 cur = await conn.execute(SQL["create_or_bump"], {

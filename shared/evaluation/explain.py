@@ -13,10 +13,10 @@ import numpy as np
 
 from .. import sqlfiles
 from ..bindings.database import Database
-from . import engine
-from .request import SearchRequest
+from ..search import engine
+from ..search.request import SearchRequest
 
-SQL = sqlfiles.load("search.sql")
+SQL = sqlfiles.load("benchmark.sql")
 _VECTOR_LITERAL = re.compile(r"'\[[-0-9.e, ]{40,}\]'")
 _SCAN = re.compile(r"(?:Bitmap Index Scan on|Index Scan(?: Backward)? using|Index Only Scan using) (\S+)")
 
