@@ -2,21 +2,27 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from dataclasses import dataclass
 
+from edgeindex.errors import ConfigError
 from edgeindex.runtime.http import Routes, json_response, read_body, read_json
 from edgeindex.tenancy import EntityRequest, KeyRequest, Tenancy
 from edgeindex.uploads.models import check_size
 from edgeindex.uploads.service import UploadLimits, UploadService
+from edgeindex.uploads.signed_urls import UploadSigner
 from edgeindex.validation import parse
 
 routes = Routes()
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class Services:
     tenancy: Tenancy
     uploads: UploadService
+    background: set[asyncio.Task]
 
 
 async def startup(env) -> Services:
@@ -29,7 +35,29 @@ async def startup(env) -> Services:
         part_bytes=env.var("MULTIPART_PART_BYTES", int),
         allowed_types=[t.strip().lower() for t in env.var("ALLOWED_TYPES").split(",") if t.strip()],
         presign_expires=env.BUCKET.presign_expires)
-    return Services(tenancy, UploadService(db=env.DB, bucket=env.BUCKET, kv=env.KV, limits=limits))
+    signer = None
+    if env.config.services.s3.uploads == "worker":
+        secret = env.secrets.get("UPLOAD_SIGNING_KEY") or env.secrets.get("ADMIN_KEY")
+        if not secret:
+            raise ConfigError("uploads through the worker need EDGEINDEX_UPLOAD_SIGNING_KEY (or EDGEINDEX_ADMIN_KEY)",
+                              key="services.s3.uploads")
+        signer = UploadSigner(secret)
+    uploads = UploadService(db=env.DB, bucket=env.BUCKET, kv=env.KV, limits=limits, signer=signer)
+    services = Services(tenancy, uploads, set())
+    task = asyncio.create_task(_expire_uploads(uploads, every=env.var("UPLOAD_SWEEP_SECONDS", float)))
+    services.background.add(task)
+    return services
+
+
+async def _expire_uploads(uploads: UploadService, *, every: float) -> None:
+    """Pending versions whose upload URL expired unused are failed with the reason (every process may
+    run this: the statement skips rows another one holds)."""
+    while True:
+        try:
+            await uploads.expire_uploads()
+        except Exception:
+            log.warning("expiring unused uploads failed; next round retries", exc_info=True)
+        await asyncio.sleep(every)
 
 
 async def fetch(request, services: Services, ctx):
@@ -106,6 +134,15 @@ async def direct_upload(request, services: Services, ctx, entity_id, document_id
                                                            raw_content_type=request.headers.get("Content-Type"),
                                                            query=dict(request.query))
     return json_response(answer if created else {**answer, "unchanged": True}, 202 if created else 200)
+
+
+@routes.put("/uploads/{token}")
+async def receive_upload(request, services: Services, ctx, token):
+    """The upload URLs this worker hands out (services.s3.uploads = "worker"): the token is the credential."""
+    grant = services.uploads.verify_upload(token, content_type=request.headers.get("Content-Type"),
+                                           length=request.content_length)
+    etag = await services.uploads.receive_upload(grant, await read_body(request, max_bytes=grant.size))
+    return json_response({"etag": etag}, headers={"ETag": f'"{etag}"'})
 
 
 @routes.get("/entities/{entity_id}/documents")

@@ -6,6 +6,7 @@ Each test names the failure it keeps closed: silent truncation, loose types, pla
 
 from __future__ import annotations
 
+import base64
 import http.client
 import json
 import random
@@ -291,3 +292,96 @@ async def _wait_semantic_pointer(stack, tenant):
             return (await cur.fetchone())[0] > 0
 
     await wait_for(stored, timeout=30)
+
+
+# --- 2. upload URLs are binding even on a store that checks nothing ----------------------
+
+
+def _upload_url(tenant, document_id: str, size: int, content_type: str = "text/plain") -> dict:
+    status, answer = tenant.upload.post(f"/entities/{tenant.entity_id}/uploads",
+                                        {"document_id": document_id, "content_type": content_type,
+                                         "size_bytes": size})
+    assert status == 201, answer
+    return answer["upload"]
+
+
+def _put(url: str, data: bytes, content_type: str = "text/plain") -> tuple[int, dict]:
+    req = urllib.request.Request(url, data=data, method="PUT", headers={"Content-Type": content_type})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read())
+
+
+def test_embedded_mode_hands_out_upload_urls_the_worker_verifies(stack, tenant):
+    upload = _upload_url(tenant, "signed-1", 11)
+    assert upload["url"].startswith(stack.url("upload") + "/uploads/")
+
+
+@pytest.mark.parametrize("tamper,status,field", [
+    (lambda url: url[:-3] + ("AAA" if not url.endswith("AAA") else "BBB"), 403, "signature"),   # forged
+    (lambda url: url.replace("/uploads/", "/uploads/x"), 403, "signature"),                    # altered grant
+])
+def test_a_forged_or_altered_upload_url_is_refused(tenant, tamper, status, field):
+    upload = _upload_url(tenant, "forged-1", 11)
+    code, body = _put(tamper(upload["url"]), b"hello world")
+    assert (code, body["field"]) == (status, field)
+
+
+def test_an_expired_upload_url_is_refused(stack, tenant):
+    from edgeindex.uploads.signed_urls import UploadGrant, UploadSigner
+
+    signer = UploadSigner("test-admin-key")  # the stack's admin secret signs its upload URLs
+    grant = UploadGrant(entity_id=tenant.entity_id, document_id="old-1", version=1, object_key="docs/x/y/v1/z",
+                        content_type="text/plain", size=5, expires_at=1577836800)  # 2020-01-01
+    code, body = _put(f"{stack.url('upload')}/uploads/{signer.sign(grant)}", b"hello")
+    assert (code, body["field"]) == (403, "expires")
+
+
+def test_an_upload_url_binds_content_type_and_size(tenant):
+    upload = _upload_url(tenant, "bound-1", 11)
+    assert _put(upload["url"], b"hello world", content_type="text/html")[0] == 403
+    code, body = _put(upload["url"], b"hello world, and more than was declared")
+    assert (code, body["field"]) == (400, "body")
+    assert _put(upload["url"], b"hello world")[0] == 200
+
+
+async def test_another_tenants_url_cannot_write_into_a_document(stack, upload_admin, tenant):
+    other = new_tenant(stack, upload_admin)
+    mine = _upload_url(tenant, "shared-name", 11)
+    _upload_url(other, "shared-name", 11)  # the other tenant's pending version of the same document id
+    token = mine["url"].rsplit("/", 1)[1]
+    payload, mac = token.split(".")
+    forged = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    forged.update(entity_id=other.entity_id, object_key=forged["object_key"].replace(tenant.entity_id,
+                                                                                   other.entity_id))
+    forged_payload = base64.urlsafe_b64encode(json.dumps(forged).encode()).decode().rstrip("=")
+    code, body = _put(f"{stack.url('upload')}/uploads/{forged_payload}.{mac}", b"hello world")
+    assert (code, body["field"]) == (403, "signature")
+    status, doc = other.upload.get(f"/entities/{other.entity_id}/documents/shared-name")
+    assert doc["status"] == "pending"  # nothing arrived
+
+
+async def test_an_upload_url_is_spent_once_its_version_is_ready(tenant):
+    upload = _upload_url(tenant, "once-1", 36)
+    assert _put(upload["url"], b"The first and only text of once-one.")[0] == 200
+    doc = await wait_document(tenant, "once-1")
+    assert doc["status"] == "ready"
+    code, body = _put(upload["url"], b"A replacement behind the index back.")
+    assert (code, body["field"]) == (409, "token")
+
+
+# --- 8. nothing stays pending without end ------------------------------------------------
+
+
+async def test_status_says_what_a_document_waits_for_and_unused_uploads_expire(tenant, db):
+    _upload_url(tenant, "never-1", 10)
+    status, doc = tenant.upload.get(f"/entities/{tenant.entity_id}/documents/never-1")
+    assert (doc["status"], doc["waiting_for"]) == ("pending", "upload") and doc["upload_expires_at"]
+    # as if its URL had expired an hour ago; the upload worker's sweep fails it with the reason
+    await db.execute("UPDATE documents SET upload_expires_at = now() - interval '1 hour' "
+                     "WHERE entity_id = %s AND id = 'never-1'", (tenant.entity_id,))
+    doc = await wait_document(tenant, "never-1", timeout=120)
+    assert (doc["status"], doc["step"]) == ("failed", "upload")
+    assert doc["error"].startswith("the upload never arrived: its URL expired at ")
