@@ -96,13 +96,14 @@ async def run(args) -> int:
              {"trigram_gin"}),
         ]
         failures = 0
+        tuned = ex.engine.tuned_connections()
         for title, entities, body, expected in cases:
             request = parse_request({"k": 10, **body}, max_k=100, max_query_chars=2000)
             await ex.explain(db, request, entities, embedding)  # warm caches
             timings = []
             for _ in range(5):
                 started = time.perf_counter()
-                await ex.engine.retrieve(db, request, entities, embedding)
+                await ex.engine.retrieve(db, request, entities, embedding, tuned=tuned)
                 timings.append((time.perf_counter() - started) * 1000)
             plan = await ex.explain(db, request, entities, embedding)
             used = ex.used_kinds(plan, kinds)

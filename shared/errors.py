@@ -108,6 +108,12 @@ class IngestError(EdgeIndexError):
     status = 422
 
 
+class ReplayMismatch(EdgeIndexError):
+    """A workflow run replayed different steps than it recorded (its code or inputs changed)."""
+
+    code = "replay_mismatch"
+
+
 class StepFailed(EdgeIndexError):
     """A workflow step failed after its retries; keeps the underlying errors."""
 

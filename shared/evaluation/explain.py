@@ -25,12 +25,13 @@ async def explain(db: Database, request: SearchRequest, entity_ids: list[str], e
                   analyze: bool = True) -> list[str]:
     """Plan lines of the two search statements for this request (vector literals shortened):
     ``lexical``, then ``hybrid`` given what ``lexical`` returned."""
+    tuned = engine.tuned_connections()  # a fresh set: every connection is tuned before use
     limit = request.k
-    lexical = await engine.lexical(db, request, entity_ids, limit=limit)
+    lexical = await engine.lexical(db, request, entity_ids, tuned=tuned, limit=limit)
     options = "ANALYZE, BUFFERS" if analyze else "COSTS"
     lines = []
     async with db.connection() as conn:
-        await engine.tune_connection(conn)
+        await engine.tune_connection(conn, tuned)
         for name, sql, params in (
                 ("lexical", engine.LEXICAL_SQL, engine.build_params(request, entity_ids, None, limit=limit)),
                 ("hybrid", engine.HYBRID_SQL, engine.build_params(request, entity_ids, embedding, limit=limit,

@@ -53,14 +53,15 @@ def kv(tmp_path):
 def _patch_engine(monkeypatch, started: asyncio.Event, *, lexical_error: Exception | None = None):
     calls = {}
 
-    async def lexical(db, request, entity_ids, *, limit=None):
+    async def lexical(db, request, entity_ids, *, tuned, limit=None):
         started.set()
         await asyncio.sleep(0.01)
         if lexical_error:
             raise lexical_error
         return engine.LexicalResult(nonempty=True, exact=True, corrections={"autovacum": ["autovacuum"]})
 
-    async def retrieve(db, request, entity_ids, embedding, *, lexical_result=None, limit=None, include_text=None):
+    async def retrieve(db, request, entity_ids, embedding, *, tuned, lexical_result=None, limit=None,
+                       include_text=None):
         calls["lexical_result"] = lexical_result
         calls["embedding"] = embedding
         return []
