@@ -90,6 +90,17 @@ class NotFound(EdgeIndexError):
     status = 404
 
 
+class RateLimited(EdgeIndexError):
+    """Too many requests for this API key; ``retry_after`` seconds until one more is allowed."""
+
+    code = "rate_limited"
+    status = 429
+
+    def __init__(self, message: str, *, retry_after: float) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
 class Conflict(EdgeIndexError):
     code = "conflict"
     status = 409

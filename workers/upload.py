@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from edgeindex.errors import ConfigError
 from edgeindex.runtime.http import Routes, json_response, read_body, read_json
-from edgeindex.tenancy import EntityRequest, KeyRequest, Tenancy
+from edgeindex.tenancy import EntityRequest, KeyRequest, RateLimiter, Tenancy
 from edgeindex.uploads.models import check_size
 from edgeindex.uploads.service import UploadLimits, UploadService
 from edgeindex.uploads.signed_urls import UploadSigner
@@ -26,7 +26,7 @@ class Services:
 
 
 async def startup(env) -> Services:
-    tenancy = Tenancy(env.DB)
+    tenancy = Tenancy(env.DB, limiter=RateLimiter(env.var("RATE_LIMIT_PER_SECOND", float)))
     if secret := env.secrets.get("ADMIN_KEY"):
         await tenancy.ensure_admin_key(secret)
     limits = UploadLimits(

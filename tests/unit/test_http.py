@@ -113,3 +113,56 @@ def test_nesting_is_bounded():
         value = {"x": value}
     with pytest.raises(ValidationError, match="nested"):
         check_json_value(value)
+
+
+def test_the_rate_limiter_refuses_past_the_burst_and_refills_at_the_rate():
+    from edgeindex.errors import RateLimited
+    from edgeindex.tenancy import RateLimiter
+
+    now = [100.0]
+    limiter = RateLimiter(2.0, burst=3, clock=lambda: now[0])
+    for _ in range(3):
+        limiter.take("key_a")
+    with pytest.raises(RateLimited) as err:
+        limiter.take("key_a")
+    assert err.value.status == 429 and 0 < err.value.retry_after <= 0.5
+    limiter.take("key_b")  # another key has its own bucket
+    now[0] += 0.5          # one token back at 2/s
+    limiter.take("key_a")
+    with pytest.raises(RateLimited):
+        limiter.take("key_a")
+
+
+async def test_a_429_carries_retry_after():
+    from edgeindex.errors import RateLimited
+
+    routes = Routes()
+
+    @routes.get("/limited")
+    async def limited(request, services, ctx):
+        raise RateLimited("slow down", retry_after=2.2)
+
+    async def dispatch(request):
+        return await routes.fetch(request, None, None)
+
+    app = web.Application(middlewares=[error_middleware])
+    app.router.add_route("*", "/{tail:.*}", dispatch)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]
+    try:
+        async with aiohttp.ClientSession() as session:
+            async with session.get(f"http://127.0.0.1:{port}/limited") as resp:
+                assert (resp.status, resp.headers["Retry-After"]) == (429, "3")
+                assert (await resp.json())["error"] == "rate_limited"
+    finally:
+        await runner.cleanup()
+
+
+def test_upload_tokens_never_reach_the_log():
+    from edgeindex.runtime.http import loggable_path
+
+    assert loggable_path("/uploads/eyJhIjoxfQ.c2lnbmF0dXJl") == "/uploads/<token>"
+    assert loggable_path("/entities/a/documents/b") == "/entities/a/documents/b"
