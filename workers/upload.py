@@ -12,6 +12,7 @@ from edgeindex.tenancy import EntityRequest, KeyRequest, RateLimiter, Tenancy
 from edgeindex.uploads.models import check_size
 from edgeindex.uploads.service import UploadLimits, UploadService
 from edgeindex.uploads.signed_urls import UploadSigner
+from edgeindex.validation import document_id as valid_document_id
 from edgeindex.validation import parse
 
 routes = Routes()
@@ -120,12 +121,14 @@ async def request_upload(request, services: Services, ctx, entity_id):
 @routes.post("/entities/{entity_id}/uploads/{document_id}/complete")
 async def complete_upload(request, services: Services, ctx, entity_id, document_id):
     await _grant(request, services, entity_id)
+    document_id = valid_document_id(document_id)
     return await services.uploads.complete_upload(entity_id, document_id, await read_json(request))
 
 
 @routes.put("/entities/{entity_id}/documents/{document_id}")
 async def direct_upload(request, services: Services, ctx, entity_id, document_id):
     await _grant(request, services, entity_id)
+    document_id = valid_document_id(document_id)
     limit = services.uploads.limits.max_bytes
     if request.content_length is not None:
         check_size(request.content_length, limit, field="body")
@@ -154,10 +157,12 @@ async def list_documents(request, services: Services, ctx, entity_id):
 @routes.get("/entities/{entity_id}/documents/{document_id}")
 async def get_document(request, services: Services, ctx, entity_id, document_id):
     await _grant(request, services, entity_id)
+    document_id = valid_document_id(document_id)
     return await services.uploads.get_document(entity_id, document_id)
 
 
 @routes.delete("/entities/{entity_id}/documents/{document_id}")
 async def delete_document(request, services: Services, ctx, entity_id, document_id):
     await _grant(request, services, entity_id)
+    document_id = valid_document_id(document_id)
     return await services.uploads.delete_document(entity_id, document_id)
