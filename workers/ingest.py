@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from edgeindex import sqlfiles, tenancy
+from edgeindex import api_models, sqlfiles, tenancy
 from edgeindex.errors import NotFound, ValidationError
 from edgeindex.ingest import consumer
 from edgeindex.ingest.workflow import EXECUTED
@@ -31,7 +31,7 @@ async def queue(batch, env, ctx):
     await consumer.handle_batch(batch, env)
 
 
-@router.get("/runs")
+@router.get("/runs", query=api_models.RunQuery, response=api_models.RunStatus, auth="admin")
 async def run_status(request, env, ctx):
     """A run's checkpoints, and which steps this process executed for it (admin; diagnostics)."""
     await tenancy.require_admin(env.DB, request.headers)

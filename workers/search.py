@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from edgeindex import tenancy
+from edgeindex import api_models, tenancy
 from edgeindex.runtime.router import Router, read_json
 from edgeindex.search import service
+from edgeindex.search.request import SearchRequest
 from edgeindex.search.rerank import HTTPReranker
 
 router = Router()
@@ -19,7 +20,8 @@ async def startup(env) -> None:
         env.bind("RERANKER", HTTPReranker(url, model=str(env.worker.vars.get("RERANK_MODEL", "") or "")))
 
 
-@router.post("/search")
+@router.post("/search", summary="Hybrid search over the entities the key is granted",
+             request=SearchRequest, response=api_models.SearchResponse)
 async def search(request, env, ctx):
     principal = await tenancy.authenticate(env.DB, request.headers)
     body = await read_json(request, max_bytes=MAX_BODY_BYTES)

@@ -11,6 +11,7 @@ import json
 import logging
 import re
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
@@ -46,45 +47,66 @@ async def read_json(request: web.Request, *, max_bytes: int = 1_000_000) -> dict
     return body
 
 
+@dataclass(frozen=True)
+class Route:
+    """A route and what the OpenAPI spec says about it (``edgeindex.runtime.openapi``)."""
+
+    method: str
+    path: str  # the template, e.g. /entities/{entity_id}/documents
+    pattern: re.Pattern
+    handler: Handler
+    summary: str = ""
+    request: type | None = None  # pydantic model of the JSON body
+    query: type | None = None  # pydantic model of the query string
+    response: type | None = None  # pydantic model of the success body
+    status: int = 200
+    body_types: tuple[str, ...] = ()  # a raw (non-JSON) body of these media types
+    auth: str | None = "key"  # "key", "admin" or None (public)
+    extra: dict = field(default_factory=dict)  # further OpenAPI operation fields
+
+
 class Router:
     def __init__(self) -> None:
-        self._routes: list[tuple[str, re.Pattern, Handler]] = []
+        self.routes: list[Route] = []
 
-    def route(self, method: str, path: str) -> Callable[[Handler], Handler]:
+    def route(self, method: str, path: str, **doc: Any) -> Callable[[Handler], Handler]:
+        """Register a handler; ``doc`` fills the Route's documentation fields (summary, request, response...)."""
         pattern = re.compile("^" + _PARAM.sub(r"(?P<\1>[^/]+)", path) + "$")
 
         def register(handler: Handler) -> Handler:
-            self._routes.append((method.upper(), pattern, handler))
+            fields = dict(doc)
+            summary = fields.pop("summary", None) or (handler.__doc__ or "").strip().split("\n")[0]
+            self.routes.append(Route(method.upper(), path, pattern, handler, summary=summary, **fields))
             return handler
 
         return register
 
-    def get(self, path: str):
-        return self.route("GET", path)
+    def get(self, path: str, **doc: Any):
+        return self.route("GET", path, **doc)
 
-    def post(self, path: str):
-        return self.route("POST", path)
+    def post(self, path: str, **doc: Any):
+        return self.route("POST", path, **doc)
 
-    def put(self, path: str):
-        return self.route("PUT", path)
+    def put(self, path: str, **doc: Any):
+        return self.route("PUT", path, **doc)
 
-    def delete(self, path: str):
-        return self.route("DELETE", path)
+    def delete(self, path: str, **doc: Any):
+        return self.route("DELETE", path, **doc)
 
     def paths(self) -> list[str]:
-        return [f"{m} {p.pattern[1:-1]}" for m, p, _ in self._routes]
+        return [f"{r.method} {r.pattern.pattern[1:-1]}" for r in self.routes]
 
     async def fetch(self, request: web.Request, env: Any, ctx: Any) -> web.StreamResponse:
         allowed: list[str] = []
-        for method, pattern, handler in self._routes:
-            match = pattern.match(request.path)
+        for route in self.routes:
+            match = route.pattern.match(request.path)
             if not match:
                 continue
-            if method != request.method:
-                allowed.append(method)
+            if route.method != request.method:
+                allowed.append(route.method)
                 continue
             try:
-                result = await handler(request, env, ctx, **match.groupdict())
+                result = await route.handler(request, env, ctx, **match.groupdict())
             except EdgeIndexError as exc:
                 if exc.status >= 500:
                     log.exception("%s %s failed", request.method, request.path)

@@ -22,6 +22,7 @@ from ..bindings.queue import Consumer, SQSQueue
 from ..config import Config
 from ..env import Env, ExecutionContext, open_env, sqs_client
 from ..errors import ConfigError
+from . import openapi
 from .router import json_response
 
 log = logging.getLogger(__name__)
@@ -74,6 +75,10 @@ def build_app(module: ModuleType, env: Env, ctx: ExecutionContext, *, consumers:
         return await module.fetch(request, env, ctx)
 
     app.router.add_get("/health", health)
+    if router := getattr(module, "router", None):
+        openapi.attach(app, lambda request: openapi.build_spec(
+            router, title=f"edgeindex {env.worker_name} worker", description=(module.__doc__ or "").strip(),
+            server_url=f"{request.scheme}://{request.host}"))
     app.router.add_route("*", "/{tail:.*}", dispatch)
     return app
 
