@@ -6,7 +6,7 @@ import os
 from typing import Any
 
 import httpx
-from tenacity import retry_if_exception, stop_after_attempt, wait_exponential_jitter
+from tenacity import retry_if_exception, stop_after_attempt, wait_exponential, wait_random
 
 from . import models as m
 from ._ops import Call, Reply
@@ -52,7 +52,8 @@ class _Settings:
 
     def retrying(self) -> dict[str, Any]:
         """tenacity arguments: 429/503 and connections that never opened are retried, with backoff."""
-        base = wait_exponential_jitter(initial=self.backoff, max=self.max_backoff, jitter=self.backoff)
+        # exponential with jitter, so clients refused together do not come back together
+        base = wait_exponential(multiplier=self.backoff, max=self.max_backoff) + wait_random(0, self.backoff)
 
         def wait(state) -> float:
             delay = base(state)
