@@ -75,7 +75,8 @@ class Router:
 
         def register(handler: Handler) -> Handler:
             fields = dict(doc)
-            summary = fields.pop("summary", None) or (handler.__doc__ or "").strip().split("\n")[0]
+            summary = (fields.pop("summary", None) or (handler.__doc__ or "").strip().split("\n")[0]
+                       or f"{method.upper()} {path}")
             self.routes.append(Route(method.upper(), path, pattern, handler, summary=summary, **fields))
             return handler
 
