@@ -46,5 +46,8 @@ def test_document_ids_from_paths(tmp_path):
     files = collect_files([tmp_path])
     assert sorted(f.document_id for f in files) == ["a-dir:n-code-note.md", "top.txt"]
     assert [f.document_id for f in collect_files([str(tmp_path / "*.txt")])] == ["top.txt"]
+    # a glob names files from the folder before its wildcard, like a walk of that folder
+    assert sorted(f.document_id for f in collect_files([str(tmp_path / "**" / "*.*")])) == [
+        "a-dir:n-code-note.md", "top.txt"]
     long = document_id_for(tmp_path / ("x" * 300 + ".md"), tmp_path)
     assert len(long) <= 128 and long.endswith(".md")

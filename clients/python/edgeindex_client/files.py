@@ -77,9 +77,12 @@ def collect_files(paths: Iterable[str | os.PathLike], *, pattern: str | None = N
 
     for raw in paths:
         text = str(raw)
-        matches = [Path(m) for m in sorted(glob.glob(text, recursive=True))] if glob.has_magic(text) else [Path(text)]
+        magic = glob.has_magic(text)
+        matches = [Path(m) for m in sorted(glob.glob(text, recursive=True))] if magic else [Path(text)]
         if not matches:
             raise FileNotFoundError(f"no file matches {text!r}")
+        # a glob's files are named from the folder before its first wildcard, as a walk of that folder would
+        base = _glob_base(text) if magic else None
         for match in matches:
             if match.is_dir():
                 root = match.resolve()
@@ -87,10 +90,16 @@ def collect_files(paths: Iterable[str | os.PathLike], *, pattern: str | None = N
                     if pattern is None or file.match(pattern):
                         add(file, root)
             elif match.is_file():
-                add(match, None)
-            else:
+                add(match, base)
+            elif not magic:
                 raise FileNotFoundError(f"no such file or folder: {text!r}")
     return list(found.values())
+
+
+def _glob_base(pattern: str) -> Path:
+    parts = Path(pattern).parts
+    fixed = parts[:next(i for i, p in enumerate(parts) if glob.has_magic(p))]
+    return Path(*fixed).resolve() if fixed else Path.cwd().resolve()
 
 
 def _walk(root: Path, *, hidden: bool) -> Iterator[Path]:
