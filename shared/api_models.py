@@ -1,7 +1,7 @@
 """Response bodies of the workers' HTTP routes, as pydantic models.
 
-Request bodies are validated by the models in ``edgeindex.search.request`` and
-``edgeindex.ingest.requests``; these describe what the routes answer. The OpenAPI
+Request bodies are validated by the models in ``edgeindex.search.request``,
+``edgeindex.uploads.models`` and ``edgeindex.tenancy``; these describe what the routes answer. The OpenAPI
 spec (``edgeindex.runtime.openapi``) is generated from both, and the integration
 test of the spec validates real answers against these models, so they describe
 what the server sends rather than what someone remembered. Handlers keep returning
@@ -27,6 +27,7 @@ class ErrorBody(_Body):
     error: str = Field(description="stable error code, e.g. invalid_request, forbidden, not_found")
     message: str
     field: str | None = Field(None, description="the request field at fault (dotted path for nested fields)")
+    request_id: str | None = Field(None, description="the id the server's log has this request under")
 
 
 class Health(_Body):

@@ -44,6 +44,20 @@ class BindingError(EdgeIndexError):
     status = 503
 
 
+class ObjectStoreError(BindingError):
+    """S3 (or SQS) answered with an error; ``service_code`` is its code (``NoSuchKey``, ``InvalidPart``...)."""
+
+    code = "object_store"
+
+    def __init__(self, message: str, *, service_code: str = "") -> None:
+        super().__init__(message)
+        self.service_code = service_code
+
+    @property
+    def missing(self) -> bool:
+        return self.service_code in ("NoSuchKey", "404", "NotFound", "NoSuchUpload")
+
+
 class ValidationError(EdgeIndexError):
     """A request field is missing, malformed or out of range."""
 

@@ -6,8 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from botocore.exceptions import ClientError
-
+from ..errors import ObjectStoreError
 from . import aws
 
 
@@ -66,8 +65,8 @@ class S3Bucket:
     async def get(self, key) -> bytes | None:
         try:
             out = await aws.call(self._s3.get_object, Bucket=self.name, Key=key)
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] in ("NoSuchKey", "404"):
+        except ObjectStoreError as exc:
+            if exc.missing:
                 return None
             raise
         return await aws.call(out["Body"].read)
@@ -75,8 +74,8 @@ class S3Bucket:
     async def head(self, key) -> ObjectInfo | None:
         try:
             out = await aws.call(self._s3.head_object, Bucket=self.name, Key=key)
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] in ("NoSuchKey", "404", "NotFound"):
+        except ObjectStoreError as exc:
+            if exc.missing:
                 return None
             raise
         return ObjectInfo(key=key, size=out["ContentLength"], etag=_etag(out.get("ETag")),

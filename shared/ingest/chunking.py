@@ -77,14 +77,3 @@ class Chunker:
         tokens = self.count_tokens([piece for _, piece in pieces])
         return [Chunk(i, start, start + len(piece), n, content_hash(piece))
                 for i, ((start, piece), n) in enumerate(zip(pieces, tokens))]
-
-
-_chunkers: dict[tuple[int, int, int], Chunker] = {}
-
-
-def chunker_for(embedder: Any, *, capacity: int, overlap: int) -> Chunker:
-    """The process-wide chunker for an embedder: its tokenizer is loaded once, not per document."""
-    key = (id(embedder), capacity, overlap)
-    if key not in _chunkers:
-        _chunkers[key] = Chunker(embedder.tokenizer(), capacity=capacity, overlap=overlap)
-    return _chunkers[key]

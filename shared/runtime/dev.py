@@ -30,7 +30,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import IO
-from urllib.parse import quote, unquote
+from urllib.parse import quote
 
 from ..config import Config
 from ..errors import BindingError
@@ -135,10 +135,6 @@ class S3Snapshot:
             self.s3.put_object(Bucket=self.bucket, Key=key, Body=path.read_bytes(), **extra)
             restored += 1
         return restored
-
-    @staticmethod
-    def key_of(filename: str) -> str:
-        return unquote(filename)
 
 
 class DevStack:

@@ -1,7 +1,7 @@
-"""OpenAPI 3.1 for a worker, generated from its router's routes and their pydantic models.
+"""OpenAPI 3.1 for a worker, generated from its routes and their pydantic models.
 
 Each route registered with ``summary=``, ``request=``, ``query=``, ``response=`` (see
-``Router.route``) becomes an operation; the JSON Schemas come from pydantic, the same
+``Routes.route``) becomes an operation; the JSON Schemas come from pydantic, the same
 models that validate the requests, so the spec cannot drift from the validation.
 The docs page is Swagger UI from the ``swagger-ui-py`` package's static files: no
 network at run time.
@@ -21,14 +21,14 @@ from aiohttp import web
 from pydantic.json_schema import models_json_schema
 
 from .. import api_models
-from .router import Route, Router
+from .http import Route, Routes
 
 OPENAPI_VERSION = "3.1.0"
 REF = "#/components/schemas/{model}"
 _PARAM = re.compile(r"\{(\w+)\}")
 _SAFE_ASSET = re.compile(r"^[A-Za-z0-9_.-]+$")
 
-# Routes every worker serves beside its router's (runtime/server.py).
+# Routes every worker serves beside its own (runtime/server.py).
 BUILTIN: list[Route] = [
     Route("GET", "/health", re.compile("^/health$"), None, summary="The worker's name, bindings, vars and routes",
           response=api_models.Health, auth=None),
@@ -39,11 +39,11 @@ BUILTIN: list[Route] = [
 ]
 
 
-def build_spec(router: Router, *, title: str, version: str = "0.1.0", description: str = "",
+def build_spec(routes: Routes, *, title: str, version: str = "0.1.0", description: str = "",
                server_url: str | None = None, builtin: bool = True) -> dict[str, Any]:
-    routes = [*(BUILTIN if builtin else []), *router.routes]
+    everything = [*(BUILTIN if builtin else []), *routes.routes]
     wanted = []
-    for route in routes:
+    for route in everything:
         if route.request is not None:
             wanted.append((route.request, "validation"))
         if route.response is not None:
@@ -57,7 +57,7 @@ def build_spec(router: Router, *, title: str, version: str = "0.1.0", descriptio
         return refs[(model, mode)]
 
     paths: dict[str, dict] = {}
-    for route in routes:
+    for route in everything:
         paths.setdefault(route.path, {})[route.method.lower()] = _operation(route, ref)
     spec: dict[str, Any] = {
         "openapi": OPENAPI_VERSION,

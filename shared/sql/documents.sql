@@ -36,7 +36,7 @@ UPDATE documents SET status = 'failed', step = 'upload', error = %(error)s
 WHERE entity_id = %(entity_id)s AND id = %(document_id)s AND version = %(version)s AND status = 'pending';
 
 -- name: pending_upload
-SELECT version, generation, status, object_key, upload_id, content_type
+SELECT version, generation, status, object_key, upload_id, content_type, size_bytes
 FROM documents WHERE entity_id = %(entity_id)s AND id = %(document_id)s;
 
 -- name: live_version

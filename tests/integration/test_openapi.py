@@ -31,13 +31,13 @@ def test_spec_is_valid_and_lists_every_route(stack, worker):
     spec = spec_of(stack, worker)
     validate(spec)  # raises on an invalid document
     assert spec["openapi"] == "3.1.0" and spec["servers"] == [{"url": stack.url(worker)}]
-    router = importlib.import_module(f"edgeindex.workers.{worker}").router
-    assert router.routes, "a worker without routes would make this test vacuous"
+    routes = importlib.import_module(f"edgeindex.workers.{worker}").routes
+    assert routes.routes, "a worker without routes would make this test vacuous"
     documented = {(method.upper(), path) for path, ops in spec["paths"].items() for method in ops}
-    expected = {(r.method, r.path) for r in router.routes} | {("GET", "/health"), ("GET", "/openapi.json"),
+    expected = {(r.method, r.path) for r in routes.routes} | {("GET", "/health"), ("GET", "/openapi.json"),
                                                                ("GET", "/docs")}
     assert documented == expected
-    for route in router.routes:
+    for route in routes.routes:
         op = spec["paths"][route.path][route.method.lower()]
         assert op["summary"] == route.summary
         if route.request is not None:
@@ -45,7 +45,7 @@ def test_spec_is_valid_and_lists_every_route(stack, worker):
         assert str(route.status) in op["responses"]
     # /health names the same routes the spec documents
     health = json.loads(fetch(stack.url(worker) + "/health")[2])
-    assert len(health["routes"]) == len(router.routes)
+    assert len(health["routes"]) == len(routes.routes)
 
 
 def test_docs_page_and_assets_are_served_locally(stack):

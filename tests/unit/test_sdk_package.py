@@ -21,9 +21,9 @@ def test_importing_the_client_pulls_neither_torch_nor_the_server():
     ("SearchRequest", "edgeindex.search.request:SearchRequest"),
     ("SearchFilters", "edgeindex.search.request:Filters"),
     ("SearchInclude", "edgeindex.search.request:Include"),
-    ("UploadRequest", "edgeindex.ingest.requests:UploadRequest"),
-    ("EntityCreate", "edgeindex.ingest.requests:EntityRequest"),
-    ("KeyCreate", "edgeindex.ingest.requests:KeyRequest"),
+    ("UploadRequest", "edgeindex.uploads.models:UploadRequest"),
+    ("EntityCreate", "edgeindex.tenancy:EntityRequest"),
+    ("KeyCreate", "edgeindex.tenancy:KeyRequest"),
 ])
 def test_client_request_models_have_the_servers_fields(client_model, server_model):
     import importlib
