@@ -181,27 +181,30 @@ async def _upload(args) -> int:
 
 
 async def _wait_ingested(client, entity_id: str, sent: dict[str, int], progress, *, timeout: float) -> dict:
-    """Until every uploaded document is ready or failed (at the version sent), counting them by listing."""
+    """Until every uploaded document is ready or failed, polling only what is unfinished.
+
+    Each round lists the entity's pending and processing documents (a list that shrinks as
+    ingestion goes on), so polling costs grow with what is left, not with the entity's size;
+    the pause between rounds grows with it too. Failures are read once at the end."""
     task = progress.add_task("ingesting", total=len(sent), note="")
     started = time.perf_counter()
     deadline = started + timeout
-    ready: set[str] = set()
-    failed: set[str] = set()
-    while len(ready) + len(failed) < len(sent) and time.perf_counter() < deadline:
-        async for doc in client.iter_documents(entity_id, page_size=1000):
-            want = sent.get(doc.document_id)
-            if want is None or doc.document_id in ready or doc.document_id in failed:
-                continue
-            if doc.status == "ready" and doc.ready_version is not None and doc.ready_version >= want:
-                ready.add(doc.document_id)
-            elif doc.status == "failed" and doc.version >= want:
-                failed.add(doc.document_id)
-        progress.update(task, completed=len(ready) + len(failed), note=f"[red]{len(failed)} failed[/]")
-        if len(ready) + len(failed) < len(sent):
-            await asyncio.sleep(0.5)
+    remaining = set(sent)
+    while remaining and time.perf_counter() < deadline:
+        unfinished: set[str] = set()
+        for status in ("pending", "processing"):
+            async for doc in client.iter_documents(entity_id, status=status, page_size=1000):
+                unfinished.add(doc.document_id)
+        remaining &= unfinished
+        progress.update(task, completed=len(sent) - len(remaining))
+        if remaining:
+            await asyncio.sleep(min(10.0, 0.5 + len(remaining) / 1000))
+    failed = {d.document_id async for d in client.iter_documents(entity_id, status="failed", page_size=1000)
+              if d.document_id in sent and d.document_id not in remaining}
+    progress.update(task, note=f"[red]{len(failed)} failed[/]")
     seconds = time.perf_counter() - started
-    return {"ready": len(ready), "ingest_failed": len(failed), "not_ready": len(sent) - len(ready) - len(failed),
-            "ingest_wait_seconds": round(seconds, 2)}
+    return {"ready": len(sent) - len(remaining) - len(failed), "ingest_failed": len(failed),
+            "not_ready": len(remaining), "ingest_wait_seconds": round(seconds, 2)}
 
 
 # --- search ----------------------------------------------------------------------------------------
