@@ -113,6 +113,10 @@ class UploadTicket(_Body):
     multipart: MultipartUpload | None = None
 
 
+class ReceivedUpload(_Body):
+    etag: str = Field(description="also in the ETag header: a multipart part's etag for the complete call")
+
+
 class CompletedUpload(_Body):
     document_id: str
     entity_id: str

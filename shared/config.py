@@ -146,6 +146,10 @@ class ObjectStoreService(_Strict):
     access_key_id: str = "edgeindex"
     secret_access_key: str = "edgeindex"
     presign_expires: int = Field(900, ge=1, le=604800)
+    # "presigned": clients PUT to the store's own presigned URLs (S3 and R2 verify them);
+    # "worker": URLs of the upload worker, which verifies them and streams to the store (for
+    # stores that verify nothing, like the embedded moto server: `edgeindex dev` sets it)
+    uploads: Literal["presigned", "worker"] = "presigned"
 
 
 class QueueService(_Strict):
@@ -281,6 +285,7 @@ ENV_OVERRIDES: list[tuple[str, tuple[str, ...]]] = [
     ("EDGEINDEX_S3_ENDPOINT", ("services", "s3", "endpoint")),
     ("EDGEINDEX_S3_PUBLIC_ENDPOINT", ("services", "s3", "public_endpoint")),
     ("EDGEINDEX_S3_REGION", ("services", "s3", "region")),
+    ("EDGEINDEX_S3_UPLOADS", ("services", "s3", "uploads")),
     ("EDGEINDEX_SQS_ENDPOINT", ("services", "sqs", "endpoint")),
     ("EDGEINDEX_SQS_REGION", ("services", "sqs", "region")),
     ("AWS_ACCESS_KEY_ID", ("services", "s3", "access_key_id")),

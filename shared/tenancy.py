@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from . import sqlfiles
 from .bindings.database import Database
-from .errors import Conflict, Forbidden, NotFound, Unauthorized, ValidationError
+from .errors import Conflict, Forbidden, NotFound, RateLimited, Unauthorized, ValidationError
 from .validation import EntityId
 
 SQL = sqlfiles.load("tenancy.sql")
@@ -65,14 +65,45 @@ def bearer(headers) -> str:
     return secret
 
 
-class Tenancy:
-    """Entities and API keys in the database, with a short in-process cache of key lookups."""
+class RateLimiter:
+    """A token bucket per API key, in this process: ``rate`` requests a second, bursts up to ``burst``.
+    Each worker process keeps its own buckets (a deployment's limit is per process; see README)."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, rate: float, burst: float | None = None, *, clock=time.monotonic) -> None:
+        self.rate = rate
+        self.burst = burst if burst is not None else max(1.0, 2 * rate)
+        self._clock = clock
+        self._buckets: dict[str, tuple[float, float]] = {}  # key id → (tokens, when)
+
+    def take(self, key_id: str) -> None:
+        if self.rate <= 0:
+            return
+        now = self._clock()
+        tokens, then = self._buckets.get(key_id, (self.burst, now))
+        tokens = min(self.burst, tokens + (now - then) * self.rate)
+        if tokens < 1:
+            self._buckets[key_id] = (tokens, now)
+            raise RateLimited(f"too many requests for this API key (limit {self.rate:g}/s)",
+                              retry_after=(1 - tokens) / self.rate)
+        self._buckets[key_id] = (tokens - 1, now)
+
+
+class Tenancy:
+    """Entities and API keys in the database, with a short in-process cache of key lookups and an
+    optional per-key rate limit."""
+
+    def __init__(self, db: Database, *, limiter: RateLimiter | None = None) -> None:
         self.db = db
+        self.limiter = limiter
         self._auth_cache: dict[str, tuple[float, Principal]] = {}
 
     async def authenticate(self, headers) -> Principal:
+        principal = await self._principal(headers)
+        if self.limiter is not None:
+            self.limiter.take(principal.key_id)
+        return principal
+
+    async def _principal(self, headers) -> Principal:
         secret = bearer(headers)
         if not secret:
             raise Unauthorized("missing API key: send 'Authorization: Bearer <key>'", field="Authorization")

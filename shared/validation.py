@@ -10,7 +10,7 @@ import hashlib
 from typing import Annotated, Any, TypeVar
 
 import pydantic
-from pydantic import AfterValidator, BaseModel, StringConstraints
+from pydantic import AfterValidator, BaseModel, StringConstraints, TypeAdapter
 
 from .errors import ValidationError
 
@@ -39,6 +39,16 @@ EntityId = Annotated[str, StringConstraints(pattern=ENTITY_ID_PATTERN)]
 DocumentId = Annotated[str, StringConstraints(min_length=1), AfterValidator(_document_id)]
 
 M = TypeVar("M", bound=BaseModel)
+_DOCUMENT_ID = TypeAdapter(DocumentId)
+
+
+def document_id(value: str, *, field: str = "document_id") -> str:
+    """A document id from a route or query, checked as request bodies check theirs."""
+    try:
+        return _DOCUMENT_ID.validate_python(value)
+    except pydantic.ValidationError as exc:
+        raise ValidationError(f"{field}: {exc.errors()[0]['msg'].removeprefix('Value error, ')}",
+                              field=field) from None
 
 
 def field_name(loc: tuple) -> str:

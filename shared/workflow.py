@@ -26,7 +26,7 @@ from tenacity import AsyncRetrying, RetryError, retry_if_not_exception_type, sto
 
 from . import sqlfiles
 from .bindings.database import Database
-from .errors import ConfigError, Conflict, EdgeIndexError, IngestError, StepFailed
+from .errors import ConfigError, Conflict, EdgeIndexError, IngestError, ReplayMismatch, StepFailed
 
 log = logging.getLogger(__name__)
 SQL = sqlfiles.load("workflow.sql")
@@ -56,11 +56,21 @@ class Step:
     def __init__(self, db: Database, run_id: str, completed: dict[str, Any]) -> None:
         self.db = db
         self.run_id = run_id
-        self.completed = completed
+        self.completed = completed           # in the order they were recorded
+        self.recorded = list(completed)
         self.executed: list[str] = []  # steps that really ran in this invocation
         self._seq = len(completed)
+        self._calls = 0
 
     async def do(self, name: str, fn: Callable[[], Awaitable[Any]], *, retries: RetryPolicy | None = None) -> Any:
+        # A replay must ask for the recorded steps in the recorded order: anything else means the
+        # workflow's code or inputs changed under a run in flight, and replaying would mix them.
+        name = str(name)  # a StrEnum's value: what is stored, replayed and compared
+        position = self._calls
+        self._calls += 1
+        if position < len(self.recorded) and self.recorded[position] != name:
+            raise ReplayMismatch(f"run {self.run_id}: step {position + 1} is {name!r} now but "
+                                 f"{self.recorded[position]!r} was recorded")
         if name in self.completed:
             return self.completed[name]
         policy = retries or RetryPolicy()
@@ -107,6 +117,9 @@ class Workflow:
         raise NotImplementedError
 
 
+_NOT_PROVIDED = object()
+
+
 class WorkflowBinding:
     """``env.INGEST_WORKFLOW``: ``await create(id=..., params=...)`` runs (or resumes) a run here."""
 
@@ -114,7 +127,7 @@ class WorkflowBinding:
         self.db = db
         self.workflow_cls = workflow_cls
         self.name = name
-        self.service: Any = None
+        self.service: Any = _NOT_PROVIDED
         self.last_step: Step | None = None  # for tests and telemetry
 
     def provide(self, service: Any) -> None:
@@ -141,7 +154,7 @@ class WorkflowBinding:
         step = Step(self.db, id, completed)
         self.last_step = step
         try:
-            if self.service is None:
+            if self.service is _NOT_PROVIDED:
                 raise ConfigError(f"workflow {self.name}: nothing was provided to run it with "
                                   "(the worker's startup must call provide())")
             output = await self.workflow_cls(self.service).run(params, step)

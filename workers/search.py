@@ -8,7 +8,7 @@ from edgeindex import api_models
 from edgeindex.runtime.http import Routes, read_json
 from edgeindex.search.request import SearchRequest
 from edgeindex.search.service import SearchService, SearchSettings
-from edgeindex.tenancy import Tenancy
+from edgeindex.tenancy import RateLimiter, Tenancy
 
 routes = Routes()
 MAX_BODY_BYTES = 256_000
@@ -28,7 +28,7 @@ async def startup(env) -> Services:
                                 semantic_threshold=env.var("SEMANTIC_CACHE_THRESHOLD", float),
                                 cache_ttl=env.var("CACHE_TTL_SECONDS", float)))
     search.prepare()
-    return Services(Tenancy(env.DB), search)
+    return Services(Tenancy(env.DB, limiter=RateLimiter(env.var("RATE_LIMIT_PER_SECOND", float))), search)
 
 
 async def fetch(request, services: Services, ctx):

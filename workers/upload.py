@@ -2,26 +2,33 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from dataclasses import dataclass
 
 from edgeindex import api_models as out
+from edgeindex.errors import ConfigError
 from edgeindex.runtime.http import Routes, json_response, read_body, read_json
-from edgeindex.tenancy import EntityRequest, KeyRequest, Tenancy
+from edgeindex.tenancy import EntityRequest, KeyRequest, RateLimiter, Tenancy
 from edgeindex.uploads.models import CompleteRequest, DirectUploadQuery, ListQuery, UploadRequest, check_size
 from edgeindex.uploads.service import UploadLimits, UploadService
+from edgeindex.uploads.signed_urls import UploadSigner
+from edgeindex.validation import document_id as valid_document_id
 from edgeindex.validation import parse
 
 routes = Routes()
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class Services:
     tenancy: Tenancy
     uploads: UploadService
+    background: set[asyncio.Task]
 
 
 async def startup(env) -> Services:
-    tenancy = Tenancy(env.DB)
+    tenancy = Tenancy(env.DB, limiter=RateLimiter(env.var("RATE_LIMIT_PER_SECOND", float)))
     if secret := env.secrets.get("ADMIN_KEY"):
         await tenancy.ensure_admin_key(secret)
     limits = UploadLimits(
@@ -30,7 +37,29 @@ async def startup(env) -> Services:
         part_bytes=env.var("MULTIPART_PART_BYTES", int),
         allowed_types=[t.strip().lower() for t in env.var("ALLOWED_TYPES").split(",") if t.strip()],
         presign_expires=env.BUCKET.presign_expires)
-    return Services(tenancy, UploadService(db=env.DB, bucket=env.BUCKET, kv=env.KV, limits=limits))
+    signer = None
+    if env.config.services.s3.uploads == "worker":
+        secret = env.secrets.get("UPLOAD_SIGNING_KEY") or env.secrets.get("ADMIN_KEY")
+        if not secret:
+            raise ConfigError("uploads through the worker need EDGEINDEX_UPLOAD_SIGNING_KEY (or EDGEINDEX_ADMIN_KEY)",
+                              key="services.s3.uploads")
+        signer = UploadSigner(secret)
+    uploads = UploadService(db=env.DB, bucket=env.BUCKET, kv=env.KV, limits=limits, signer=signer)
+    services = Services(tenancy, uploads, set())
+    task = asyncio.create_task(_expire_uploads(uploads, every=env.var("UPLOAD_SWEEP_SECONDS", float)))
+    services.background.add(task)
+    return services
+
+
+async def _expire_uploads(uploads: UploadService, *, every: float) -> None:
+    """Pending versions whose upload URL expired unused are failed with the reason (every process may
+    run this: the statement skips rows another one holds)."""
+    while True:
+        try:
+            await uploads.expire_uploads()
+        except Exception:
+            log.warning("expiring unused uploads failed; next round retries", exc_info=True)
+        await asyncio.sleep(every)
 
 
 async def fetch(request, services: Services, ctx):
@@ -98,6 +127,7 @@ async def request_upload(request, services: Services, ctx, entity_id):
              request=CompleteRequest, response=out.CompletedUpload)
 async def complete_upload(request, services: Services, ctx, entity_id, document_id):
     await _grant(request, services, entity_id)
+    document_id = valid_document_id(document_id)
     return await services.uploads.complete_upload(entity_id, document_id, await read_json(request))
 
 
@@ -107,6 +137,7 @@ async def complete_upload(request, services: Services, ctx, entity_id, document_
             body_types=("text/plain", "text/markdown", "text/html", "application/pdf", "application/json"))
 async def direct_upload(request, services: Services, ctx, entity_id, document_id):
     await _grant(request, services, entity_id)
+    document_id = valid_document_id(document_id)
     limit = services.uploads.limits.max_bytes
     if request.content_length is not None:
         check_size(request.content_length, limit, field="body")
@@ -115,6 +146,18 @@ async def direct_upload(request, services: Services, ctx, entity_id, document_id
                                                            raw_content_type=request.headers.get("Content-Type"),
                                                            query=dict(request.query))
     return json_response(answer if created else {**answer, "unchanged": True}, 202 if created else 200)
+
+
+@routes.put("/uploads/{token}", summary="Receive the bytes of an upload URL this worker handed out (embedded mode)",
+            response=out.ReceivedUpload, auth=None,
+            body_types=("text/plain", "text/markdown", "text/html", "application/pdf", "application/json",
+                        "application/octet-stream"))
+async def receive_upload(request, services: Services, ctx, token):
+    """The upload URLs this worker hands out (services.s3.uploads = "worker"): the token is the credential."""
+    grant = services.uploads.verify_upload(token, content_type=request.headers.get("Content-Type"),
+                                           length=request.content_length)
+    etag = await services.uploads.receive_upload(grant, await read_body(request, max_bytes=grant.size))
+    return json_response({"etag": etag}, headers={"ETag": f'"{etag}"'})
 
 
 @routes.get("/entities/{entity_id}/documents", summary="List an entity's documents with their status, by id",
@@ -128,6 +171,7 @@ async def list_documents(request, services: Services, ctx, entity_id):
             summary="A document's status: pending, processing (step), ready or failed (error)", response=out.Document)
 async def get_document(request, services: Services, ctx, entity_id, document_id):
     await _grant(request, services, entity_id)
+    document_id = valid_document_id(document_id)
     return await services.uploads.get_document(entity_id, document_id)
 
 
@@ -136,4 +180,5 @@ async def get_document(request, services: Services, ctx, entity_id, document_id)
                response=out.DeletedDocument)
 async def delete_document(request, services: Services, ctx, entity_id, document_id):
     await _grant(request, services, entity_id)
+    document_id = valid_document_id(document_id)
     return await services.uploads.delete_document(entity_id, document_id)

@@ -34,6 +34,7 @@ class Bucket(Protocol):
     async def create_multipart(self, key: str, *, content_type: str | None = None,
                                metadata: dict[str, str] | None = None) -> str: ...
     def presign_part(self, key: str, upload_id: str, part_number: int, *, expires: int | None = None) -> str: ...
+    async def upload_part(self, key: str, upload_id: str, part_number: int, body: bytes) -> str: ...
     async def complete_multipart(self, key: str, upload_id: str, parts: list[tuple[int, str]]) -> ObjectInfo: ...
     async def abort_multipart(self, key: str, upload_id: str) -> None: ...
 
@@ -127,6 +128,11 @@ class S3Bucket:
             "upload_part",
             Params={"Bucket": self.name, "Key": key, "UploadId": upload_id, "PartNumber": part_number},
             ExpiresIn=expires or self.presign_expires, HttpMethod="PUT")
+
+    async def upload_part(self, key, upload_id, part_number, body) -> str:
+        out = await aws.call(self._s3.upload_part, Bucket=self.name, Key=key, UploadId=upload_id,
+                             PartNumber=part_number, Body=body)
+        return _etag(out.get("ETag"))
 
     async def complete_multipart(self, key, upload_id, parts) -> ObjectInfo:
         await aws.call(self._s3.complete_multipart_upload, Bucket=self.name, Key=key, UploadId=upload_id,

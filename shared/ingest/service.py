@@ -32,7 +32,7 @@ from ..bindings.bucket import Bucket
 from ..bindings.database import Database
 from ..bindings.kv import KV
 from ..bindings.queue import Message
-from ..errors import Conflict, EdgeIndexError, IngestError, NotFound, ValidationError
+from ..errors import Conflict, EdgeIndexError, IngestError, NotFound, ReplayMismatch, ValidationError
 from ..object_keys import ObjectRef
 from ..workflow import WorkflowBinding
 from .artifacts import ArtifactStore
@@ -141,7 +141,7 @@ class IngestService:
             return _ack("document changed meanwhile")
         try:
             run = await self.workflow.create(id=p.run_id, params=p.to_event())
-        except IngestError as exc:
+        except (IngestError, ReplayMismatch) as exc:  # retrying cannot help either
             await self._fail(p, exc.message)
             return _ack(f"failed: {exc.message}")
         except Conflict:

@@ -28,6 +28,7 @@ import asyncio
 import logging
 import uuid
 from dataclasses import asdict, dataclass
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -52,14 +53,26 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 SQL = sqlfiles.load("ingest.sql")
 
+class StepName(StrEnum):
+    """The workflow's steps: each name is its durable checkpoint key, written here only."""
+
+    EXTRACT = "extract"
+    CHUNK = "chunk"
+    DIFF = "diff"
+    EMBED = "embed"
+    SUMMARIZE = "summarize"
+    UPSERT = "upsert"
+    DELETE_STALE = "delete-stale"
+
+
 POLICIES = {
-    "extract": RetryPolicy(limit=3, delay=0.5),
-    "chunk": RetryPolicy(limit=2, delay=0.2),
-    "diff": RetryPolicy(limit=3, delay=0.5),
-    "embed": RetryPolicy(limit=3, delay=1.0, max_delay=10.0),
-    "summarize": RetryPolicy(limit=2, delay=1.0),
-    "upsert": RetryPolicy(limit=5, delay=0.5, max_delay=5.0),
-    "delete-stale": RetryPolicy(limit=3, delay=0.5),
+    StepName.EXTRACT: RetryPolicy(limit=3, delay=0.5),
+    StepName.CHUNK: RetryPolicy(limit=2, delay=0.2),
+    StepName.DIFF: RetryPolicy(limit=3, delay=0.5),
+    StepName.EMBED: RetryPolicy(limit=3, delay=1.0, max_delay=10.0),
+    StepName.SUMMARIZE: RetryPolicy(limit=2, delay=1.0),
+    StepName.UPSERT: RetryPolicy(limit=5, delay=0.5, max_delay=5.0),
+    StepName.DELETE_STALE: RetryPolicy(limit=3, delay=0.5),
 }
 _CHUNK_NAMESPACE = uuid.UUID("8f0b5c1e-4f8a-4d53-9a51-6c0a1d2e3f47")
 
@@ -172,6 +185,16 @@ class IngestJob:
                                           title=extracted["title"] or "")
         return {"summary": summary, "method": method}
 
+    async def _lock_current(self, conn) -> tuple[dict | None, dict | None]:
+        """Lock the document row for the commit: (row, None) while this run's version is still the
+        document's, else (row, the outcome: deleted or superseded) and nothing may be written."""
+        row = await (await conn.execute(SQL["lock_document"], self.where)).fetchone()
+        if row is None or row["generation"] != self.p.generation:
+            return row, {"outcome": "deleted"}
+        if row["version"] != self.p.version:
+            return row, {"outcome": "superseded", "current_version": row["version"]}
+        return row, None
+
     async def _replaced(self, conn, row: dict) -> dict:
         """The live version this run replaces, and its object (read from that version's run)."""
         if row["ready_version"] is None:
@@ -201,11 +224,9 @@ class IngestJob:
         replaced: dict = {}
         async with Invalidation(self.service.kv) as invalidation:
             async with self.db.transaction() as conn:
-                row = await (await conn.execute(SQL["lock_document"], self.where)).fetchone()
-                if row is None or row["generation"] != p.generation:
-                    return {"outcome": "deleted"}
-                if row["version"] != p.version:
-                    return {"outcome": "superseded", "current_version": row["version"]}
+                row, gone = await self._lock_current(conn)
+                if gone is not None:
+                    return gone
                 replaced = await self._replaced(conn, row)
                 live = row["ready_version"] is not None  # no live version, no chunks: a first ingest only adds
                 if live:
@@ -240,11 +261,9 @@ class IngestJob:
         replaced: dict = {}
         async with Invalidation(self.service.kv) as invalidation:
             async with self.db.transaction() as conn:
-                row = await (await conn.execute(SQL["lock_document"], self.where)).fetchone()
-                if row is None or row["generation"] != p.generation:
-                    return {"outcome": "deleted"}
-                if row["version"] != p.version:
-                    return {"outcome": "superseded", "current_version": row["version"]}
+                row, gone = await self._lock_current(conn)
+                if gone is not None:
+                    return gone
                 if row["ready_version"] is None or row["content_hash"] != extracted["content_hash"]:
                     raise IngestError("the live version changed since extract; upload the document again")
                 replaced = await self._replaced(conn, row)
@@ -306,18 +325,18 @@ class IngestDocument(Workflow):
             return output
 
         try:
-            extracted = await do("extract", job.extract)
+            extracted = await do(StepName.EXTRACT, job.extract)
             if extracted.get("unchanged"):
-                upserted = await do("upsert", lambda: job.reuse_live(extracted))
-                await do("delete-stale", lambda: job.delete_stale(upserted, []))
+                upserted = await do(StepName.UPSERT, lambda: job.reuse_live(extracted))
+                await do(StepName.DELETE_STALE, lambda: job.delete_stale(upserted, []))
                 return upserted
-            chunked = await do("chunk", lambda: job.chunk(extracted))
-            diffed = await do("diff", lambda: job.diff(chunked))
-            embedded = await do("embed", lambda: job.embed(extracted, chunked, diffed))
-            summarized = await do("summarize", lambda: job.summarize(extracted))
-            upserted = await do("upsert", lambda: job.upsert(extracted, chunked, diffed, embedded, summarized))
+            chunked = await do(StepName.CHUNK, lambda: job.chunk(extracted))
+            diffed = await do(StepName.DIFF, lambda: job.diff(chunked))
+            embedded = await do(StepName.EMBED, lambda: job.embed(extracted, chunked, diffed))
+            summarized = await do(StepName.SUMMARIZE, lambda: job.summarize(extracted))
+            upserted = await do(StepName.UPSERT, lambda: job.upsert(extracted, chunked, diffed, embedded, summarized))
             keys_written = _artifact_keys(extracted, chunked, diffed, embedded)
-            await do("delete-stale", lambda: job.delete_stale(upserted, keys_written))
+            await do(StepName.DELETE_STALE, lambda: job.delete_stale(upserted, keys_written))
         finally:
             self.service.record_executed(p.run_id, list(step.executed))
         return upserted

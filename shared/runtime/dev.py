@@ -238,6 +238,9 @@ class DevStack:
             "HF_HUB_OFFLINE": "1",
             "PYTHONUNBUFFERED": "1",
         })
+        if self._moto is not None and self.s3_endpoint.startswith("http://127.0.0.1"):
+            # moto verifies no presigned URL: the upload worker hands out URLs it verifies itself
+            env.setdefault("EDGEINDEX_S3_UPLOADS", "worker")
         for name, worker in self.config.workers.items():
             env[f"EDGEINDEX_{name.upper()}_PORT"] = str(worker.port)
         return env

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 import secrets
 from collections.abc import Awaitable, Callable
@@ -25,7 +26,7 @@ from urllib.parse import unquote
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
 
-from ..errors import EdgeIndexError, PayloadTooLarge, UnsupportedMediaType, ValidationError
+from ..errors import EdgeIndexError, PayloadTooLarge, RateLimited, UnsupportedMediaType, ValidationError
 
 log = logging.getLogger(__name__)
 Handler = Callable[..., Awaitable[Any]]
@@ -256,8 +257,12 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         response = await handler(request)
     except EdgeIndexError as exc:
         if exc.status >= 500:
-            log.exception("%s %s failed [%s]", request.method, request.path, rid)
-        headers = {"Allow": ", ".join(exc.allowed)} if isinstance(exc, MethodNotAllowed) else None
+            log.exception("%s %s failed [%s]", request.method, loggable_path(request.path), rid)
+        headers = None
+        if isinstance(exc, MethodNotAllowed):
+            headers = {"Allow": ", ".join(exc.allowed)}
+        elif isinstance(exc, RateLimited):
+            headers = {"Retry-After": str(max(1, math.ceil(exc.retry_after)))}
         response = json_response(error_body(exc.code, exc.message, field=exc.field, request_id=rid),
                                  exc.status, headers=headers)
     except web.HTTPException as exc:  # aiohttp's own: 413 over client_max_size, 404 of its router, ...
@@ -266,11 +271,19 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         response = json_response(error_body(_code_for(exc.status), exc.reason or exc.text or "", request_id=rid),
                                  exc.status)
     except Exception:
-        log.exception("%s %s: unexpected error [%s]", request.method, request.path, rid)
+        log.exception("%s %s: unexpected error [%s]", request.method, loggable_path(request.path), rid)
         response = json_response(error_body("internal", "unexpected error; the log has the details under "
                                             "this request id", request_id=rid), 500)
     response.headers[REQUEST_ID_HEADER] = rid
     return response
+
+
+_SECRET_PATH = re.compile(r"^(/uploads/)[^/]+")
+
+
+def loggable_path(path: str) -> str:
+    """A path fit for the log: an upload URL's token is a credential, like a presigned signature."""
+    return _SECRET_PATH.sub(r"\1<token>", path)
 
 
 def _code_for(status: int) -> str:

@@ -31,7 +31,7 @@ from .http import JSONErrorServer, error_middleware, json_response
 
 log = logging.getLogger(__name__)
 ENV_KEY = web.AppKey("env", Env)
-SECRETS = {"ADMIN_KEY": "EDGEINDEX_ADMIN_KEY"}  # env.secrets name → the environment variable holding it
+SECRETS = {"ADMIN_KEY": "EDGEINDEX_ADMIN_KEY", "UPLOAD_SIGNING_KEY": "EDGEINDEX_UPLOAD_SIGNING_KEY"}  # env.secrets name → the environment variable holding it
 
 
 def load_module(config: Config, name: str) -> ModuleType:

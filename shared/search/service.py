@@ -89,6 +89,7 @@ class SearchService:
         self.settings = settings
         self.vocabulary: frozenset[str] | None = None  # the model's whole words (semantic_guard)
         self._stores = itertools.count(1)
+        self._tuned = engine.tuned_connections()
 
     def prepare(self) -> None:
         """Single queries through ONNX Runtime (bindings/onnx_query.py): ~3 ms instead of ~8."""
@@ -103,7 +104,8 @@ class SearchService:
         if (hit := await self.cache_exact(ctx)) is not None:
             return ctx.response(hit)
         self.plan(ctx)
-        lexical = asyncio.ensure_future(_timed(engine.lexical(self.db, ctx.request, ctx.entity_ids, limit=ctx.limit),
+        lexical = asyncio.ensure_future(_timed(engine.lexical(self.db, ctx.request, ctx.entity_ids,
+                                                              tuned=self._tuned, limit=ctx.limit),
                                                ctx.timings, "lexical_ms"))
         try:
             await self.embed(ctx)
@@ -181,7 +183,7 @@ class SearchService:
 
     async def retrieve(self, ctx: SearchContext) -> None:
         mark = time.perf_counter()
-        ctx.rows = await engine.retrieve(self.db, ctx.request, ctx.entity_ids, ctx.embedding,
+        ctx.rows = await engine.retrieve(self.db, ctx.request, ctx.entity_ids, ctx.embedding, tuned=self._tuned,
                                          lexical_result=ctx.lexical, limit=ctx.limit,
                                          include_text=True if ctx.request.rerank else None)
         ctx.timings["hybrid_ms"] = _since(mark)

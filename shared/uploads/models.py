@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_vali
 
 from ..errors import PayloadTooLarge, UnsupportedMediaType
 from ..validation import DocumentId, parse  # noqa: F401  (parse: re-exported for the upload worker)
+
 Tag = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=64,
                                        pattern=r"^[^\x00-\x1f\x7f,]+$")]
 Title = Annotated[str, StringConstraints(strip_whitespace=True, max_length=500, pattern=r"^[^\x00-\x1f\x7f]*$")]

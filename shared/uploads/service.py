@@ -11,9 +11,11 @@ from __future__ import annotations
 import logging
 import math
 import secrets
+import time
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+from urllib.parse import quote
 
 import psycopg
 from psycopg.types.json import Jsonb
@@ -26,8 +28,16 @@ from ..bindings.kv import KV
 from ..cache import Invalidation
 from ..errors import BindingError, Conflict, NotFound, ObjectStoreError, ValidationError
 from ..validation import content_hash, parse
-from .models import (CompleteRequest, DirectUploadQuery, DocumentFields, ListQuery, UploadRequest, check_size,
-                     content_type)
+from .models import (
+    CompleteRequest,
+    DirectUploadQuery,
+    DocumentFields,
+    ListQuery,
+    UploadRequest,
+    check_size,
+    content_type,
+)
+from .signed_urls import UploadGrant, UploadSigner
 
 log = logging.getLogger(__name__)
 SQL = sqlfiles.load("documents.sql")
@@ -49,18 +59,60 @@ def _json_ready(row: dict) -> dict:
 class UploadService:
     """What the upload worker does, given its bindings once at start-up."""
 
-    def __init__(self, *, db: Database, bucket: Bucket, kv: KV, limits: UploadLimits) -> None:
+    def __init__(self, *, db: Database, bucket: Bucket, kv: KV, limits: UploadLimits,
+                 signer: UploadSigner | None = None) -> None:
+        """``signer``: hand out upload URLs of this worker (``signed_urls``) instead of the store's."""
         self.db = db
         self.bucket = bucket
         self.kv = kv
         self.limits = limits
+        self.signer = signer
+
+    def _upload_url(self, base_url: str, key: str, *, entity_id: str, document_id: str, version: int,
+                    media_type: str, size: int, upload_id: str | None = None,
+                    part_number: int | None = None) -> str:
+        if self.signer is None:
+            if part_number is not None:
+                return self.bucket.presign_part(key, upload_id, part_number)
+            return self.bucket.presign_put(key, content_type=media_type)
+        grant = UploadGrant(entity_id=entity_id, document_id=document_id, version=version, object_key=key,
+                            content_type=media_type, size=size, expires_at=int(time.time()) +
+                            self.limits.presign_expires, upload_id=upload_id, part_number=part_number)
+        return f"{base_url}/uploads/{self.signer.sign(grant)}"
+
+    def verify_upload(self, token: str, *, content_type: str | None, length: int | None) -> UploadGrant:
+        """The grant behind a worker upload URL (403 if forged, altered or expired; 400 if the size is off)."""
+        if self.signer is None:
+            raise NotFound("this deployment hands out the object store's own upload URLs", field="token")
+        grant = self.signer.verify(token)
+        self.signer.check_request(grant, content_type=content_type, length=length)
+        return grant
+
+    async def receive_upload(self, grant: UploadGrant, data: bytes) -> str:
+        """Store the bytes a verified URL carries, if its version still waits for them; the ETag."""
+        self.signer.check_request(grant, content_type=grant.content_type, length=len(data))
+        row = await self.db.fetchone(SQL["pending_upload"], {"entity_id": grant.entity_id,
+                                                            "document_id": grant.document_id})
+        if row is None or row["version"] != grant.version or row["object_key"] != grant.object_key:
+            raise Conflict("this upload URL's document version was replaced or deleted; request a new upload",
+                           field="token")
+        if row["status"] != "pending" or row["uploaded_at"] is not None or row["upload_id"] != grant.upload_id:
+            raise Conflict(f"version {grant.version} no longer takes uploads (it is {row['status']}); "
+                           "request a new upload to change the document", field="token")
+        if grant.is_part:
+            return await self.bucket.upload_part(grant.object_key, grant.upload_id, grant.part_number, data)
+        info = await self.bucket.put(grant.object_key, data, content_type=grant.content_type)
+        await self.db.execute(SQL["mark_uploaded"], {"entity_id": grant.entity_id,
+                                                     "document_id": grant.document_id, "version": grant.version})
+        return info.etag
 
     async def _create_version(self, entity_id: str, document_id: str, fields: DocumentFields, *, media_type: str,
-                              size_bytes: int, metadata: dict | None, upload_id_for=None) -> tuple[int, str, str | None]:
+                              size_bytes: int, metadata: dict | None, upload_id_for=None,
+                              expires: int | None = None) -> tuple[int, str, str | None]:
         """Insert or bump the document row and point it at its new object key: (version, object key, upload id).
 
         ``upload_id_for(key)`` starts a multipart upload for the key when one is wanted."""
-        filename = keys.safe_filename(fields.filename, default=document_id)
+        filename = keys.safe_filename(fields.filename or document_id)
         try:
             async with self.db.transaction() as conn:
                 cur = await conn.execute(SQL["create_or_bump"], {
@@ -72,7 +124,8 @@ class UploadService:
                 key = keys.object_key(entity_id, document_id, version, filename)
                 upload_id = await upload_id_for(key) if upload_id_for else None
                 await conn.execute(SQL["set_object"], {"entity_id": entity_id, "document_id": document_id,
-                                                       "version": version, "object_key": key, "upload_id": upload_id})
+                                                       "version": version, "object_key": key, "upload_id": upload_id,
+                                                       "expires": expires})
         except psycopg.errors.ForeignKeyViolation:
             raise NotFound(f"unknown entity {entity_id!r}", field="entity_id") from None
         return version, key, upload_id
@@ -92,18 +145,24 @@ class UploadService:
 
         version, key, upload_id = await self._create_version(entity_id, document_id, req, media_type=media_type,
                                                 size_bytes=req.size_bytes, metadata=req.metadata,
-                                                upload_id_for=start_multipart if multipart else None)
+                                                upload_id_for=start_multipart if multipart else None,
+                                                expires=limits.presign_expires)
         answer: dict[str, Any] = {"document_id": document_id, "entity_id": entity_id, "version": version,
                                   "object_key": key, "status": "pending"}
+        where = {"entity_id": entity_id, "document_id": document_id, "version": version}
         if multipart:
             count = max(1, math.ceil(req.size_bytes / limits.part_bytes))
             answer["multipart"] = {
                 "upload_id": upload_id, "part_size": limits.part_bytes, "expires_in": limits.presign_expires,
-                "parts": [{"part_number": n, "url": bucket.presign_part(key, upload_id, n)} for n in range(1, count + 1)],
-                "complete_url": f"{base_url}/entities/{entity_id}/uploads/{document_id}/complete",
+                "parts": [{"part_number": n, "url": self._upload_url(
+                    base_url, key, **where, media_type=media_type, size=limits.part_bytes, upload_id=upload_id,
+                    part_number=n)} for n in range(1, count + 1)],
+                "complete_url": f"{base_url}/entities/{quote(entity_id, safe='')}/uploads/"
+                                f"{quote(document_id, safe='')}/complete",
             }
         else:
-            answer["upload"] = {"method": "PUT", "url": bucket.presign_put(key, content_type=media_type),
+            answer["upload"] = {"method": "PUT", "url": self._upload_url(base_url, key, **where, media_type=media_type,
+                                                                         size=req.size_bytes),
                                 "headers": {"Content-Type": media_type}, "expires_in": limits.presign_expires}
         return answer
 
@@ -187,6 +246,18 @@ class UploadService:
             raise BindingError(f"object storage kept {stored.size if stored else 0} of the {len(data)} bytes sent")
         await self.db.execute(SQL["mark_uploaded"], where)
         return await self.get_document(entity_id, document_id), True
+
+    async def expire_uploads(self, *, grace_seconds: float = 60.0) -> int:
+        """Fail versions whose upload URL expired with nothing uploaded; abort their multipart uploads."""
+        rows = await self.db.fetch(SQL["expire_uploads"], {"grace": grace_seconds})
+        for row in rows:
+            log.info("upload of %s/%s v%d expired", row["entity_id"], row["document_id"], row["version"])
+            if row["upload_id"]:
+                try:
+                    await self.bucket.abort_multipart(row["object_key"], row["upload_id"])
+                except ObjectStoreError:
+                    log.info("multipart upload %s was already gone", row["upload_id"])
+        return len(rows)
 
     async def get_document(self, entity_id: str, document_id: str) -> dict:
         row = await self.db.fetchone(SQL["get_document"], {"entity_id": entity_id, "document_id": document_id})

@@ -10,7 +10,7 @@ import jsonschema
 import pytest
 from openapi_spec_validator import validate
 
-from ..conftest import new_tenant, put_document, wait_document
+from ..helpers import new_tenant, put_document, wait_document
 
 WORKERS = ["upload", "ingest", "search"]
 
