@@ -4,7 +4,6 @@ own (separate from the integration tests' shared one), or start one themselves."
 from __future__ import annotations
 
 import pytest
-
 from edgeindex.bindings.database import Database
 
 from ..helpers import Client, new_tenant, running_stack

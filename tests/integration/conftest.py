@@ -5,7 +5,6 @@ restarts or reconfigures it: those that must are in tests/e2e with a stack of th
 from __future__ import annotations
 
 import pytest
-
 from edgeindex.bindings.database import Database
 
 from ..helpers import Client, new_tenant, running_stack

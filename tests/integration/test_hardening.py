@@ -16,7 +16,6 @@ import urllib.request
 from urllib.parse import quote, urlsplit
 
 import pytest
-
 from edgeindex.bindings import aws
 from edgeindex.object_keys import object_key
 
@@ -282,9 +281,9 @@ async def test_the_semantic_cache_never_answers_a_question_about_another_number(
 
 
 async def _wait_semantic_pointer(stack, tenant):
-    from ..helpers import wait_for
-
     import psycopg
+
+    from ..helpers import wait_for
 
     async def stored():
         async with await psycopg.AsyncConnection.connect(stack.dsn) as conn:

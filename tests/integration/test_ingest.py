@@ -7,16 +7,24 @@ import random
 import urllib.request
 
 import pytest
-
 from edgeindex import cache
 from edgeindex.bindings import aws
 from edgeindex.bindings.kv import DiskKV
 from edgeindex.errors import ValidationError
 from edgeindex.ingest.events import object_created, object_refs
-
 from edgeindex.object_keys import document_objects_prefix, object_key
-from ..helpers import TOPICS, chunks, document, paragraph, put_document, wait_document, wait_for
-from ..unit.test_extract import make_pdf
+
+from ..helpers import (
+    TOPICS,
+    chunks,
+    document,
+    make_pdf,
+    paragraph,
+    put_document,
+    wait_document,
+    wait_for,
+)
+
 
 def objects(stack, entity_id: str, document_id: str) -> list[str]:
     s3 = aws.client("s3", endpoint=stack.s3_endpoint, region="us-east-1", access_key_id="edgeindex",

@@ -6,7 +6,6 @@ import asyncio
 import uuid
 
 import pytest
-
 from edgeindex.errors import Conflict, IngestError, ReplayMismatch, StepFailed
 from edgeindex.workflow import RetryPolicy, Workflow, WorkflowBinding
 

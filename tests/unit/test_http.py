@@ -8,9 +8,15 @@ import json
 import aiohttp
 import pytest
 from aiohttp import web
-
 from edgeindex.errors import ValidationError
-from edgeindex.runtime.http import JSONErrorServer, Routes, check_json_value, error_middleware, read_body, read_json
+from edgeindex.runtime.http import (
+    JSONErrorServer,
+    Routes,
+    check_json_value,
+    error_middleware,
+    read_body,
+    read_json,
+)
 
 LIMIT = 1000
 
