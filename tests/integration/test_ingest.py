@@ -100,7 +100,7 @@ async def test_reupload_embeds_only_changed_chunks(stack, tenant, db):
 async def test_poison_documents_fail_with_a_reason_and_spare_the_batch(stack, tenant, db):
     # Uploaded back to back, so the queue hands them to the worker in one batch.
     status, empty = tenant.upload.post(f"/entities/{tenant.entity_id}/uploads",
-                                       {"document_id": "p-empty", "content_type": "text/plain", "size_bytes": 10})
+                                       {"document_id": "p-empty", "content_type": "text/plain", "size_bytes": 0})
     assert status == 201
     req = urllib.request.Request(empty["upload"]["url"], data=b"", method="PUT", headers=empty["upload"]["headers"])
     urllib.request.urlopen(req, timeout=30).close()

@@ -15,7 +15,7 @@ from ..helpers import ROOT, Client
 
 
 @pytest.mark.parametrize("name,expected", [
-    ("upload", {"BUCKET", "DB", "KV", "INGEST_QUEUE"}),
+    ("upload", {"BUCKET", "DB", "KV"}),
     ("ingest", {"BUCKET", "DB", "KV", "AI", "INGEST_WORKFLOW"}),
     ("search", {"DB", "KV", "AI", "SEMANTIC_CACHE"}),
 ])
