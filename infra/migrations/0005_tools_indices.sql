@@ -18,6 +18,10 @@ CREATE TABLE tools (
     tokens        integer NOT NULL,         -- cl100k_base tokens of the definition as handed to an LLM
     model_id      text NOT NULL,
     embedding     vector({{dimension}}) NOT NULL,
+    -- a second view: the description alone (NULL when empty). A request is as close to a tool
+    -- as to its closest view; on the dev catalogue the description alone ranks better than
+    -- name + description + parameters, and the best of both better than either.
+    description_embedding vector({{dimension}}),
     created_at    timestamptz NOT NULL DEFAULT now(),
     updated_at    timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (entity_id, name)

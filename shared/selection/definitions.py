@@ -17,7 +17,7 @@ from typing import Any
 from jsonschema import SchemaError
 from jsonschema.validators import validator_for
 
-from ..errors import PayloadTooLarge, ValidationError
+from ..errors import ValidationError
 from .text import split_identifier
 
 NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:\-]{0,127}$")
@@ -169,7 +169,7 @@ def parse_tool(raw: Any, where: str) -> ToolDef:
     if not isinstance(raw, dict):
         raise ValidationError(f"{where} must be an object", field=where)
     if len(json.dumps(raw)) > MAX_DEFINITION_BYTES:
-        raise PayloadTooLarge(f"{where} is larger than {MAX_DEFINITION_BYTES} bytes", field=where)
+        raise ValidationError(f"{where} is larger than {MAX_DEFINITION_BYTES} bytes", field=where)
     body = raw
     if raw.get("type") == "function" and isinstance(raw.get("function"), dict):   # OpenAI tools[] item
         body = {**raw["function"], **{k: v for k, v in raw.items() if k not in ("type", "function")}}
@@ -215,7 +215,7 @@ def parse_catalogue(body: dict) -> list[ToolDef]:
     if not isinstance(items, list) or not items:
         raise ValidationError(f"{where} must be a non-empty list of tool definitions", field=where)
     if len(items) > MAX_TOOLS_PER_REQUEST:
-        raise PayloadTooLarge(f"{where}: at most {MAX_TOOLS_PER_REQUEST} tools per request, got {len(items)} "
+        raise ValidationError(f"{where}: at most {MAX_TOOLS_PER_REQUEST} tools per request, got {len(items)} "
                               "(register in batches)", field=where)
     tools: list[ToolDef] = []
     seen: dict[str, int] = {}

@@ -19,7 +19,7 @@ import numpy as np
 from psycopg.types.json import Jsonb
 
 from .. import sqlfiles
-from ..errors import NotFound, PayloadTooLarge, ValidationError
+from ..errors import NotFound, ValidationError
 from .catalog_cache import CatalogCache, as_vector, bump
 from .scoring import Catalogue
 from .text import Field, split_identifier, terms
@@ -77,7 +77,7 @@ def parse_index(raw: Any, where: str) -> IndexDef:
             raise ValidationError(f"{where}.{key} must be a list of strings", field=f"{where}.{key}")
         fields.extend(value)
     if len(fields) > MAX_FIELDS:
-        raise PayloadTooLarge(f"{where}.fields holds more than {MAX_FIELDS} names", field=f"{where}.fields")
+        raise ValidationError(f"{where}.fields holds more than {MAX_FIELDS} names", field=f"{where}.fields")
     return IndexDef(name.strip(), description.strip(), tuple(dict.fromkeys(fields)))
 
 
@@ -86,7 +86,7 @@ async def register(db, embedder, entity_id: str, body: dict) -> dict:
     if not isinstance(items, list) or not items:
         raise ValidationError("indices must be a non-empty list of index descriptors", field="indices")
     if len(items) > MAX_PER_REQUEST:
-        raise PayloadTooLarge(f"indices: at most {MAX_PER_REQUEST} per request", field="indices")
+        raise ValidationError(f"indices: at most {MAX_PER_REQUEST} per request", field="indices")
     parsed, seen = [], {}
     for i, raw in enumerate(items):
         index = parse_index(raw, f"indices[{i}]")
@@ -97,7 +97,7 @@ async def register(db, embedder, entity_id: str, body: dict) -> dict:
         parsed.append(index)
     existing = {r["name"]: r["content_hash"] for r in await db.fetch(SQL["index_hashes"], {"entity_id": entity_id})}
     if len(set(existing) | set(seen)) > MAX_PER_ENTITY:
-        raise PayloadTooLarge(f"an entity holds at most {MAX_PER_ENTITY} indices", field="indices")
+        raise ValidationError(f"an entity holds at most {MAX_PER_ENTITY} indices", field="indices")
     written = await upsert(db, embedder, entity_id, parsed, existing)
     return {"entity_id": entity_id, "registered": len(parsed), "embedded": written,
             "unchanged": len(parsed) - written, "model_id": embedder.model_id}

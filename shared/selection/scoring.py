@@ -30,7 +30,7 @@ class Scores:
     fused: np.ndarray       # alpha * z(vector) + (1 - alpha) * z(bm25) + prior
 
 
-def _z(values: np.ndarray) -> np.ndarray:
+def zscore(values: np.ndarray) -> np.ndarray:
     if values.size < 2:
         return np.zeros_like(values)
     std = float(values.std())
@@ -71,5 +71,5 @@ class Catalogue:
             np.maximum.at(vector, self.example_owner, self.example_vectors @ query_vector.astype(np.float32))
         bm25, best = self.bm25.scores(query)
         text = np.minimum(bm25 / best, 1.0) if best > 0 else np.zeros(self.size, np.float32)
-        fused = alpha * _z(vector) + (1 - alpha) * _z(bm25) + self.prior
+        fused = alpha * zscore(vector) + (1 - alpha) * zscore(bm25) + self.prior
         return Scores(vector, text.astype(np.float32), fused.astype(np.float32))

@@ -10,6 +10,7 @@ a bounded prior.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import re
@@ -21,11 +22,11 @@ import numpy as np
 from psycopg.types.json import Jsonb
 
 from .. import sqlfiles
-from ..errors import NotFound, PayloadTooLarge, ValidationError
+from ..errors import NotFound, ValidationError
 from . import definitions
 from .catalog_cache import CatalogCache, as_vector, bump
 from .definitions import MAX_TOOLS_PER_ENTITY, ToolDef, count_tokens, parse_catalogue
-from .scoring import Catalogue, feedback_prior
+from .scoring import Catalogue, feedback_prior, zscore as _zscore
 from .text import Field, split_identifier, terms
 
 SQL = sqlfiles.load("tools.sql")
@@ -39,8 +40,21 @@ MAX_QUERY_CHARS = 4000
 # unrelated tool of a catalogue sits at ~2.5-3.5.
 DEFAULT_THRESHOLD = 1.5
 CONFIDENT_Z = 3.0
+# Among n scores no z-score exceeds sqrt(n - 1) (one outlier, the rest equal), so in a small
+# catalogue both cuts are capped at a share of that ceiling.
+CEILING_SHARE = 0.5
+CATEGORY_MAX = 10
 FALLBACK_MAX = 64           # "nothing confident" sends every tool, up to this many (best first)
 FEEDBACK_EXAMPLES_PER_TOOL = 20
+# A request made of several sentences often asks for several tools ("First ... Then ...").
+# Each sentence with enough words of its own is scored alone too; its best tool joins the
+# first places when it stands out among the tools (vector z and fused z both >= SEGMENT_Z),
+# which keeps filler sentences ("Can you help me with a few things?") from adding noise.
+MAX_SEGMENTS = 8
+SEGMENT_MIN_TERMS = 3
+SEGMENT_Z = 3.0
+SEGMENT_LEAD = 2            # places the whole request keeps before the sentences' picks
+_SENTENCE = re.compile(r"(?<=[.?!])\s+|\n+|;\s*")
 _cache = CatalogCache(KIND)
 
 
@@ -56,7 +70,7 @@ async def register(db, embedder, entity_id: str, body: dict) -> dict:
     existing = {r["name"]: r for r in await db.fetch(SQL["tool_hashes"], {"entity_id": entity_id})}
     new_names = [t.name for t in tools if t.name not in existing]
     if len(existing) + len(new_names) > MAX_TOOLS_PER_ENTITY:
-        raise PayloadTooLarge(f"an entity holds at most {MAX_TOOLS_PER_ENTITY} tools: {len(existing)} registered, "
+        raise ValidationError(f"an entity holds at most {MAX_TOOLS_PER_ENTITY} tools: {len(existing)} registered, "
                               f"{len(new_names)} new in this request", field="tools")
     texts = {t.name: t.embedded_text() for t in tools}
     hashes = {t.name: definitions.content_hash(texts[t.name], model_id) for t in tools}
@@ -69,6 +83,9 @@ async def register(db, embedder, entity_id: str, body: dict) -> dict:
     keep_vector = [t for t in tools if t.name in keep_names]
     to_embed = [t for t in tools if t.name not in unchanged_names and t.name not in keep_names]
     vectors = await embedder.embed([texts[t.name] for t in to_embed]) if to_embed else np.zeros((0, 0))
+    described = [t for t in to_embed if t.description]
+    description_vectors = dict(zip([t.name for t in described],
+                                   await embedder.embed([t.description for t in described]) if described else []))
 
     known_examples = {(r["name"], r["text_hash"]) for r in await db.fetch(SQL["tool_example_hashes"],
                                                                          {"entity_id": entity_id})}
@@ -79,7 +96,8 @@ async def register(db, embedder, entity_id: str, body: dict) -> dict:
     changed = to_embed + keep_vector
     async with db.transaction() as conn:
         for tool, vector in zip(to_embed, vectors):
-            await conn.execute(SQL["tool_upsert"], _row(entity_id, tool, hashes[tool.name], model_id, vector))
+            await conn.execute(SQL["tool_upsert"], {**_row(entity_id, tool, hashes[tool.name], model_id, vector),
+                                                    "description_embedding": description_vectors.get(tool.name)})
         for tool in keep_vector:
             row = _row(entity_id, tool, hashes[tool.name], model_id, None)
             await conn.execute(SQL["tool_update_keep_vector"], row)
@@ -161,6 +179,10 @@ async def _build(db, entity_ids: list[str]) -> ToolCatalogue:
         for r in entity_rows:
             r["entity_id"] = entity_id
             vectors.append(as_vector(r.pop("embedding")))
+            view = r.pop("description_embedding")
+            if view is not None:   # the description alone is one more view of the tool (see 0005)
+                ex_vectors.append(as_vector(view))
+                ex_owner.append(len(rows))
             rows.append(r)
         for ex in await db.fetch(SQL["tool_example_vectors"], {"entity_id": entity_id}):
             if ex["name"] in local:
@@ -197,6 +219,7 @@ class SelectRequest:
     entity_ids: list[str] | None
     k: int
     threshold: float
+    threshold_default: bool
     requirements: bool
     categories: bool
 
@@ -227,7 +250,8 @@ def parse_select(body: dict) -> SelectRequest:
         if not isinstance(value, bool):
             raise ValidationError(f"{name} must be true or false", field=name)
         flags[name] = value
-    return SelectRequest(query.strip(), entity_ids, k, float(threshold), flags["include_requirements"],
+    return SelectRequest(query.strip(), entity_ids, k, float(threshold), "threshold" not in body,
+                         flags["include_requirements"],
                          flags["expand_categories"])
 
 
@@ -287,7 +311,9 @@ async def select(db, embedder, entity_ids: list[str], request: SelectRequest) ->
     order = np.argsort(-scores.fused, kind="stable")
     top_z = float(scores.fused[order[0]])
     named = named_tools(request.query, cat)
-    confident = bool(named) or top_z >= CONFIDENT_Z
+    ceiling = float(np.sqrt(max(n - 1, 1)))
+    confident = bool(named) or top_z >= min(CONFIDENT_Z, CEILING_SHARE * ceiling)
+    threshold = min(request.threshold, CEILING_SHARE * ceiling / 2) if request.threshold_default else request.threshold
 
     chosen: dict[int, dict] = {}
     fallback = None
@@ -302,32 +328,57 @@ async def select(db, embedder, entity_ids: list[str], request: SelectRequest) ->
     else:
         for i in named:
             chosen[i] = {"reason": "named"}
-        for i in order:
+        picks = await _segment_picks(request.query, cat, embedder)
+        lead = [int(i) for i in order[:SEGMENT_LEAD]]
+        for i in dict.fromkeys(lead + [i for i, _ in picks] + [int(i) for i in order]):
             if len(chosen) >= request.k:
                 break
-            i = int(i)
             if i in chosen:
                 continue
-            if scores.fused[i] < request.threshold:
-                break
-            chosen[i] = {"reason": "matched"}
+            sentence = dict(picks).get(i) if i not in lead else None
+            if sentence is None and scores.fused[i] < threshold:
+                continue   # below the threshold for the whole request (a sentence's pick passed its own)
+            chosen[i] = {"reason": "matched", **({"sentence": sentence} if sentence else {})}
         if request.categories:
-            _expand_categories(request.query, cat, chosen, request.k)
+            _expand_categories(request.query, cat, chosen)
     if request.requirements:
         _close_requirements(cat, chosen)
     timings["score_ms"] = _ms(mark)
     tools = [_tool_out(cat, i, scores, request.query, why.pop("reason"), **why) for i, why in chosen.items()]
     return {**base, "tools": tools, "count": len(tools), "confident": confident, "fallback": fallback,
-            "threshold": request.threshold, "tokens": _account(list(chosen), cat),
+            "threshold": round(threshold, 4), "tokens": _account(list(chosen), cat),
             "timings": timings, "took_ms": _ms(started)}
 
 
-def _expand_categories(query: str, cat: ToolCatalogue, chosen: dict[int, dict], k: int) -> None:
-    """A request naming a category (all of its words) brings that category's tools, up to k of them."""
+def segments(query: str) -> list[str]:
+    parts = [p.strip(" \"'") for p in _SENTENCE.split(query)]
+    return [p for p in parts if len(terms(p)) >= SEGMENT_MIN_TERMS][:MAX_SEGMENTS]
+
+
+async def _segment_picks(query: str, cat: ToolCatalogue, embedder) -> list[tuple[int, str]]:
+    parts = segments(query)
+    if len(parts) < 2:
+        return []
+    vectors = await asyncio.gather(*(embedder.embed_query(p) for p in parts))
+    picks: list[tuple[float, int, str]] = []
+    for part, vector in zip(parts, vectors):
+        scores = cat.catalogue.score(part, vector)
+        best = int(np.argmax(scores.fused))
+        vector_z = float(_zscore(scores.vector)[best])
+        if vector_z >= SEGMENT_Z and scores.fused[best] >= SEGMENT_Z:
+            picks.append((vector_z, best, part))
+    return [(i, part) for _, i, part in sorted(picks, key=lambda p: -p[0])]
+
+
+def _expand_categories(query: str, cat: ToolCatalogue, chosen: dict[int, dict]) -> None:
+    """A request naming a category (all of its words) brings that category's tools.
+
+    Only a category of at most CATEGORY_MAX tools: a big one would undo the selection.
+    """
     query_terms = set(terms(query))
     for key, members in cat.categories.items():
         words = cat.category_terms[key]
-        if not words or not words <= query_terms or len(members) > k:
+        if not words or not words <= query_terms or len(members) > CATEGORY_MAX:
             continue
         for i in members:
             chosen.setdefault(i, {"reason": "category", "category": key[1]})

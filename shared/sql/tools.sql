@@ -8,14 +8,16 @@ SELECT count(*) AS n FROM tools WHERE entity_id = %(entity_id)s;
 
 -- name: tool_upsert
 INSERT INTO tools (entity_id, name, description, parameters, category, tags, requires, examples,
-                   content_hash, definition_hash, tokens, model_id, embedding)
+                   content_hash, definition_hash, tokens, model_id, embedding, description_embedding)
 VALUES (%(entity_id)s, %(name)s, %(description)s, %(parameters)s, %(category)s, %(tags)s, %(requires)s,
-        %(examples)s, %(content_hash)s, %(definition_hash)s, %(tokens)s, %(model_id)s, %(embedding)s)
+        %(examples)s, %(content_hash)s, %(definition_hash)s, %(tokens)s, %(model_id)s, %(embedding)s,
+        %(description_embedding)s)
 ON CONFLICT (entity_id, name) DO UPDATE SET
     description = EXCLUDED.description, parameters = EXCLUDED.parameters, category = EXCLUDED.category,
     tags = EXCLUDED.tags, requires = EXCLUDED.requires, examples = EXCLUDED.examples,
     content_hash = EXCLUDED.content_hash, definition_hash = EXCLUDED.definition_hash,
-    tokens = EXCLUDED.tokens, model_id = EXCLUDED.model_id, embedding = EXCLUDED.embedding, updated_at = now();
+    tokens = EXCLUDED.tokens, model_id = EXCLUDED.model_id, embedding = EXCLUDED.embedding,
+    description_embedding = EXCLUDED.description_embedding, updated_at = now();
 
 -- name: tool_update_keep_vector
 -- The embedded text did not change (only e.g. requires or tags): the stored vector stays.
@@ -34,6 +36,7 @@ DELETE FROM tools WHERE entity_id = %(entity_id)s AND name = ANY(%(names)s) RETU
 
 -- name: tool_catalog
 SELECT t.name, t.description, t.parameters, t.category, t.tags, t.requires, t.tokens, t.model_id, t.embedding,
+       t.description_embedding,
        coalesce(f.used, 0) AS used, coalesce(f.shown, 0) AS shown
 FROM tools t LEFT JOIN tool_feedback f ON f.entity_id = t.entity_id AND f.name = t.name
 WHERE t.entity_id = %(entity_id)s ORDER BY t.name;
