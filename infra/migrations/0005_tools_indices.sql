@@ -70,6 +70,19 @@ CREATE TABLE index_descriptors (
     PRIMARY KEY (entity_id, name)
 );
 
+-- Parts of a descriptor whose fields are qualified ("table.column"): each part (a table of a
+-- database) is embedded and scored on its own, and the descriptor scores by its best part too.
+CREATE TABLE index_parts (
+    entity_id   text NOT NULL,
+    index_name  text NOT NULL,
+    part        text NOT NULL,
+    fields      text[] NOT NULL DEFAULT '{}',
+    model_id    text NOT NULL,
+    embedding   vector({{dimension}}) NOT NULL,
+    PRIMARY KEY (entity_id, index_name, part),
+    FOREIGN KEY (entity_id, index_name) REFERENCES index_descriptors (entity_id, name) ON DELETE CASCADE
+);
+
 ALTER TABLE documents ADD COLUMN collection text;
 CREATE INDEX documents_collection ON documents (entity_id, collection) WHERE collection IS NOT NULL;
 

@@ -21,7 +21,7 @@ from psycopg.types.json import Jsonb
 from .. import sqlfiles
 from ..errors import NotFound, ValidationError
 from .catalog_cache import CatalogCache, as_vector, bump
-from .scoring import Catalogue
+from .scoring import Catalogue, z_cut, zscore
 from .text import Field, split_identifier, terms
 
 SQL = sqlfiles.load("tools.sql")
@@ -34,6 +34,13 @@ DEFAULT_K = 5
 MAX_K = 50
 CONFIDENT_Z = 3.0       # fused z of the first choice (scoring.py) ...
 CONFIDENT_MARGIN = 0.5  # ... and its lead over the second, in z units
+# A descriptor with qualified fields ("table.column") is also scored by its best part (table):
+# a question is usually about one or two tables, which a whole database's text dilutes.
+PART_WEIGHT = 0.7
+# Descriptors named in one namespace ("db.table", "cluster.index") are usually searched together
+# (a join, a shared schema): each gains this share of the best score of its namespace.
+GROUP_BOOST = 1.0
+SMALL_CATALOGUE = 20
 _cache = CatalogCache(KIND)
 
 
@@ -52,6 +59,23 @@ class IndexDef:
         extra = " ".join(profile.get("terms", [])[:30])
         summary = profile.get("summary", "")
         return f"{words}: {self.description} {summary} Fields: {fields} {extra}".strip()
+
+
+def parts(index: IndexDef) -> dict[str, list[str]]:
+    """``{"table": [columns]}`` when the fields are qualified with at least two prefixes, else {}."""
+    found: dict[str, list[str]] = {}
+    for f in index.fields:
+        if "." in f:
+            prefix, column = f.split(".", 1)
+            found.setdefault(prefix, []).append(column)
+        else:
+            found.setdefault(f, [])
+    return found if sum(1 for f in index.fields if "." in f) and len(found) >= 2 else {}
+
+
+def part_text(index_name: str, part: str, fields: list[str]) -> str:
+    return (f"{' '.join(split_identifier(index_name))} {' '.join(split_identifier(part))}: Fields: "
+            + ", ".join(" ".join(split_identifier(f)) for f in fields))
 
 
 def content_hash(index: IndexDef, model_id: str) -> str:
@@ -109,12 +133,19 @@ async def upsert(db, embedder, entity_id: str, parsed: list[IndexDef], existing:
     if not changed:
         return 0
     vectors = await embedder.embed([d.embedded_text() for d in changed])
+    part_rows = [(d.name, part, fields) for d in changed for part, fields in parts(d).items()]
+    part_vectors = await embedder.embed([part_text(n, p, f) for n, p, f in part_rows]) if part_rows else []
     async with db.transaction() as conn:
         for d, vector in zip(changed, vectors):
             await conn.execute(SQL["index_upsert"], {
                 "entity_id": entity_id, "name": d.name, "kind": d.kind, "description": d.description,
                 "fields": list(d.fields), "profile": Jsonb(d.profile or {}), "content_hash": hashes[d.name],
                 "model_id": embedder.model_id, "embedding": vector})
+            await conn.execute(SQL["index_parts_drop"], {"entity_id": entity_id, "name": d.name})
+        for (name, part, fields), vector in zip(part_rows, part_vectors):
+            await conn.execute(SQL["index_part_insert"], {"entity_id": entity_id, "name": name, "part": part,
+                                                          "fields": fields, "model_id": embedder.model_id,
+                                                          "embedding": vector})
         await bump(conn, entity_id, KIND)
     return len(changed)
 
@@ -140,6 +171,10 @@ async def delete_indices(db, entity_id: str, names: list[str]) -> dict:
 @dataclass
 class IndexCatalogue:
     catalogue: Catalogue
+    parts: Catalogue                 # one entry per part; a descriptor without parts is its own part
+    part_owner: np.ndarray           # part -> descriptor
+    part_names: list[str]
+    groups: np.ndarray | None        # descriptor -> namespace number, when some namespace holds two or more
     rows: list[dict]
     field_terms: list[list[tuple[str, frozenset[str]]]]
     name_terms: list[frozenset[str]]
@@ -156,18 +191,55 @@ def _fields(row: dict) -> list[Field]:
 
 async def _build(db, entity_ids: list[str]) -> IndexCatalogue:
     rows, vectors = [], []
+    part_keys, part_vectors, part_fields, part_owner, part_names = [], [], [], [], []
     for entity_id in entity_ids:
+        offset = len(rows)
         for r in await db.fetch(SQL["index_catalog"], {"entity_id": entity_id}):
             r["entity_id"] = entity_id
             vectors.append(as_vector(r.pop("embedding")))
             rows.append(r)
+        local = {r["name"]: offset + i for i, r in enumerate(rows[offset:])}
+        with_parts = set()
+        for p in await db.fetch(SQL["index_part_catalog"], {"entity_id": entity_id}):
+            owner = local.get(p["index_name"])
+            if owner is None:
+                continue
+            with_parts.add(owner)
+            part_keys.append((entity_id, f"{p['index_name']}.{p['part']}"))
+            part_vectors.append(as_vector(p["embedding"]))
+            part_fields.append([Field(" ".join(split_identifier(f"{p['index_name']} {p['part']}")), 3.0),
+                                Field(" ".join(" ".join(split_identifier(f)) for f in p["fields"]), 1.0)])
+            part_owner.append(owner)
+            part_names.append(p["part"])
+        for i in range(offset, len(rows)):
+            if i not in with_parts:    # its own single part
+                part_keys.append((entity_id, rows[i]["name"]))
+                part_vectors.append(vectors[i])
+                part_fields.append(_fields(rows[i]))
+                part_owner.append(i)
+                part_names.append("")
     keys = [(r["entity_id"], r["name"]) for r in rows]
     matrix = np.vstack(vectors) if vectors else np.zeros((0, 1), np.float32)
+    namespaces = [(r["entity_id"], r["name"].rsplit(".", 1)[0]) if "." in r["name"] else (r["entity_id"], r["name"])
+                  for r in rows]
+    numbering = {ns: i for i, ns in enumerate(dict.fromkeys(namespaces))}
+    groups = np.asarray([numbering[ns] for ns in namespaces], dtype=np.int64)
+    shared = len(numbering) < len(rows)
     return IndexCatalogue(
-        Catalogue(keys, matrix, [_fields(r) for r in rows]), rows,
+        Catalogue(keys, matrix, [_fields(r) for r in rows]),
+        Catalogue(part_keys, np.vstack(part_vectors) if part_vectors else np.zeros((0, 1), np.float32), part_fields),
+        np.asarray(part_owner, dtype=np.int64), part_names, groups if shared else None, rows,
         [[(f, frozenset(terms(" ".join(split_identifier(f))))) for f in r["fields"]] for r in rows],
         [frozenset(terms(" ".join(split_identifier(r["name"])))) for r in rows],
         [frozenset(terms(r["description"] or "")) for r in rows])
+
+
+def _best_part(cat: IndexCatalogue, fused: np.ndarray, index: int) -> dict:
+    mine = np.flatnonzero(cat.part_owner == index)
+    if len(mine) < 2:
+        return {}
+    best = int(mine[np.argmax(fused[mine])])
+    return {"part": cat.part_names[best]}
 
 
 async def catalogue_for(db, entity_ids: list[str]) -> IndexCatalogue:
@@ -207,20 +279,33 @@ async def select(db, embedder, entity_ids: list[str], request: SelectRequest) ->
                 "took_ms": round((time.perf_counter() - started) * 1000, 2)}
     vector = await embedder.embed_query(request.query)
     scores = cat.catalogue.score(request.query, vector)
-    order = [int(i) for i in np.argsort(-scores.fused, kind="stable")[:request.k]]
-    top = float(scores.fused[order[0]])
-    margin = top - float(scores.fused[order[1]]) if len(order) > 1 else float("inf")
-    confident = top >= CONFIDENT_Z and margin >= CONFIDENT_MARGIN
+    part_scores = cat.parts.score(request.query, vector)
+    best_part = np.full(n, -np.inf, dtype=np.float32)
+    np.maximum.at(best_part, cat.part_owner, part_scores.fused)
+    final = PART_WEIGHT * zscore(best_part) + (1 - PART_WEIGHT) * zscore(scores.fused)
+    if cat.groups is not None:
+        group_best = np.full(int(cat.groups.max()) + 1, -np.inf, dtype=np.float32)
+        np.maximum.at(group_best, cat.groups, final)
+        final = final + GROUP_BOOST * group_best[cat.groups]
+        final = zscore(final)
+    order = [int(i) for i in np.argsort(-final, kind="stable")[:request.k]]
+    top = float(final[order[0]])
+    margin = top - float(final[order[1]]) if len(order) > 1 else float("inf")
+    confident = top >= z_cut(CONFIDENT_Z, n) and margin >= z_cut(CONFIDENT_MARGIN, n, 0.25)
+    if n < SMALL_CATALOGUE:
+        # among a handful of indices one always stands out in z: ask for a word of the request too
+        confident = confident and bool(scores.text[order[0]] > 0 or part_scores.text[cat.part_owner == order[0]].max(initial=0) > 0)
     query_terms = frozenset(terms(request.query))
     out = []
     for i in order:
         row = cat.rows[i]
         out.append({"name": row["name"], "entity_id": row["entity_id"], "kind": row["kind"],
-                    "description": row["description"], "score": round(float(scores.fused[i]), 4),
+                    "description": row["description"], "score": round(float(final[i]), 4),
                     "scores": {"vector": round(float(scores.vector[i]), 4), "text": round(float(scores.text[i]), 4)},
                     "evidence": {"name": sorted(query_terms & cat.name_terms[i]),
                                  "fields": [f for f, t in cat.field_terms[i] if t & query_terms][:20],
-                                 "description": sorted(query_terms & cat.description_terms[i])}})
+                                 "description": sorted(query_terms & cat.description_terms[i]),
+                                 **_best_part(cat, part_scores.fused, i)}})
     return {"query": request.query, "entity_ids": entity_ids, "indices": out, "count": len(out),
             "confident": confident, "margin": round(margin, 4) if margin != float("inf") else None,
             "registry_size": n, "took_ms": round((time.perf_counter() - started) * 1000, 2)}

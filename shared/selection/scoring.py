@@ -39,6 +39,15 @@ def zscore(values: np.ndarray) -> np.ndarray:
     return (values - float(values.mean())) / std
 
 
+def z_cut(cut: float, n: int, share: float = 0.5) -> float:
+    """``cut`` for a catalogue of n entries, capped at ``share`` of the largest z-score n scores allow.
+
+    Among n scores no z-score exceeds sqrt(n - 1) (one outlier, the rest equal): a cut made for
+    hundreds of entries would otherwise be out of reach in a catalogue of five.
+    """
+    return min(cut, share * float(np.sqrt(max(n - 1, 1))))
+
+
 def feedback_prior(used: np.ndarray, shown: np.ndarray) -> np.ndarray:
     """Bounded bonus from feedback: smoothed share of the times a tool was used when sent.
 

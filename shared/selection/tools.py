@@ -26,7 +26,7 @@ from ..errors import NotFound, ValidationError
 from . import definitions
 from .catalog_cache import CatalogCache, as_vector, bump
 from .definitions import MAX_TOOLS_PER_ENTITY, ToolDef, count_tokens, parse_catalogue
-from .scoring import Catalogue, feedback_prior, zscore as _zscore
+from .scoring import Catalogue, feedback_prior, z_cut, zscore as _zscore
 from .text import Field, split_identifier, terms
 
 SQL = sqlfiles.load("tools.sql")
@@ -39,10 +39,7 @@ MAX_QUERY_CHARS = 4000
 # dev catalogue: needed tools sit far above it (their median z is ~6), while the best
 # unrelated tool of a catalogue sits at ~2.5-3.5.
 DEFAULT_THRESHOLD = 1.5
-CONFIDENT_Z = 3.0
-# Among n scores no z-score exceeds sqrt(n - 1) (one outlier, the rest equal), so in a small
-# catalogue both cuts are capped at a share of that ceiling.
-CEILING_SHARE = 0.5
+CONFIDENT_Z = 3.0          # both cuts are capped for small catalogues (scoring.z_cut)
 CATEGORY_MAX = 10
 FALLBACK_MAX = 64           # "nothing confident" sends every tool, up to this many (best first)
 FEEDBACK_EXAMPLES_PER_TOOL = 20
@@ -311,9 +308,8 @@ async def select(db, embedder, entity_ids: list[str], request: SelectRequest) ->
     order = np.argsort(-scores.fused, kind="stable")
     top_z = float(scores.fused[order[0]])
     named = named_tools(request.query, cat)
-    ceiling = float(np.sqrt(max(n - 1, 1)))
-    confident = bool(named) or top_z >= min(CONFIDENT_Z, CEILING_SHARE * ceiling)
-    threshold = min(request.threshold, CEILING_SHARE * ceiling / 2) if request.threshold_default else request.threshold
+    confident = bool(named) or top_z >= z_cut(CONFIDENT_Z, n)
+    threshold = z_cut(request.threshold, n, 0.25) if request.threshold_default else request.threshold
 
     chosen: dict[int, dict] = {}
     fallback = None

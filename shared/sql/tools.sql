@@ -90,6 +90,17 @@ ON CONFLICT (entity_id, name) DO UPDATE SET
     content_hash = EXCLUDED.content_hash, model_id = EXCLUDED.model_id, embedding = EXCLUDED.embedding,
     updated_at = now();
 
+-- name: index_parts_drop
+DELETE FROM index_parts WHERE entity_id = %(entity_id)s AND index_name = %(name)s;
+
+-- name: index_part_insert
+INSERT INTO index_parts (entity_id, index_name, part, fields, model_id, embedding)
+VALUES (%(entity_id)s, %(name)s, %(part)s, %(fields)s, %(model_id)s, %(embedding)s);
+
+-- name: index_part_catalog
+SELECT index_name, part, fields, embedding FROM index_parts WHERE entity_id = %(entity_id)s
+ORDER BY index_name, part;
+
 -- name: index_list
 SELECT name, kind, description, fields, profile, model_id, created_at, updated_at
 FROM index_descriptors WHERE entity_id = %(entity_id)s ORDER BY name;
