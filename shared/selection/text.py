@@ -92,6 +92,7 @@ class BM25Index:
         weights = self.idf[coo.col] * coo.data * (k1 + 1) / (coo.data + norm[coo.row])
         self.weights = sparse.csc_matrix((weights, (coo.row, coo.col)), shape=tf.shape)
         self.size = len(documents)
+        self._inverse: dict[int, str] | None = None
 
     def query_terms(self, text: str) -> list[int]:
         return list(dict.fromkeys(self.vocab[t] for t in terms(text) if t in self.vocab))
@@ -110,5 +111,7 @@ class BM25Index:
 
     def matched(self, text: str, document: int) -> list[str]:
         """The query's terms this document holds (the evidence of a result)."""
-        inverse = {i: t for t, i in self.vocab.items()}
+        if self._inverse is None:
+            self._inverse = {i: t for t, i in self.vocab.items()}
+        inverse = self._inverse
         return [inverse[c] for c in self.query_terms(text) if self.weights[document, c] > 0]

@@ -301,7 +301,10 @@ async def select(db, embedder, entity_ids: list[str], request: SelectRequest) ->
                 "tokens": _account([], cat), "took_ms": _ms(started)}
 
     mark = time.perf_counter()
-    query_vector = await embedder.embed_query(request.query)
+    parts = segments(request.query)
+    parts = parts if len(parts) >= 2 else []
+    vectors = await embed_texts(embedder, [request.query, *parts])
+    query_vector, part_vectors = vectors[0], vectors[1:]
     timings["embed_ms"] = _ms(mark)
     mark = time.perf_counter()
     scores = cat.catalogue.score(request.query, query_vector)
@@ -324,7 +327,7 @@ async def select(db, embedder, entity_ids: list[str], request: SelectRequest) ->
     else:
         for i in named:
             chosen[i] = {"reason": "named"}
-        picks = await _segment_picks(request.query, cat, embedder)
+        picks = _segment_picks(parts, part_vectors, cat)
         lead = [int(i) for i in order[:SEGMENT_LEAD]]
         for i in dict.fromkeys(lead + [i for i, _ in picks] + [int(i) for i in order]):
             if len(chosen) >= request.k:
@@ -351,11 +354,17 @@ def segments(query: str) -> list[str]:
     return [p for p in parts if len(terms(p)) >= SEGMENT_MIN_TERMS][:MAX_SEGMENTS]
 
 
-async def _segment_picks(query: str, cat: ToolCatalogue, embedder) -> list[tuple[int, str]]:
-    parts = segments(query)
-    if len(parts) < 2:
-        return []
-    vectors = await asyncio.gather(*(embedder.embed_query(p) for p in parts))
+async def embed_texts(embedder, texts: list[str]) -> list[np.ndarray]:
+    """The request (and its sentences) in one batch where the embedder offers it."""
+    if len(texts) == 1:
+        return [await embedder.embed_query(texts[0])]
+    many = getattr(embedder, "embed_queries", None)
+    if many is not None:
+        return list(await many(texts))
+    return list(await asyncio.gather(*(embedder.embed_query(t) for t in texts)))
+
+
+def _segment_picks(parts: list[str], vectors: list[np.ndarray], cat: ToolCatalogue) -> list[tuple[int, str]]:
     picks: list[tuple[float, int, str]] = []
     for part, vector in zip(parts, vectors):
         scores = cat.catalogue.score(part, vector)
