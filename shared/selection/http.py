@@ -69,4 +69,4 @@ async def delete_index(env: Any, principal: Principal, entity: str, name: str) -
 async def select_indices(env: Any, principal: Principal, body: dict) -> dict:
     request = indices.parse_select(body)
     entity_ids = resolve_entities(principal, request.entity_ids)
-    return await indices.select(env.DB, env.AI.embedder, entity_ids, request)
+    return await indices.select(env.DB, env.AI.embedder, entity_ids, request, llm=getattr(env.AI, "llm", None))

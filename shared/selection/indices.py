@@ -270,7 +270,24 @@ def parse_select(body: dict) -> SelectRequest:
     return SelectRequest(query.strip(), entity_ids, k)
 
 
-async def select(db, embedder, entity_ids: list[str], request: SelectRequest) -> dict:
+LLM_SYSTEM = ("You pick the index that answers a request. Reply with the exact name of one index from the "
+              "list and nothing else.")
+
+
+async def llm_decide(llm, query: str, shortlist: list[dict], rows_by_name: dict[str, dict]) -> str | None:
+    """The name an LLM picks from the shortlist, or None when its answer names none of them."""
+    lines = []
+    for item in shortlist:
+        row = rows_by_name[item["name"]]
+        fields = ", ".join(row["fields"][:40])
+        lines.append(f"- {item['name']}: {row['description'] or '(no description)'} Fields: {fields}")
+    answer = await llm.complete(LLM_SYSTEM, f"Request: {query}\n\nIndices:\n" + "\n".join(lines), max_tokens=40)
+    answer = answer.strip().strip("`'\". ")
+    names = [item["name"] for item in shortlist]
+    return answer if answer in names else None
+
+
+async def select(db, embedder, entity_ids: list[str], request: SelectRequest, *, llm=None) -> dict:
     started = time.perf_counter()
     cat = await catalogue_for(db, entity_ids)
     n = cat.catalogue.size
@@ -306,6 +323,13 @@ async def select(db, embedder, entity_ids: list[str], request: SelectRequest) ->
                                  "fields": [f for f, t in cat.field_terms[i] if t & query_terms][:20],
                                  "description": sorted(query_terms & cat.description_terms[i]),
                                  **_best_part(cat, part_scores.fused, i)}})
+    decided_by = "scores"
+    if llm is not None and not confident and len(out) > 1:
+        # only the uncertain cases pay for an LLM call, and only over the shortlist
+        choice = await llm_decide(llm, request.query, out, {r["name"]: r for r in cat.rows})
+        if choice is not None:
+            out.sort(key=lambda item: item["name"] != choice)
+            decided_by = "llm"
     return {"query": request.query, "entity_ids": entity_ids, "indices": out, "count": len(out),
-            "confident": confident, "margin": round(margin, 4) if margin != float("inf") else None,
+            "confident": confident, "decided_by": decided_by, "margin": round(margin, 4) if margin != float("inf") else None,
             "registry_size": n, "took_ms": round((time.perf_counter() - started) * 1000, 2)}

@@ -60,3 +60,23 @@ def test_z_cut_respects_the_ceiling_of_small_catalogues():
 def test_feedback_prior_is_bounded():
     prior = feedback_prior(np.array([0.0, 1, 1000]), np.array([10.0, 1, 1000]))
     assert prior[0] == 0 and 0 < prior[1] < prior[2] < 0.75
+
+
+async def test_llm_decides_only_among_the_shortlist():
+    from edgeindex.selection.indices import llm_decide
+
+    class FakeLLM:
+        def __init__(self, answer):
+            self.answer, self.prompts = answer, []
+
+        async def complete(self, system, user, *, max_tokens=300):
+            self.prompts.append(user)
+            return self.answer
+
+    shortlist = [{"name": "orders"}, {"name": "tickets"}]
+    rows = {"orders": {"fields": ["order_id"], "description": "Orders"},
+            "tickets": {"fields": ["priority"], "description": ""}}
+    llm = FakeLLM(" `tickets`.")
+    assert await llm_decide(llm, "open tickets", shortlist, rows) == "tickets"
+    assert "priority" in llm.prompts[0] and "orders: Orders" in llm.prompts[0]
+    assert await llm_decide(FakeLLM("customers"), "x", shortlist, rows) is None
