@@ -2,91 +2,103 @@
 
 from __future__ import annotations
 
-from edgeindex import tenancy
-from edgeindex.runtime.router import Router, read_json
-from edgeindex.search import service
-from edgeindex.search.rerank import HTTPReranker
-from edgeindex.selection import http as selection
+from dataclasses import dataclass
 
-router = Router()
+from edgeindex.runtime.http import Routes, read_json
+from edgeindex.search.service import SearchService, SearchSettings
+from edgeindex.selection.http import MAX_REGISTER_BYTES, MAX_SELECT_BYTES, SelectionService
+from edgeindex.tenancy import RateLimiter, Tenancy
+
+routes = Routes()
 MAX_BODY_BYTES = 256_000
 
 
-async def startup(env) -> None:
-    service.prepare_query_embedding(env.AI.embedder)
-    # The reranker is optional: a binding only when its URL var is set.
-    url = str(env.worker.vars.get("RERANK_URL", "") or "")
-    if url:
-        env.bind("RERANKER", HTTPReranker(url, model=str(env.worker.vars.get("RERANK_MODEL", "") or "")))
+@dataclass(frozen=True)
+class Services:
+    tenancy: Tenancy
+    search: SearchService
+    selection: SelectionService
 
 
-@router.post("/search")
-async def search(request, env, ctx):
-    principal = await tenancy.authenticate(env.DB, request.headers)
+async def startup(env) -> Services:
+    search = SearchService(
+        db=env.DB, kv=env.KV, embedder=env.AI.embedder, semantic_cache=env.SEMANTIC_CACHE,
+        reranker=getattr(env, "RERANKER", None),  # declared in wrangler.toml; bound only when its url is set
+        settings=SearchSettings(max_k=env.var("MAX_K", int), max_query_chars=env.var("MAX_QUERY_CHARS", int),
+                                semantic_threshold=env.var("SEMANTIC_CACHE_THRESHOLD", float),
+                                cache_ttl=env.var("CACHE_TTL_SECONDS", float)))
+    search.prepare()
+    return Services(Tenancy(env.DB, limiter=RateLimiter(env.var("RATE_LIMIT_PER_SECOND", float))), search,
+                    SelectionService(env.DB, env.AI.embedder, env.AI.llm))
+
+
+async def fetch(request, services: Services, ctx):
+    return await routes.fetch(request, services, ctx)
+
+
+@routes.post("/search")
+async def search(request, services: Services, ctx):
+    principal = await services.tenancy.authenticate(request.headers)
     body = await read_json(request, max_bytes=MAX_BODY_BYTES)
-    return await service.search(env, ctx, principal, body)
+    return await services.search.search(principal, body, background=ctx)
 
 
-# Tool and index selection for agents (edgeindex.selection.http).
+# Tool and index selection for agents (edgeindex.selection).
 
-@router.post("/entities/{entity}/tools")
-async def register_tools(request, env, ctx, entity):
-    principal = await tenancy.authenticate(env.DB, request.headers)
-    body = await read_json(request, max_bytes=selection.MAX_REGISTER_BYTES)
-    return await selection.register_tools(env, principal, entity, body)
-
-
-@router.get("/entities/{entity}/tools")
-async def list_tools(request, env, ctx, entity):
-    principal = await tenancy.authenticate(env.DB, request.headers)
-    return await selection.list_tools(env, principal, entity)
+@routes.post("/entities/{entity}/tools")
+async def register_tools(request, services: Services, ctx, entity):
+    principal = await services.tenancy.authenticate(request.headers)
+    body = await read_json(request, max_bytes=MAX_REGISTER_BYTES)
+    return await services.selection.register_tools(principal, entity, body)
 
 
-@router.delete("/entities/{entity}/tools/{name}")
-async def delete_tool(request, env, ctx, entity, name):
-    principal = await tenancy.authenticate(env.DB, request.headers)
-    return await selection.delete_tool(env, principal, entity, name)
+@routes.get("/entities/{entity}/tools")
+async def list_tools(request, services: Services, ctx, entity):
+    principal = await services.tenancy.authenticate(request.headers)
+    return await services.selection.list_tools(principal, entity)
 
 
-@router.post("/tools/select")
-async def select_tools(request, env, ctx):
-    principal = await tenancy.authenticate(env.DB, request.headers)
-    body = await read_json(request, max_bytes=selection.MAX_SELECT_BYTES)
-    return await selection.select_tools(env, principal, body)
+@routes.delete("/entities/{entity}/tools/{name}")
+async def delete_tool(request, services: Services, ctx, entity, name):
+    principal = await services.tenancy.authenticate(request.headers)
+    return await services.selection.delete_tool(principal, entity, name)
 
 
-@router.post("/tools/feedback")
-async def tool_feedback(request, env, ctx):
-    principal = await tenancy.authenticate(env.DB, request.headers)
-    body = await read_json(request, max_bytes=selection.MAX_SELECT_BYTES)
-    return await selection.tool_feedback(env, principal, body)
+@routes.post("/tools/select")
+async def select_tools(request, services: Services, ctx):
+    principal = await services.tenancy.authenticate(request.headers)
+    body = await read_json(request, max_bytes=MAX_SELECT_BYTES)
+    return await services.selection.select_tools(principal, body)
 
 
-@router.post("/entities/{entity}/indices")
-async def register_indices(request, env, ctx, entity):
-    principal = await tenancy.authenticate(env.DB, request.headers)
-    body = await read_json(request, max_bytes=selection.MAX_REGISTER_BYTES)
-    return await selection.register_indices(env, principal, entity, body)
+@routes.post("/tools/feedback")
+async def tool_feedback(request, services: Services, ctx):
+    principal = await services.tenancy.authenticate(request.headers)
+    body = await read_json(request, max_bytes=MAX_SELECT_BYTES)
+    return await services.selection.tool_feedback(principal, body)
 
 
-@router.get("/entities/{entity}/indices")
-async def list_indices(request, env, ctx, entity):
-    principal = await tenancy.authenticate(env.DB, request.headers)
-    return await selection.list_indices(env, principal, entity)
+@routes.post("/entities/{entity}/indices")
+async def register_indices(request, services: Services, ctx, entity):
+    principal = await services.tenancy.authenticate(request.headers)
+    body = await read_json(request, max_bytes=MAX_REGISTER_BYTES)
+    return await services.selection.register_indices(principal, entity, body)
 
 
-@router.delete("/entities/{entity}/indices/{name}")
-async def delete_index(request, env, ctx, entity, name):
-    principal = await tenancy.authenticate(env.DB, request.headers)
-    return await selection.delete_index(env, principal, entity, name)
+@routes.get("/entities/{entity}/indices")
+async def list_indices(request, services: Services, ctx, entity):
+    principal = await services.tenancy.authenticate(request.headers)
+    return await services.selection.list_indices(principal, entity)
 
 
-@router.post("/indices/select")
-async def select_indices(request, env, ctx):
-    principal = await tenancy.authenticate(env.DB, request.headers)
-    body = await read_json(request, max_bytes=selection.MAX_SELECT_BYTES)
-    return await selection.select_indices(env, principal, body)
+@routes.delete("/entities/{entity}/indices/{name}")
+async def delete_index(request, services: Services, ctx, entity, name):
+    principal = await services.tenancy.authenticate(request.headers)
+    return await services.selection.delete_index(principal, entity, name)
 
 
-async def fetch(request, env, ctx):
-    return await router.fetch(request, env, ctx)
+@routes.post("/indices/select")
+async def select_indices(request, services: Services, ctx):
+    principal = await services.tenancy.authenticate(request.headers)
+    body = await read_json(request, max_bytes=MAX_SELECT_BYTES)
+    return await services.selection.select_indices(principal, body)

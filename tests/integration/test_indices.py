@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ..conftest import new_tenant
+from ..helpers import new_tenant
 
 INDICES = [
     {"name": "support_tickets", "description": "Customer support conversations and their resolution.",

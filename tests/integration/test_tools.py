@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ..conftest import new_tenant
+from ..helpers import new_tenant
 
 # A small shop-support catalogue: every tool is about something different, so each test's
 # expected pick is unambiguous, and two tools form a requirement chain.
