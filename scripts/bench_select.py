@@ -72,7 +72,7 @@ async def bench(search_url: str, upload_url: str, admin_key: str, tools: list[di
                 assert r.status == 200, await r.text()
         register_s = time.perf_counter() - started
         print(f"registered {len(tools)} tools in {register_s:.1f} s", flush=True)
-        server, latencies = [], []
+        server, latencies, stages = [], [], {}
         for timed in (False, True):
             for query in queries:
                 mark = time.perf_counter()
@@ -83,11 +83,15 @@ async def bench(search_url: str, upload_url: str, admin_key: str, tools: list[di
                 if timed:
                     latencies.append((time.perf_counter() - mark) * 1000)
                     server.append(body["took_ms"])
+                    for stage, ms in (body.get("timings") or {}).items():
+                        stages.setdefault(stage, []).append(ms)
     return {"tools": len(tools), "queries": len(queries), "register_s": round(register_s, 1),
             "p50_ms": round(float(np.percentile(latencies, 50)), 2),
             "p99_ms": round(float(np.percentile(latencies, 99)), 2),
             "server_p50_ms": round(float(np.percentile(server, 50)), 2),
             "server_p99_ms": round(float(np.percentile(server, 99)), 2),
+            "stages_p50_ms": {k: round(float(np.percentile(v, 50)), 2) for k, v in stages.items()},
+            "stages_p99_ms": {k: round(float(np.percentile(v, 99)), 2) for k, v in stages.items()},
             "load_average": os.getloadavg()[0], "cpus": os.cpu_count()}
 
 
