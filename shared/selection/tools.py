@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import re
 import time
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from psycopg.types.json import Jsonb
