@@ -385,7 +385,9 @@ class IngestDocument(Workflow):
         p = IngestParams(**event)
         job = IngestJob(self.service, p)
 
-        async def do(name: StepName, body, output: type[T]) -> T:
+        async def do(step_name: StepName, body, output: type[T]) -> T:
+            name = str(step_name)  # its value, as checkpoints, faults and logs name it
+
             async def attempt():
                 faults.fail(name, p.document_id)
                 result = await body()
