@@ -159,6 +159,8 @@ async def search(env: Any, ctx: Any, principal: Principal, body: dict) -> dict:
         timings["rerank_ms"] = _since(mark)
     else:
         results = [engine.shape(r, request) for r in rows]
+    if request.order == "reverse":
+        results.reverse()
     # query words the entities have never seen, and the vocabulary terms that stood in for them
     payload = {"results": results, "entity_ids": entity_ids, "corrections": lexical_result.corrections}
 
