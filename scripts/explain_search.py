@@ -29,7 +29,7 @@ MODEL_ID, DIMENSION = "sentence-transformers/all-MiniLM-L6-v2", 384
 
 
 async def load(db, chunks: int, texts: list[str]) -> dict[str, int]:
-    from edgeindex.search import loader
+    from edgeindex.evaluation import loader
 
     # One large tenant, one mid-sized, and small ones sharing partitions with them.
     sizes = {"explain-big": int(chunks * 0.6), "explain-mid": int(chunks * 0.2)}
@@ -48,8 +48,8 @@ async def load(db, chunks: int, texts: list[str]) -> dict[str, int]:
 
 async def run(args) -> int:
     from edgeindex.bindings.database import Database
-    from edgeindex.search import explain as ex
-    from edgeindex.search.loader import read_passages
+    from edgeindex.evaluation import explain as ex
+    from edgeindex.evaluation.loader import read_passages
     from edgeindex.search.request import parse_request
 
     db = Database(args.dsn, max_size=2)
@@ -96,13 +96,14 @@ async def run(args) -> int:
              {"trigram_gin"}),
         ]
         failures = 0
+        tuned = ex.engine.tuned_connections()
         for title, entities, body, expected in cases:
             request = parse_request({"k": 10, **body}, max_k=100, max_query_chars=2000)
             await ex.explain(db, request, entities, embedding)  # warm caches
             timings = []
             for _ in range(5):
                 started = time.perf_counter()
-                await ex.engine.retrieve(db, request, entities, embedding)
+                await ex.engine.retrieve(db, request, entities, embedding, tuned=tuned)
                 timings.append((time.perf_counter() - started) * 1000)
             plan = await ex.explain(db, request, entities, embedding)
             used = ex.used_kinds(plan, kinds)

@@ -122,8 +122,8 @@ def wrk_phase(url: str, key: str, body: dict, agents: int, seconds: float) -> No
 
 async def load_chunks(dsn: str, chunks: int) -> None:
     from edgeindex.bindings.database import Database
-    from edgeindex.search import loader
-    from edgeindex.search.explain import vacuum_analyze
+    from edgeindex.evaluation import loader
+    from edgeindex.evaluation.explain import vacuum_analyze
 
     db = Database(dsn, max_size=2)
     await db.open()

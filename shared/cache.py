@@ -12,6 +12,10 @@ Correctness when chunks change (no request may ever see a deleted chunk):
 - a search reads the sequences of its entities *before* querying the database
   and stores its result only if, atomically, no barrier is up and no sequence
   moved; otherwise it just returns the result uncached;
+- an entry keeps the sequences it was computed at and is served only while they
+  are still current: any change in an entity (a new document ready, a version
+  replaced, a document deleted) retires every entry of that entity, so a cached
+  answer never hides a document that became ready after it;
 - ingestion calls ``begin_invalidation`` before committing a change (barrier up,
   sequence bumped, entries holding the chunks deleted) and ``end_invalidation``
   after the commit (barrier down, sequence bumped, entries deleted again).
@@ -21,9 +25,9 @@ the commit's bump, so it can never store its (stale) result afterwards.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Iterable
-from typing import Any
 
 from .bindings.kv import KV
 
@@ -46,8 +50,12 @@ def read_sequences(kv: KV, entity_ids: Iterable[str]) -> tuple[int, ...]:
     return tuple(int(kv.get(_seq_key(e), 0)) for e in entity_ids)
 
 
-def load(kv: KV, key: str) -> dict | None:
-    return kv.get(result_key(key))
+def load(kv: KV, key: str, sequences: tuple[int, ...]) -> dict | None:
+    """The stored result, if it was computed at exactly these (current) entity sequences."""
+    entry = kv.get(result_key(key))
+    if entry is None or tuple(entry["sequences"]) != tuple(sequences):
+        return None
+    return entry["payload"]
 
 
 def store(kv: KV, key: str, value: dict, *, chunk_ids: Iterable[str], entity_ids: list[str],
@@ -60,7 +68,7 @@ def store(kv: KV, key: str, value: dict, *, chunk_ids: Iterable[str], entity_ids
             return False
         if any(float(kv.get(_barrier_key(e), 0)) > now for e in entity_ids):
             return False
-        kv.put(result_key(key), value, ttl=ttl)
+        kv.put(result_key(key), {"sequences": list(sequences), "payload": value}, ttl=ttl)
         for chunk_id in chunk_ids:
             refs = kv.get(f"ref:{chunk_id}") or set()
             refs.add(key)
@@ -98,5 +106,36 @@ def end_invalidation(kv: KV, entity_ids: Iterable[str], chunk_ids: Iterable[str]
         return _drop_entries(kv, chunk_ids)
 
 
-def stats(kv: KV) -> dict[str, Any]:
-    return {"results": len(kv.list("result:")), "refs": len(kv.list("ref:"))}
+class Invalidation:
+    """Brackets a database commit that changes an entity's chunks or documents::
+
+        async with cache.Invalidation(kv) as invalidation:
+            async with db.transaction() as conn:
+                ...  # lock, read the chunk ids the change touches
+                await invalidation.begin([entity_id], chunk_ids)
+                ...  # write
+        invalidation.dropped  # cache entries removed
+
+    ``begin`` runs inside the transaction, before the commit; ``end`` runs after the
+    transaction is over (committed or not), only if ``begin`` ran. Called with no chunk ids
+    it still retires every cached result of the entities (a new document is now ready).
+    """
+
+    def __init__(self, kv: KV) -> None:
+        self.kv = kv
+        self.dropped = 0
+        self._begun: tuple[list[str], list[str]] | None = None
+
+    async def begin(self, entity_ids: Iterable[str], chunk_ids: Iterable[str]) -> None:
+        entity_ids, chunk_ids = list(entity_ids), [str(c) for c in chunk_ids]
+        self.dropped += await asyncio.to_thread(begin_invalidation, self.kv, entity_ids, chunk_ids)
+        self._begun = (entity_ids, chunk_ids)
+
+    async def __aenter__(self) -> Invalidation:
+        return self
+
+    async def __aexit__(self, *exc_info) -> None:
+        if self._begun is not None:
+            entity_ids, chunk_ids = self._begun
+            self._begun = None
+            self.dropped += await asyncio.to_thread(end_invalidation, self.kv, entity_ids, chunk_ids)

@@ -79,6 +79,15 @@ class AIBinding(_Strict):
     binding: BindingName
 
 
+class RerankBinding(_Strict):
+    """Ours: a TEI/Cohere-style ``/rerank`` endpoint. No url = declared but not configured
+    (``rerank: true`` is then a 400); EDGEINDEX_RERANK_URL / EDGEINDEX_RERANK_MODEL set them."""
+
+    binding: BindingName
+    url: str = ""
+    model: str = ""
+
+
 class WorkflowBinding(_Strict):
     name: ResourceName
     binding: BindingName
@@ -96,6 +105,7 @@ class Worker(_Strict):
     vectorize: list[VectorizeIndex] = []
     hyperdrive: list[Hyperdrive] = []
     ai: AIBinding | None = None
+    rerank: RerankBinding | None = None
     workflows: list[WorkflowBinding] = []
 
     @field_validator("main")
@@ -119,6 +129,8 @@ class Worker(_Strict):
                                      *self.vectorize, *self.hyperdrive, *self.workflows)]
         if self.ai:
             names.append(self.ai.binding)
+        if self.rerank:
+            names.append(self.rerank.binding)
         return names
 
 
@@ -134,6 +146,10 @@ class ObjectStoreService(_Strict):
     access_key_id: str = "edgeindex"
     secret_access_key: str = "edgeindex"
     presign_expires: int = Field(900, ge=1, le=604800)
+    # "presigned": clients PUT to the store's own presigned URLs (S3 and R2 verify them);
+    # "worker": URLs of the upload worker, which verifies them and streams to the store (for
+    # stores that verify nothing, like the embedded moto server: `edgeindex dev` sets it)
+    uploads: Literal["presigned", "worker"] = "presigned"
 
 
 class QueueService(_Strict):
@@ -269,6 +285,7 @@ ENV_OVERRIDES: list[tuple[str, tuple[str, ...]]] = [
     ("EDGEINDEX_S3_ENDPOINT", ("services", "s3", "endpoint")),
     ("EDGEINDEX_S3_PUBLIC_ENDPOINT", ("services", "s3", "public_endpoint")),
     ("EDGEINDEX_S3_REGION", ("services", "s3", "region")),
+    ("EDGEINDEX_S3_UPLOADS", ("services", "s3", "uploads")),
     ("EDGEINDEX_SQS_ENDPOINT", ("services", "sqs", "endpoint")),
     ("EDGEINDEX_SQS_REGION", ("services", "sqs", "region")),
     ("AWS_ACCESS_KEY_ID", ("services", "s3", "access_key_id")),
@@ -305,6 +322,10 @@ def apply_env(data: dict, environ: dict[str, str]) -> dict:
         port = environ.get(f"EDGEINDEX_{name.upper()}_PORT")
         if port:
             worker["port"] = port
+        if isinstance(worker.get("rerank"), dict):
+            for variable, key in (("EDGEINDEX_RERANK_URL", "url"), ("EDGEINDEX_RERANK_MODEL", "model")):
+                if environ.get(variable) is not None:
+                    worker["rerank"][key] = environ[variable]
         for var in list((worker.get("vars") or {}).keys()):
             override = environ.get(f"EDGEINDEX_VAR_{var}")
             if override is not None:

@@ -19,8 +19,10 @@ from .bindings.bucket import S3Bucket
 from .bindings.database import Database
 from .bindings.kv import DiskKV
 from .bindings.queue import SQSQueue
+from .bindings.rerank import HTTPReranker
 from .bindings.vectorize import PgVectorIndex
 from .config import Config, Worker
+
 from .errors import ConfigError
 from .workflow import Workflow, WorkflowBinding
 
@@ -30,10 +32,11 @@ log = logging.getLogger(__name__)
 class Env:
     """Attribute bag of bindings and vars, plus what the runtime needs to know."""
 
-    def __init__(self, name: str, config: Config, worker: Worker) -> None:
+    def __init__(self, name: str, config: Config, worker: Worker, secrets: dict[str, str] | None = None) -> None:
         self.worker_name = name
         self.config = config
         self.worker = worker
+        self.secrets = dict(secrets or {})  # as `wrangler secret put`: never in wrangler.toml, never logged
         self.bindings: dict[str, Any] = {}
         for key, value in worker.vars.items():
             setattr(self, key, value)
@@ -95,10 +98,11 @@ def import_class(dotted: str, *, key: str, config: Config) -> type:
 
 
 @asynccontextmanager
-async def open_env(config: Config, worker_name: str, *, migrate: bool = True) -> AsyncIterator[Env]:
+async def open_env(config: Config, worker_name: str, *, migrate: bool = True,
+                   secrets: dict[str, str] | None = None) -> AsyncIterator[Env]:
     """Open every binding the worker declares; close them all on exit."""
     worker = config.worker(worker_name)
-    env = Env(worker_name, config, worker)
+    env = Env(worker_name, config, worker, secrets)
     services = config.services
     async with AsyncExitStack() as stack:
         if worker.r2_buckets:
@@ -132,6 +136,9 @@ async def open_env(config: Config, worker_name: str, *, migrate: bool = True) ->
             stack.push_async_callback(ai.close)
             env.bind(worker.ai.binding, ai)
 
+        if worker.rerank and worker.rerank.url:
+            env.bind(worker.rerank.binding, HTTPReranker(worker.rerank.url, model=worker.rerank.model))
+
         for index in worker.vectorize:
             if db is None:
                 raise ConfigError("a vectorize binding needs a hyperdrive (database) binding in the same worker",
@@ -146,7 +153,7 @@ async def open_env(config: Config, worker_name: str, *, migrate: bool = True) ->
             if not (isinstance(cls, type) and issubclass(cls, Workflow)):
                 raise ConfigError(f"{wf.class_name} is not a Workflow subclass", file=str(config.path),
                                   key=f"workers.{worker_name}.workflows[{i}].class_name")
-            env.bind(wf.binding, WorkflowBinding(db, cls, name=wf.name, env=env))
+            env.bind(wf.binding, WorkflowBinding(db, cls, name=wf.name))
         yield env
 
 

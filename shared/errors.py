@@ -44,6 +44,20 @@ class BindingError(EdgeIndexError):
     status = 503
 
 
+class ObjectStoreError(BindingError):
+    """S3 (or SQS) answered with an error; ``service_code`` is its code (``NoSuchKey``, ``InvalidPart``...)."""
+
+    code = "object_store"
+
+    def __init__(self, message: str, *, service_code: str = "") -> None:
+        super().__init__(message)
+        self.service_code = service_code
+
+    @property
+    def missing(self) -> bool:
+        return self.service_code in ("NoSuchKey", "404", "NotFound", "NoSuchUpload")
+
+
 class ValidationError(EdgeIndexError):
     """A request field is missing, malformed or out of range."""
 
@@ -76,6 +90,17 @@ class NotFound(EdgeIndexError):
     status = 404
 
 
+class RateLimited(EdgeIndexError):
+    """Too many requests for this API key; ``retry_after`` seconds until one more is allowed."""
+
+    code = "rate_limited"
+    status = 429
+
+    def __init__(self, message: str, *, retry_after: float) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
 class Conflict(EdgeIndexError):
     code = "conflict"
     status = 409
@@ -92,6 +117,12 @@ class IngestError(EdgeIndexError):
 
     code = "ingest_failed"
     status = 422
+
+
+class ReplayMismatch(EdgeIndexError):
+    """A workflow run replayed different steps than it recorded (its code or inputs changed)."""
+
+    code = "replay_mismatch"
 
 
 class StepFailed(EdgeIndexError):

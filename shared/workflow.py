@@ -26,7 +26,7 @@ from tenacity import AsyncRetrying, RetryError, retry_if_not_exception_type, sto
 
 from . import sqlfiles
 from .bindings.database import Database
-from .errors import Conflict, EdgeIndexError, IngestError, StepFailed
+from .errors import ConfigError, Conflict, EdgeIndexError, IngestError, ReplayMismatch, StepFailed
 
 log = logging.getLogger(__name__)
 SQL = sqlfiles.load("workflow.sql")
@@ -56,11 +56,21 @@ class Step:
     def __init__(self, db: Database, run_id: str, completed: dict[str, Any]) -> None:
         self.db = db
         self.run_id = run_id
-        self.completed = completed
+        self.completed = completed           # in the order they were recorded
+        self.recorded = list(completed)
         self.executed: list[str] = []  # steps that really ran in this invocation
         self._seq = len(completed)
+        self._calls = 0
 
     async def do(self, name: str, fn: Callable[[], Awaitable[Any]], *, retries: RetryPolicy | None = None) -> Any:
+        # A replay must ask for the recorded steps in the recorded order: anything else means the
+        # workflow's code or inputs changed under a run in flight, and replaying would mix them.
+        name = str(name)  # a StrEnum's value: what is stored, replayed and compared
+        position = self._calls
+        self._calls += 1
+        if position < len(self.recorded) and self.recorded[position] != name:
+            raise ReplayMismatch(f"run {self.run_id}: step {position + 1} is {name!r} now but "
+                                 f"{self.recorded[position]!r} was recorded")
         if name in self.completed:
             return self.completed[name]
         policy = retries or RetryPolicy()
@@ -97,24 +107,32 @@ class Step:
 
 
 class Workflow:
-    """Subclass and implement ``run``. ``env`` holds the worker's bindings."""
+    """Subclass and implement ``run``. ``service`` is what the worker's start-up provided to the
+    binding (``WorkflowBinding.provide``): the steps' dependencies, typed, never the raw env."""
 
-    def __init__(self, env: Any) -> None:
-        self.env = env
+    def __init__(self, service: Any) -> None:
+        self.service = service
 
     async def run(self, event: dict, step: Step) -> Any:  # pragma: no cover - interface
         raise NotImplementedError
 
 
+_NOT_PROVIDED = object()
+
+
 class WorkflowBinding:
     """``env.INGEST_WORKFLOW``: ``await create(id=..., params=...)`` runs (or resumes) a run here."""
 
-    def __init__(self, db: Database, workflow_cls: type[Workflow], *, name: str, env: Any = None) -> None:
+    def __init__(self, db: Database, workflow_cls: type[Workflow], *, name: str) -> None:
         self.db = db
         self.workflow_cls = workflow_cls
         self.name = name
-        self.env = env
+        self.service: Any = _NOT_PROVIDED
         self.last_step: Step | None = None  # for tests and telemetry
+
+    def provide(self, service: Any) -> None:
+        """What each run's workflow object receives (the worker's start-up calls this once)."""
+        self.service = service
 
     async def create(self, *, id: str, params: dict) -> RunStatus:
         async with self.db.connection() as lock_conn:
@@ -136,7 +154,10 @@ class WorkflowBinding:
         step = Step(self.db, id, completed)
         self.last_step = step
         try:
-            output = await self.workflow_cls(self.env).run(params, step)
+            if self.service is _NOT_PROVIDED:
+                raise ConfigError(f"workflow {self.name}: nothing was provided to run it with "
+                                  "(the worker's startup must call provide())")
+            output = await self.workflow_cls(self.service).run(params, step)
         except Exception as exc:
             message = exc.message if isinstance(exc, EdgeIndexError) else f"{type(exc).__name__}: {exc}"
             await self.db.execute(SQL["finish_run"], {"id": id, "status": "errored", "error": message})

@@ -3,47 +3,52 @@
 from __future__ import annotations
 
 import asyncio
-import logging
+from dataclasses import dataclass
 
-from edgeindex import sqlfiles, tenancy
-from edgeindex.errors import NotFound, ValidationError
-from edgeindex.ingest import consumer
-from edgeindex.ingest.workflow import EXECUTED
-from edgeindex.runtime.router import Router
+from edgeindex.errors import ValidationError
+from edgeindex.ingest.service import IngestService, IngestSettings
+from edgeindex.runtime.http import Routes
+from edgeindex.tenancy import Tenancy
 
-log = logging.getLogger(__name__)
-router = Router()
-SQL = sqlfiles.load("ingest.sql")
-_background: set[asyncio.Task] = set()
+routes = Routes()
 
 
-async def startup(env) -> None:
-    task = asyncio.create_task(consumer.resume_unfinished(env))
-    _background.add(task)
-    task.add_done_callback(_background.discard)
+@dataclass
+class Services:
+    tenancy: Tenancy
+    ingest: IngestService
+    background: set[asyncio.Task]
 
 
-async def fetch(request, env, ctx):
-    return await router.fetch(request, env, ctx)
+async def startup(env) -> Services:
+    settings = IngestSettings(chunk_tokens=env.var("CHUNK_TOKENS", int),
+                              chunk_overlap_tokens=env.var("CHUNK_OVERLAP_TOKENS", int),
+                              summary_sentences=env.var("SUMMARY_SENTENCES", int),
+                              max_document_bytes=env.var("MAX_DOCUMENT_BYTES", int),
+                              max_retries=env.worker.queues.consumers[0].max_retries)
+    ingest = IngestService(db=env.DB, bucket=env.BUCKET, kv=env.KV, embedder=env.AI.embedder,
+                           llm=getattr(env.AI, "llm", None), workflow=env.INGEST_WORKFLOW, settings=settings)
+    services = Services(Tenancy(env.DB), ingest, set())
+    # Runs a crashed process left unfinished resume now, not after their visibility timeout.
+    task = asyncio.create_task(ingest.resume_unfinished())
+    services.background.add(task)
+    task.add_done_callback(services.background.discard)
+    return services
 
 
-async def queue(batch, env, ctx):
-    await consumer.handle_batch(batch, env)
+async def fetch(request, services: Services, ctx):
+    return await routes.fetch(request, services, ctx)
 
 
-@router.get("/runs")
-async def run_status(request, env, ctx):
+async def queue(batch, services: Services, ctx):
+    await services.ingest.handle_batch(batch)
+
+
+@routes.get("/runs")
+async def run_status(request, services: Services, ctx):
     """A run's checkpoints, and which steps this process executed for it (admin; diagnostics)."""
-    await tenancy.require_admin(env.DB, request.headers)
+    await services.tenancy.require_admin(request.headers)
     run_id = request.query.get("id")
     if not run_id:
         raise ValidationError("query parameter id (the run id) is required", field="id")
-    status = await env.INGEST_WORKFLOW.get(run_id)
-    if status is None:
-        raise NotFound(f"no workflow run {run_id!r}", field="id")
-    steps = await env.DB.fetch(SQL["run_steps"], {"run_id": run_id})
-    invocations = await env.DB.fetchone(SQL["run_invocations"], {"run_id": run_id})
-    return {"id": run_id, "status": status.status, "invocations": invocations["attempts"],
-            "current_step": status.current_step, "error": status.error,
-            "steps": [{**s, "completed_at": s["completed_at"].isoformat()} for s in steps],
-            "executed_here": EXECUTED.get(run_id, [])}
+    return await services.ingest.run_status(run_id)

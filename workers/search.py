@@ -2,29 +2,39 @@
 
 from __future__ import annotations
 
-from edgeindex import tenancy
-from edgeindex.runtime.router import Router, read_json
-from edgeindex.search import service
-from edgeindex.search.rerank import HTTPReranker
+from dataclasses import dataclass
 
-router = Router()
+from edgeindex.runtime.http import Routes, read_json
+from edgeindex.search.service import SearchService, SearchSettings
+from edgeindex.tenancy import RateLimiter, Tenancy
+
+routes = Routes()
 MAX_BODY_BYTES = 256_000
 
 
-async def startup(env) -> None:
-    service.prepare_query_embedding(env.AI.embedder)
-    # The reranker is optional: a binding only when its URL var is set.
-    url = str(env.worker.vars.get("RERANK_URL", "") or "")
-    if url:
-        env.bind("RERANKER", HTTPReranker(url, model=str(env.worker.vars.get("RERANK_MODEL", "") or "")))
+@dataclass(frozen=True)
+class Services:
+    tenancy: Tenancy
+    search: SearchService
 
 
-@router.post("/search")
-async def search(request, env, ctx):
-    principal = await tenancy.authenticate(env.DB, request.headers)
+async def startup(env) -> Services:
+    search = SearchService(
+        db=env.DB, kv=env.KV, embedder=env.AI.embedder, semantic_cache=env.SEMANTIC_CACHE,
+        reranker=getattr(env, "RERANKER", None),  # declared in wrangler.toml; bound only when its url is set
+        settings=SearchSettings(max_k=env.var("MAX_K", int), max_query_chars=env.var("MAX_QUERY_CHARS", int),
+                                semantic_threshold=env.var("SEMANTIC_CACHE_THRESHOLD", float),
+                                cache_ttl=env.var("CACHE_TTL_SECONDS", float)))
+    search.prepare()
+    return Services(Tenancy(env.DB, limiter=RateLimiter(env.var("RATE_LIMIT_PER_SECOND", float))), search)
+
+
+async def fetch(request, services: Services, ctx):
+    return await routes.fetch(request, services, ctx)
+
+
+@routes.post("/search")
+async def search(request, services: Services, ctx):
+    principal = await services.tenancy.authenticate(request.headers)
     body = await read_json(request, max_bytes=MAX_BODY_BYTES)
-    return await service.search(env, ctx, principal, body)
-
-
-async def fetch(request, env, ctx):
-    return await router.fetch(request, env, ctx)
+    return await services.search.search(principal, body, background=ctx)

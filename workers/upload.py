@@ -2,111 +2,167 @@
 
 from __future__ import annotations
 
-import os
+import asyncio
+import logging
+from dataclasses import dataclass
 
-from edgeindex import tenancy
-from edgeindex.ingest import uploads
-from edgeindex.ingest.requests import EntityRequest, KeyRequest, check_size, parse
-from edgeindex.runtime.router import Router, json_response, read_json
+from edgeindex.errors import ConfigError
+from edgeindex.runtime.http import Routes, json_response, read_body, read_json
+from edgeindex.tenancy import EntityRequest, KeyRequest, RateLimiter, Tenancy
+from edgeindex.uploads.models import check_size
+from edgeindex.uploads.service import UploadLimits, UploadService
+from edgeindex.uploads.signed_urls import UploadSigner
+from edgeindex.validation import document_id as valid_document_id
+from edgeindex.validation import parse
 
-router = Router()
-
-
-async def startup(env) -> None:
-    if secret := os.environ.get("EDGEINDEX_ADMIN_KEY"):
-        await tenancy.ensure_admin_key(env.DB, secret)
-
-
-async def fetch(request, env, ctx):
-    return await router.fetch(request, env, ctx)
+routes = Routes()
+log = logging.getLogger(__name__)
 
 
-async def _grant(request, env, entity_id: str) -> None:
-    principal = await tenancy.authenticate(env.DB, request.headers)
+@dataclass(frozen=True)
+class Services:
+    tenancy: Tenancy
+    uploads: UploadService
+    background: set[asyncio.Task]
+
+
+async def startup(env) -> Services:
+    tenancy = Tenancy(env.DB, limiter=RateLimiter(env.var("RATE_LIMIT_PER_SECOND", float)))
+    if secret := env.secrets.get("ADMIN_KEY"):
+        await tenancy.ensure_admin_key(secret)
+    limits = UploadLimits(
+        max_bytes=env.var("MAX_UPLOAD_BYTES", int),
+        multipart_threshold=env.var("MULTIPART_THRESHOLD_BYTES", int),
+        part_bytes=env.var("MULTIPART_PART_BYTES", int),
+        allowed_types=[t.strip().lower() for t in env.var("ALLOWED_TYPES").split(",") if t.strip()],
+        presign_expires=env.BUCKET.presign_expires)
+    signer = None
+    if env.config.services.s3.uploads == "worker":
+        secret = env.secrets.get("UPLOAD_SIGNING_KEY") or env.secrets.get("ADMIN_KEY")
+        if not secret:
+            raise ConfigError("uploads through the worker need EDGEINDEX_UPLOAD_SIGNING_KEY (or EDGEINDEX_ADMIN_KEY)",
+                              key="services.s3.uploads")
+        signer = UploadSigner(secret)
+    uploads = UploadService(db=env.DB, bucket=env.BUCKET, kv=env.KV, limits=limits, signer=signer)
+    services = Services(tenancy, uploads, set())
+    task = asyncio.create_task(_expire_uploads(uploads, every=env.var("UPLOAD_SWEEP_SECONDS", float)))
+    services.background.add(task)
+    return services
+
+
+async def _expire_uploads(uploads: UploadService, *, every: float) -> None:
+    """Pending versions whose upload URL expired unused are failed with the reason (every process may
+    run this: the statement skips rows another one holds)."""
+    while True:
+        try:
+            await uploads.expire_uploads()
+        except Exception:
+            log.warning("expiring unused uploads failed; next round retries", exc_info=True)
+        await asyncio.sleep(every)
+
+
+async def fetch(request, services: Services, ctx):
+    return await routes.fetch(request, services, ctx)
+
+
+async def _grant(request, services: Services, entity_id: str) -> None:
+    principal = await services.tenancy.authenticate(request.headers)
     principal.check([entity_id], field="entity_id")
 
 
 # --- tenancy admin -----------------------------------------------------------------
 
 
-@router.post("/admin/entities")
-async def create_entity(request, env, ctx):
-    await tenancy.require_admin(env.DB, request.headers)
+@routes.post("/admin/entities")
+async def create_entity(request, services: Services, ctx):
+    await services.tenancy.require_admin(request.headers)
     body = parse(EntityRequest, await read_json(request))
-    entity = await tenancy.create_entity(env.DB, id=body.id, kind=body.kind, name=body.name)
-    return json_response(entity, 201)
+    return json_response(await services.tenancy.create_entity(id=body.id, kind=body.kind, name=body.name), 201)
 
 
-@router.get("/admin/entities")
-async def list_entities(request, env, ctx):
-    await tenancy.require_admin(env.DB, request.headers)
-    return {"entities": await tenancy.list_entities(env.DB)}
+@routes.get("/admin/entities")
+async def list_entities(request, services: Services, ctx):
+    await services.tenancy.require_admin(request.headers)
+    return {"entities": await services.tenancy.list_entities()}
 
 
-@router.post("/admin/keys")
-async def create_key(request, env, ctx):
-    await tenancy.require_admin(env.DB, request.headers)
+@routes.post("/admin/keys")
+async def create_key(request, services: Services, ctx):
+    await services.tenancy.require_admin(request.headers)
     body = parse(KeyRequest, await read_json(request))
-    key = await tenancy.create_key(env.DB, name=body.name, entity_ids=list(body.entity_ids), is_admin=body.admin)
+    key = await services.tenancy.create_key(name=body.name, entity_ids=list(body.entity_ids), is_admin=body.admin)
     return json_response(key, 201)
 
 
-@router.get("/admin/keys")
-async def list_keys(request, env, ctx):
-    await tenancy.require_admin(env.DB, request.headers)
-    return {"keys": await tenancy.list_keys(env.DB)}
+@routes.get("/admin/keys")
+async def list_keys(request, services: Services, ctx):
+    await services.tenancy.require_admin(request.headers)
+    return {"keys": await services.tenancy.list_keys()}
 
 
-@router.delete("/admin/keys/{key_id}")
-async def revoke_key(request, env, ctx, key_id):
-    await tenancy.require_admin(env.DB, request.headers)
-    await tenancy.revoke_key(env.DB, key_id)
+@routes.delete("/admin/keys/{key_id}")
+async def revoke_key(request, services: Services, ctx, key_id):
+    await services.tenancy.require_admin(request.headers)
+    await services.tenancy.revoke_key(key_id)
     return {"id": key_id, "revoked": True}
 
 
 # --- uploads and documents ------------------------------------------------------------
 
 
-@router.post("/entities/{entity_id}/uploads")
-async def request_upload(request, env, ctx, entity_id):
-    await _grant(request, env, entity_id)
-    body = await read_json(request)
-    answer = await uploads.request_upload(env, entity_id, body, base_url=f"{request.scheme}://{request.host}")
+@routes.post("/entities/{entity_id}/uploads")
+async def request_upload(request, services: Services, ctx, entity_id):
+    await _grant(request, services, entity_id)
+    answer = await services.uploads.request_upload(entity_id, await read_json(request),
+                                                   base_url=f"{request.scheme}://{request.host}")
     return json_response(answer, 201)
 
 
-@router.post("/entities/{entity_id}/uploads/{document_id}/complete")
-async def complete_upload(request, env, ctx, entity_id, document_id):
-    await _grant(request, env, entity_id)
-    return await uploads.complete_upload(env, entity_id, document_id, await read_json(request))
+@routes.post("/entities/{entity_id}/uploads/{document_id}/complete")
+async def complete_upload(request, services: Services, ctx, entity_id, document_id):
+    await _grant(request, services, entity_id)
+    document_id = valid_document_id(document_id)
+    return await services.uploads.complete_upload(entity_id, document_id, await read_json(request))
 
 
-@router.put("/entities/{entity_id}/documents/{document_id}")
-async def direct_upload(request, env, ctx, entity_id, document_id):
-    await _grant(request, env, entity_id)
-    limit = env.var("MAX_UPLOAD_BYTES", int)
+@routes.put("/entities/{entity_id}/documents/{document_id}")
+async def direct_upload(request, services: Services, ctx, entity_id, document_id):
+    await _grant(request, services, entity_id)
+    document_id = valid_document_id(document_id)
+    limit = services.uploads.limits.max_bytes
     if request.content_length is not None:
         check_size(request.content_length, limit, field="body")
-    data = await request.content.read(limit + 1)  # one byte more tells "too large" from "exactly the limit"
-    answer, created = await uploads.direct_upload(env, entity_id, document_id, data,
-                                                  raw_content_type=request.headers.get("Content-Type"),
-                                                  query=dict(request.query))
+    data = await read_body(request, max_bytes=limit)
+    answer, created = await services.uploads.direct_upload(entity_id, document_id, data,
+                                                           raw_content_type=request.headers.get("Content-Type"),
+                                                           query=dict(request.query))
     return json_response(answer if created else {**answer, "unchanged": True}, 202 if created else 200)
 
 
-@router.get("/entities/{entity_id}/documents")
-async def list_documents(request, env, ctx, entity_id):
-    await _grant(request, env, entity_id)
-    return await uploads.list_documents(env, entity_id, dict(request.query))
+@routes.put("/uploads/{token}")
+async def receive_upload(request, services: Services, ctx, token):
+    """The upload URLs this worker hands out (services.s3.uploads = "worker"): the token is the credential."""
+    grant = services.uploads.verify_upload(token, content_type=request.headers.get("Content-Type"),
+                                           length=request.content_length)
+    etag = await services.uploads.receive_upload(grant, await read_body(request, max_bytes=grant.size))
+    return json_response({"etag": etag}, headers={"ETag": f'"{etag}"'})
 
 
-@router.get("/entities/{entity_id}/documents/{document_id}")
-async def get_document(request, env, ctx, entity_id, document_id):
-    await _grant(request, env, entity_id)
-    return await uploads.get_document(env, entity_id, document_id)
+@routes.get("/entities/{entity_id}/documents")
+async def list_documents(request, services: Services, ctx, entity_id):
+    await _grant(request, services, entity_id)
+    return await services.uploads.list_documents(entity_id, dict(request.query))
 
 
-@router.delete("/entities/{entity_id}/documents/{document_id}")
-async def delete_document(request, env, ctx, entity_id, document_id):
-    await _grant(request, env, entity_id)
-    return await uploads.delete_document(env, entity_id, document_id)
+@routes.get("/entities/{entity_id}/documents/{document_id}")
+async def get_document(request, services: Services, ctx, entity_id, document_id):
+    await _grant(request, services, entity_id)
+    document_id = valid_document_id(document_id)
+    return await services.uploads.get_document(entity_id, document_id)
+
+
+@routes.delete("/entities/{entity_id}/documents/{document_id}")
+async def delete_document(request, services: Services, ctx, entity_id, document_id):
+    await _grant(request, services, entity_id)
+    document_id = valid_document_id(document_id)
+    return await services.uploads.delete_document(entity_id, document_id)

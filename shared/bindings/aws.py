@@ -8,10 +8,11 @@ from typing import TypeVar
 
 import boto3
 from botocore.config import Config as BotoConfig
-from botocore.exceptions import ConnectionClosedError, EndpointConnectionError, ReadTimeoutError
+from botocore.exceptions import (BotoCoreError, ClientError, ConnectionClosedError, EndpointConnectionError,
+                                 ReadTimeoutError)
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
-from ..errors import BindingError
+from ..errors import BindingError, ObjectStoreError
 
 T = TypeVar("T")
 
@@ -43,13 +44,24 @@ def client(service: str, *, endpoint: str, region: str, access_key_id: str, secr
 
 
 async def call(fn: Callable[..., T], /, *args, **kwargs) -> T:
-    """Run a blocking boto3 call in a thread, retrying transport failures with backoff."""
-    async for attempt in AsyncRetrying(
-        retry=retry_if_exception_type(TRANSIENT),
-        stop=stop_after_attempt(4),
-        wait=wait_exponential(multiplier=0.2, max=2),
-        reraise=True,
-    ):
-        with attempt:
-            return await asyncio.to_thread(fn, *args, **kwargs)
+    """Run a blocking boto3 call in a thread, retrying transport failures with backoff.
+
+    botocore's errors stop here, wrapped once into the library's own: a service answer
+    becomes ``ObjectStoreError`` (with the service's code), a transport failure ``BindingError``.
+    """
+    try:
+        async for attempt in AsyncRetrying(
+            retry=retry_if_exception_type(TRANSIENT),
+            stop=stop_after_attempt(4),
+            wait=wait_exponential(multiplier=0.2, max=2),
+            reraise=True,
+        ):
+            with attempt:
+                return await asyncio.to_thread(fn, *args, **kwargs)
+    except ClientError as exc:
+        error = exc.response.get("Error", {})
+        raise ObjectStoreError(f"{error.get('Code')}: {error.get('Message')}",
+                               service_code=str(error.get("Code") or "")) from exc
+    except BotoCoreError as exc:
+        raise BindingError(f"object storage or queue unreachable: {exc}") from exc
     raise AssertionError("unreachable")

@@ -6,8 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from botocore.exceptions import ClientError
-
+from ..errors import ObjectStoreError
 from . import aws
 
 
@@ -35,6 +34,7 @@ class Bucket(Protocol):
     async def create_multipart(self, key: str, *, content_type: str | None = None,
                                metadata: dict[str, str] | None = None) -> str: ...
     def presign_part(self, key: str, upload_id: str, part_number: int, *, expires: int | None = None) -> str: ...
+    async def upload_part(self, key: str, upload_id: str, part_number: int, body: bytes) -> str: ...
     async def complete_multipart(self, key: str, upload_id: str, parts: list[tuple[int, str]]) -> ObjectInfo: ...
     async def abort_multipart(self, key: str, upload_id: str) -> None: ...
 
@@ -66,8 +66,8 @@ class S3Bucket:
     async def get(self, key) -> bytes | None:
         try:
             out = await aws.call(self._s3.get_object, Bucket=self.name, Key=key)
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] in ("NoSuchKey", "404"):
+        except ObjectStoreError as exc:
+            if exc.missing:
                 return None
             raise
         return await aws.call(out["Body"].read)
@@ -75,8 +75,8 @@ class S3Bucket:
     async def head(self, key) -> ObjectInfo | None:
         try:
             out = await aws.call(self._s3.head_object, Bucket=self.name, Key=key)
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] in ("NoSuchKey", "404", "NotFound"):
+        except ObjectStoreError as exc:
+            if exc.missing:
                 return None
             raise
         return ObjectInfo(key=key, size=out["ContentLength"], etag=_etag(out.get("ETag")),
@@ -128,6 +128,11 @@ class S3Bucket:
             "upload_part",
             Params={"Bucket": self.name, "Key": key, "UploadId": upload_id, "PartNumber": part_number},
             ExpiresIn=expires or self.presign_expires, HttpMethod="PUT")
+
+    async def upload_part(self, key, upload_id, part_number, body) -> str:
+        out = await aws.call(self._s3.upload_part, Bucket=self.name, Key=key, UploadId=upload_id,
+                             PartNumber=part_number, Body=body)
+        return _etag(out.get("ETag"))
 
     async def complete_multipart(self, key, upload_id, parts) -> ObjectInfo:
         await aws.call(self._s3.complete_multipart_upload, Bucket=self.name, Key=key, UploadId=upload_id,

@@ -272,7 +272,7 @@ async def _settle(dsn: str | None, progress: Callable[[str], None]) -> bool:
     if not dsn:
         return False
     from ..bindings.database import Database
-    from ..search.explain import vacuum_analyze
+    from .explain import vacuum_analyze
 
     started = time.perf_counter()
     db = Database(dsn, min_size=1, max_size=1, name="EVAL")

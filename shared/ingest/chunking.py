@@ -19,6 +19,7 @@ from typing import Any
 
 from semantic_text_splitter import MarkdownSplitter, TextSplitter
 
+MAX_CHARS_PER_TOKEN = 16  # no real token is longer: a bound on a chunk's characters (see Chunker._bounded)
 CHARS_PER_TOKEN = 4  # fallback capacity when the embedder has no tokenizer
 
 
@@ -66,6 +67,25 @@ class Chunker:
             self._text = TextSplitter(chars, overlap=overlap_chars)
             self._markdown = MarkdownSplitter(chars, overlap=overlap_chars)
 
+    def _bounded(self, pieces: list[tuple[int, str]]) -> list[tuple[int, str]]:
+        """Pieces no longer than any real chunk of ``capacity`` tokens can be. A WordPiece tokenizer
+        counts a "word" of more than 100 characters as one unknown token, so 1 MB without a space
+        would otherwise pass as a single chunk; such pieces are cut by characters instead."""
+        limit = self.capacity * MAX_CHARS_PER_TOKEN
+        if all(len(piece) <= limit for _, piece in pieces):
+            return pieces
+        bounded: list[tuple[int, str]] = []
+        for start, piece in pieces:
+            if len(piece) <= limit:
+                bounded.append((start, piece))
+                continue
+            step = limit - self.overlap * CHARS_PER_TOKEN
+            for offset in range(0, len(piece), step):
+                bounded.append((start + offset, piece[offset:offset + limit]))
+                if offset + limit >= len(piece):
+                    break
+        return bounded
+
     def count_tokens(self, texts: list[str]) -> list[int]:
         if self.tokenizer is None:
             return [max(1, -(-len(t) // CHARS_PER_TOKEN)) for t in texts]
@@ -73,18 +93,7 @@ class Chunker:
 
     def split(self, text: str, *, markdown: bool = False) -> list[Chunk]:
         splitter = self._markdown if markdown else self._text
-        pieces = splitter.chunk_indices(text)  # (character offset, trimmed chunk)
+        pieces = self._bounded(splitter.chunk_indices(text))  # (character offset, trimmed chunk)
         tokens = self.count_tokens([piece for _, piece in pieces])
         return [Chunk(i, start, start + len(piece), n, content_hash(piece))
                 for i, ((start, piece), n) in enumerate(zip(pieces, tokens))]
-
-
-_chunkers: dict[tuple[int, int, int], Chunker] = {}
-
-
-def chunker_for(embedder: Any, *, capacity: int, overlap: int) -> Chunker:
-    """The process-wide chunker for an embedder: its tokenizer is loaded once, not per document."""
-    key = (id(embedder), capacity, overlap)
-    if key not in _chunkers:
-        _chunkers[key] = Chunker(embedder.tokenizer(), capacity=capacity, overlap=overlap)
-    return _chunkers[key]

@@ -10,7 +10,6 @@ linger) and embeds them in one call, then hands every run its own rows.
 from __future__ import annotations
 
 import asyncio
-import base64
 import logging
 from dataclasses import dataclass, field
 
@@ -25,10 +24,6 @@ def encode_vectors(vectors: np.ndarray) -> bytes:
 
 def decode_vectors(data: bytes, dimension: int) -> np.ndarray:
     return np.frombuffer(data, dtype="<f4").reshape(-1, dimension)
-
-
-def vectors_to_b64(vectors: np.ndarray) -> str:
-    return base64.b64encode(encode_vectors(vectors)).decode("ascii")
 
 
 @dataclass
@@ -82,14 +77,3 @@ class EmbeddingBatcher:
                 if not request.future.done():
                     request.future.set_result(vectors[offset:offset + n])
                 offset += n
-
-
-_batchers: dict[int, EmbeddingBatcher] = {}
-
-
-def batcher_for(embedder, *, max_texts: int = 256) -> EmbeddingBatcher:
-    """The process-wide batcher of an embedder (one event loop per worker process)."""
-    key = id(embedder)
-    if key not in _batchers:
-        _batchers[key] = EmbeddingBatcher(embedder, max_texts=max_texts)
-    return _batchers[key]

@@ -6,7 +6,7 @@ from typing import Any
 from urllib.parse import quote_plus, unquote_plus
 
 from ..errors import ValidationError
-from .keys import DOCS_PREFIX, ObjectRef, parse_object_key, with_size
+from ..object_keys import DOCS_PREFIX, ObjectRef, parse_object_key, with_size
 
 
 def object_refs(body: Any) -> list[ObjectRef]:

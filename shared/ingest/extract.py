@@ -154,12 +154,14 @@ def json_to_text(text: str) -> Extracted:
     """One ``path: value`` line per leaf; top-level records become paragraphs."""
     try:
         value = json.loads(text)
+        if isinstance(value, list):
+            blocks = ["\n".join(_json_lines(item, f"[{i}]")) for i, item in enumerate(value)]
+        else:
+            blocks = ["\n".join(_json_lines(value, ""))]
     except json.JSONDecodeError as exc:
         raise IngestError(f"the file is not valid JSON: {exc}") from None
-    if isinstance(value, list):
-        blocks = ["\n".join(_json_lines(item, f"[{i}]")) for i, item in enumerate(value)]
-    else:
-        blocks = ["\n".join(_json_lines(value, ""))]
+    except RecursionError:  # a content problem like any other: permanent on the first attempt
+        raise IngestError("the JSON document is nested too deeply to index") from None
     return Extracted(normalize_text("\n\n".join(b for b in blocks if b)))
 
 

@@ -25,44 +25,56 @@ Chunk contents never travel between steps: they are offsets into the text.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import uuid
-from collections import OrderedDict
 from dataclasses import asdict, dataclass
-from typing import Any
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import cache, language, sqlfiles
+from .. import language, sqlfiles
+from .. import object_keys as keys
+from ..cache import Invalidation
 from ..errors import IngestError, ModelMismatchError, ValidationError
+from ..validation import content_hash
 from ..workflow import RetryPolicy, Step, Workflow
-from . import faults, keys
+from . import faults
 from .artifacts import ArtifactStore
-from .chunking import Chunk, chunker_for
+from .chunking import Chunk
 from .diff import DiffPlan, StoredChunk, plan
-from .embedding import batcher_for, decode_vectors, encode_vectors
+from .embedding import decode_vectors, encode_vectors
 from .extract import extract
-from .summary import extractive_summary, llm_summary
+from .summary import summarize
+
+if TYPE_CHECKING:
+    from .service import IngestService
 
 log = logging.getLogger(__name__)
 SQL = sqlfiles.load("ingest.sql")
 
-STEPS = ("extract", "chunk", "diff", "embed", "summarize", "upsert", "delete-stale")
+class StepName(StrEnum):
+    """The workflow's steps: each name is its durable checkpoint key, written here only."""
+
+    EXTRACT = "extract"
+    CHUNK = "chunk"
+    DIFF = "diff"
+    EMBED = "embed"
+    SUMMARIZE = "summarize"
+    UPSERT = "upsert"
+    DELETE_STALE = "delete-stale"
+
+
 POLICIES = {
-    "extract": RetryPolicy(limit=3, delay=0.5),
-    "chunk": RetryPolicy(limit=2, delay=0.2),
-    "diff": RetryPolicy(limit=3, delay=0.5),
-    "embed": RetryPolicy(limit=3, delay=1.0, max_delay=10.0),
-    "summarize": RetryPolicy(limit=2, delay=1.0),
-    "upsert": RetryPolicy(limit=5, delay=0.5, max_delay=5.0),
-    "delete-stale": RetryPolicy(limit=3, delay=0.5),
+    StepName.EXTRACT: RetryPolicy(limit=3, delay=0.5),
+    StepName.CHUNK: RetryPolicy(limit=2, delay=0.2),
+    StepName.DIFF: RetryPolicy(limit=3, delay=0.5),
+    StepName.EMBED: RetryPolicy(limit=3, delay=1.0, max_delay=10.0),
+    StepName.SUMMARIZE: RetryPolicy(limit=2, delay=1.0),
+    StepName.UPSERT: RetryPolicy(limit=5, delay=0.5, max_delay=5.0),
+    StepName.DELETE_STALE: RetryPolicy(limit=3, delay=0.5),
 }
 _CHUNK_NAMESPACE = uuid.UUID("8f0b5c1e-4f8a-4d53-9a51-6c0a1d2e3f47")
-
-# run id → the steps each invocation in this process really executed (telemetry and tests).
-EXECUTED: OrderedDict[str, list[list[str]]] = OrderedDict()
-_EXECUTED_KEEP = 1000
 
 
 @dataclass(frozen=True)
@@ -76,6 +88,7 @@ class IngestParams:
     run_id: str
     size_bytes: int | None = None       # from the object-created event: refuse a huge file before reading it
     previous_hash: str | None = None    # sha256 of the live version's bytes: identical bytes skip the pipeline
+    expected_size: int | None = None    # what the upload declared (or sent): the object must be exactly that
 
     def to_event(self) -> dict:
         return asdict(self)
@@ -89,29 +102,35 @@ def chunk_id(p: IngestParams, position: int) -> str:
 class IngestJob:
     """The step bodies for one run; every method returns a JSON-serializable checkpoint."""
 
-    def __init__(self, env, p: IngestParams) -> None:
-        self.env = env
+    def __init__(self, service: IngestService, p: IngestParams) -> None:
+        self.service = service
+        self.settings = service.settings
         self.p = p
-        self.db = env.DB
-        self.embedder = env.AI.embedder
-        self.artifacts = ArtifactStore(env.BUCKET, keys.run_artifacts_prefix(p.entity_id, p.document_id, p.version,
-                                                                            p.generation))
+        self.db = service.db
+        self.bucket = service.bucket
+        self.embedder = service.embedder
+        self.artifacts = ArtifactStore(service.bucket, keys.run_artifacts_prefix(p.entity_id, p.document_id,
+                                                                                p.version, p.generation))
         self.where = {"entity_id": p.entity_id, "document_id": p.document_id}
 
     async def extract(self) -> dict:
-        limit = self.env.var("MAX_DOCUMENT_BYTES", int)
+        limit = self.settings.max_document_bytes
         size = self.p.size_bytes
         if size is None:  # no event said how big it is: ask before reading it
-            info = await self.env.BUCKET.head(self.p.object_key)
+            info = await self.bucket.head(self.p.object_key)
             size = info.size if info is not None else 0
         if size > limit:
             raise IngestError(f"the file is {size} bytes; the limit is {limit} bytes (MAX_DOCUMENT_BYTES)")
-        data = await self.env.BUCKET.get(self.p.object_key)
+        data = await self.bucket.get(self.p.object_key)
         if data is None:
             raise IngestError(f"the uploaded object {self.p.object_key} is missing; upload the document again")
         if len(data) > limit:
             raise IngestError(f"the file is {len(data)} bytes; the limit is {limit} bytes (MAX_DOCUMENT_BYTES)")
-        digest = hashlib.sha256(data).hexdigest()
+        if self.p.expected_size is not None and len(data) != self.p.expected_size:
+            # Cut, padded or replaced behind the version's back: never index what was not uploaded.
+            raise IngestError(f"the uploaded object is {len(data)} bytes but this version declared "
+                              f"{self.p.expected_size}; upload the document again")
+        digest = content_hash(data)
         if digest == self.p.previous_hash:
             # The same bytes as the live version: its chunks, vectors and summary stand as they are.
             return {"unchanged": True, "size_bytes": len(data), "content_hash": digest}
@@ -121,9 +140,8 @@ class IngestJob:
 
     async def chunk(self, extracted: dict) -> dict:
         text = await self.artifacts.load_text(extracted["text"])
-        chunker = chunker_for(self.embedder, capacity=self.env.var("CHUNK_TOKENS", int),
-                              overlap=self.env.var("CHUNK_OVERLAP_TOKENS", int))
-        chunks = await asyncio.to_thread(chunker.split, text, markdown=self.p.content_type == "text/markdown")
+        chunks = await asyncio.to_thread(self.service.chunker.split, text,
+                                         markdown=self.p.content_type == "text/markdown")
         if not chunks:
             raise IngestError("the document's text produced no chunks")
         return {"chunks": await self.artifacts.save_json("chunks.json", [c.to_row() for c in chunks]),
@@ -150,7 +168,7 @@ class IngestJob:
             text = await self.artifacts.load_text(extracted["text"])
             chunks = await self.load_chunks(chunked)
             texts = [chunks[pos].content(text) for pos in result.embed]
-            batcher = batcher_for(self.embedder)
+            batcher = self.service.batcher
             parts = []
             for start in range(0, len(texts), batcher.max_texts):  # big documents go in slices, others interleave
                 parts.append(await batcher.embed(texts[start:start + batcher.max_texts]))
@@ -163,15 +181,19 @@ class IngestJob:
 
     async def summarize(self, extracted: dict) -> dict:
         text = await self.artifacts.load_text(extracted["text"])
-        n = self.env.var("SUMMARY_SENTENCES", int)
-        llm = getattr(self.env.AI, "llm", None)
-        if llm is not None:
-            try:
-                return {"summary": await llm_summary(llm, text, title=extracted["title"], sentences_hint=n),
-                        "method": f"llm:{llm.model_id}"}
-            except Exception:  # a summary is not worth failing the document for
-                log.warning("LLM summary of %s failed; using the extractive one", self.p.run_id, exc_info=True)
-        return {"summary": await asyncio.to_thread(extractive_summary, text, n), "method": "extractive"}
+        summary, method = await summarize(text, n=self.settings.summary_sentences, llm=self.service.llm,
+                                          title=extracted["title"] or "")
+        return {"summary": summary, "method": method}
+
+    async def _lock_current(self, conn) -> tuple[dict | None, dict | None]:
+        """Lock the document row for the commit: (row, None) while this run's version is still the
+        document's, else (row, the outcome: deleted or superseded) and nothing may be written."""
+        row = await (await conn.execute(SQL["lock_document"], self.where)).fetchone()
+        if row is None or row["generation"] != self.p.generation:
+            return row, {"outcome": "deleted"}
+        if row["version"] != self.p.version:
+            return row, {"outcome": "superseded", "current_version": row["version"]}
+        return row, None
 
     async def _replaced(self, conn, row: dict) -> dict:
         """The live version this run replaces, and its object (read from that version's run)."""
@@ -201,30 +223,24 @@ class IngestJob:
         moved = set(result.moved)
         moves = [{"entity_id": p.entity_id, "id": cid, "position": pos, "start": chunks[pos].start,
                   "end": chunks[pos].end} for pos, cid in enumerate(result.ids) if cid in moved]
-        kv = self.env.KV
         previous: list[str] = []
         replaced: dict = {}
-        begun = False
-        invalidated = 0
-        try:
+        async with Invalidation(self.service.kv) as invalidation:
             async with self.db.transaction() as conn:
-                row = await (await conn.execute(SQL["lock_document"], self.where)).fetchone()
-                if row is None or row["generation"] != p.generation:
-                    return {"outcome": "deleted"}
-                if row["version"] != p.version:
-                    return {"outcome": "superseded", "current_version": row["version"]}
+                row, gone = await self._lock_current(conn)
+                if gone is not None:
+                    return gone
                 replaced = await self._replaced(conn, row)
                 live = row["ready_version"] is not None  # no live version, no chunks: a first ingest only adds
                 if live:
                     previous = [r["id"] for r in await (await conn.execute(SQL["chunk_ids"], self.where)).fetchall()]
                 missing = set(result.ids) - set(previous) - {result.ids[pos] for pos in result.embed}
                 if missing:  # the stored chunks changed since the diff: a bug or manual edits
-                    raise RuntimeError(f"{len(missing)} chunk(s) the diff reused are gone; re-upload the document")
-                if live:
-                    # Every cached result holding any chunk of this document may now be wrong (content,
-                    # positions, title/tags): drop them, and keep new ones from being cached until the commit.
-                    invalidated += await asyncio.to_thread(cache.begin_invalidation, kv, [p.entity_id], previous)
-                    begun = True
+                    raise IngestError(f"{len(missing)} chunk(s) the diff reused are gone; upload the document again")
+                # Every cached result holding a chunk of this document may now be wrong (content, positions,
+                # title/tags), and every cached result of the entity lacks what this version adds: retire
+                # them, and keep new ones from being cached until the commit.
+                await invalidation.begin([p.entity_id], previous)
                 async with conn.cursor() as cur:
                     if new_rows:
                         await cur.executemany(SQL["insert_chunk"], new_rows)
@@ -237,41 +253,29 @@ class IngestJob:
                     "reused": result.reused, "summary": summarized["summary"],
                     "content_hash": extracted["content_hash"], "size_bytes": extracted["size_bytes"],
                     "found_title": extracted["title"]})
-        finally:
-            if begun:
-                invalidated += await asyncio.to_thread(cache.end_invalidation, kv, [p.entity_id], previous)
         return {"outcome": "ready", "chunk_count": len(result.ids), "embedded": len(result.embed),
                 "reused": result.reused, "moved": len(result.moved), "stale": len(result.stale),
-                "cache_entries_invalidated": invalidated, **replaced}
+                "cache_entries_invalidated": invalidation.dropped, **replaced}
 
     async def reuse_live(self, extracted: dict) -> dict:
         """``upsert`` for identical bytes: the live version's chunks become this version's."""
         p = self.p
-        kv = self.env.KV
         ids: list[str] = []
         replaced: dict = {}
-        begun = False
-        invalidated = 0
-        try:
+        async with Invalidation(self.service.kv) as invalidation:
             async with self.db.transaction() as conn:
-                row = await (await conn.execute(SQL["lock_document"], self.where)).fetchone()
-                if row is None or row["generation"] != p.generation:
-                    return {"outcome": "deleted"}
-                if row["version"] != p.version:
-                    return {"outcome": "superseded", "current_version": row["version"]}
+                row, gone = await self._lock_current(conn)
+                if gone is not None:
+                    return gone
                 if row["ready_version"] is None or row["content_hash"] != extracted["content_hash"]:
-                    raise RuntimeError("the live version changed since extract; upload the document again")
+                    raise IngestError("the live version changed since extract; upload the document again")
                 replaced = await self._replaced(conn, row)
                 ids = [r["id"] for r in await (await conn.execute(SQL["chunk_ids"], self.where)).fetchall()]
                 # Title, tags or source may have changed with this upload: cached results show them.
-                invalidated += await asyncio.to_thread(cache.begin_invalidation, kv, [p.entity_id], ids)
-                begun = True
+                await invalidation.begin([p.entity_id], ids)
                 await conn.execute(SQL["reuse_live_version"], {**self.where, "size_bytes": extracted["size_bytes"]})
-        finally:
-            if begun:
-                invalidated += await asyncio.to_thread(cache.end_invalidation, kv, [p.entity_id], ids)
         return {"outcome": "ready", "chunk_count": len(ids), "embedded": 0, "reused": len(ids), "moved": 0,
-                "stale": 0, "unchanged": True, "cache_entries_invalidated": invalidated, **replaced}
+                "stale": 0, "unchanged": True, "cache_entries_invalidated": invalidation.dropped, **replaced}
 
     async def delete_stale(self, upserted: dict, artifact_keys: list[str]) -> dict:
         p = self.p
@@ -283,7 +287,7 @@ class IngestJob:
                 if upserted["replaced_object"] != p.object_key:
                     objects.append(upserted["replaced_object"])
             elif p.version > 1:  # versions that failed or were superseded may have left objects
-                for info in await self.env.BUCKET.list(keys.document_objects_prefix(p.entity_id, p.document_id)):
+                for info in await self.bucket.list(keys.document_objects_prefix(p.entity_id, p.document_id)):
                     try:
                         older = keys.parse_object_key(info.key).version < p.version
                     except ValidationError:
@@ -294,7 +298,7 @@ class IngestJob:
                     "prefix": keys.run_prefix(p.entity_id, p.document_id), "run_id": p.run_id})
         doomed = objects + artifact_keys
         if doomed:
-            await self.env.BUCKET.delete(*doomed)
+            await self.bucket.delete(*doomed)
         return {"objects_deleted": len(objects), "artifacts_deleted": len(artifact_keys), "runs_deleted": runs}
 
 
@@ -310,7 +314,7 @@ def _artifact_keys(*outputs: dict) -> list[str]:
 class IngestDocument(Workflow):
     async def run(self, event: dict, step: Step) -> Any:
         p = IngestParams(**event)
-        job = IngestJob(self.env, p)
+        job = IngestJob(self.service, p)
 
         async def do(name: str, body) -> Any:
             async def attempt():
@@ -324,21 +328,18 @@ class IngestDocument(Workflow):
             return output
 
         try:
-            extracted = await do("extract", job.extract)
+            extracted = await do(StepName.EXTRACT, job.extract)
             if extracted.get("unchanged"):
-                upserted = await do("upsert", lambda: job.reuse_live(extracted))
-                await do("delete-stale", lambda: job.delete_stale(upserted, []))
+                upserted = await do(StepName.UPSERT, lambda: job.reuse_live(extracted))
+                await do(StepName.DELETE_STALE, lambda: job.delete_stale(upserted, []))
                 return upserted
-            chunked = await do("chunk", lambda: job.chunk(extracted))
-            diffed = await do("diff", lambda: job.diff(chunked))
-            embedded = await do("embed", lambda: job.embed(extracted, chunked, diffed))
-            summarized = await do("summarize", lambda: job.summarize(extracted))
-            upserted = await do("upsert", lambda: job.upsert(extracted, chunked, diffed, embedded, summarized))
+            chunked = await do(StepName.CHUNK, lambda: job.chunk(extracted))
+            diffed = await do(StepName.DIFF, lambda: job.diff(chunked))
+            embedded = await do(StepName.EMBED, lambda: job.embed(extracted, chunked, diffed))
+            summarized = await do(StepName.SUMMARIZE, lambda: job.summarize(extracted))
+            upserted = await do(StepName.UPSERT, lambda: job.upsert(extracted, chunked, diffed, embedded, summarized))
             keys_written = _artifact_keys(extracted, chunked, diffed, embedded)
-            await do("delete-stale", lambda: job.delete_stale(upserted, keys_written))
+            await do(StepName.DELETE_STALE, lambda: job.delete_stale(upserted, keys_written))
         finally:
-            EXECUTED.setdefault(p.run_id, []).append(list(step.executed))
-            EXECUTED.move_to_end(p.run_id)
-            while len(EXECUTED) > _EXECUTED_KEEP:
-                EXECUTED.popitem(last=False)
+            self.service.record_executed(p.run_id, list(step.executed))
         return upserted

@@ -2,6 +2,10 @@
 
 ``edgeindex worker search`` runs this in its own process, which is how
 production deploys each worker; ``edgeindex dev`` starts one per worker.
+
+A worker's entry module provides ``async startup(env) -> services`` (builds its
+typed services once from the bindings), ``async fetch(request, services, ctx)``
+and, when it consumes a queue, ``async queue(batch, services, ctx)``.
 """
 
 from __future__ import annotations
@@ -22,10 +26,11 @@ from ..bindings.queue import Consumer, SQSQueue
 from ..config import Config
 from ..env import Env, ExecutionContext, open_env, sqs_client
 from ..errors import ConfigError
-from .router import json_response
+from .http import JSONErrorServer, error_middleware, json_response
 
 log = logging.getLogger(__name__)
 ENV_KEY = web.AppKey("env", Env)
+SECRETS = {"ADMIN_KEY": "EDGEINDEX_ADMIN_KEY", "UPLOAD_SIGNING_KEY": "EDGEINDEX_UPLOAD_SIGNING_KEY"}  # env.secrets name → the environment variable holding it
 
 
 def load_module(config: Config, name: str) -> ModuleType:
@@ -44,22 +49,26 @@ def load_module(config: Config, name: str) -> ModuleType:
 
 def _check_handlers(config: Config, name: str, module: ModuleType) -> None:
     worker = config.worker(name)
+    if not callable(getattr(module, "startup", None)):
+        raise ConfigError("entry module has no startup(env) that builds its services", file=str(config.path),
+                          key=f"workers.{name}.main")
     if not callable(getattr(module, "fetch", None)):
-        raise ConfigError("entry module has no fetch(request, env, ctx)", file=str(config.path),
+        raise ConfigError("entry module has no fetch(request, services, ctx)", file=str(config.path),
                           key=f"workers.{name}.main")
     if worker.queues.consumers and not callable(getattr(module, "queue", None)):
-        raise ConfigError("worker consumes a queue but its entry module has no queue(batch, env, ctx)",
+        raise ConfigError("worker consumes a queue but its entry module has no queue(batch, services, ctx)",
                           file=str(config.path), key=f"workers.{name}.queues.consumers")
 
 
-def build_app(module: ModuleType, env: Env, ctx: ExecutionContext, *, consumers: list[Consumer]) -> web.Application:
+def build_app(module: ModuleType, env: Env, services, ctx: ExecutionContext, *,
+              consumers: list[Consumer]) -> web.Application:
     max_body = int(env.worker.vars.get("MAX_UPLOAD_BYTES", 1_048_576)) + 65_536
-    app = web.Application(client_max_size=max_body)
+    app = web.Application(client_max_size=max_body, middlewares=[error_middleware])
     app[ENV_KEY] = env
     started = time.time()
 
     async def health(request: web.Request) -> web.Response:
-        router = getattr(module, "router", None)
+        routes = getattr(module, "routes", None)
         return json_response({
             "worker": env.worker_name,
             "status": "ok",
@@ -67,11 +76,11 @@ def build_app(module: ModuleType, env: Env, ctx: ExecutionContext, *, consumers:
             "bindings": env.describe(),
             "vars": sorted(env.worker.vars),
             "consumers": [{"queue": c.queue.name, "batches": c.batches} for c in consumers],
-            "routes": router.paths() if router else [],
+            "routes": routes.paths() if routes else [],
         })
 
     async def dispatch(request: web.Request) -> web.StreamResponse:
-        return await module.fetch(request, env, ctx)
+        return await module.fetch(request, services, ctx)
 
     app.router.add_get("/health", health)
     app.router.add_route("*", "/{tail:.*}", dispatch)
@@ -91,10 +100,10 @@ async def serve(config: Config, name: str, *, stop: asyncio.Event | None = None,
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
 
-    async with open_env(config, name) as env:
+    secrets = {name_: os.environ.get(variable, "") for name_, variable in SECRETS.items()}
+    async with open_env(config, name, secrets=secrets) as env:
         ctx = ExecutionContext()
-        if startup := getattr(module, "startup", None):
-            await startup(env)
+        services = await module.startup(env)
         consumers: list[Consumer] = []
         if worker.queues.consumers:
             sqs = sqs_client(config)
@@ -102,16 +111,18 @@ async def serve(config: Config, name: str, *, stop: asyncio.Event | None = None,
                 dlq = SQSQueue(sqs, settings.dead_letter_queue) if settings.dead_letter_queue else None
                 consumers.append(Consumer(SQSQueue(sqs, settings.queue), settings, dead_letter=dlq,
                                           poll_wait_seconds=config.services.sqs.poll_wait_seconds))
-        app = build_app(module, env, ctx, consumers=consumers)
+        app = build_app(module, env, services, ctx, consumers=consumers)
         runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await runner.setup()
+        # Requests aiohttp cannot parse get our JSON error shape too (see http.JSONErrorRequestHandler).
+        runner.server.__class__ = JSONErrorServer
         site = web.TCPSite(runner, host, worker.port, reuse_address=True)
         await site.start()
         log.info("worker %s listening on http://%s:%d", name, host, worker.port)
         print(f"edgeindex: worker {name} ready on http://{host}:{worker.port}", flush=True)
 
         async def handle(batch):
-            await module.queue(batch, env, ctx)
+            await module.queue(batch, services, ctx)
 
         # max_concurrency loops per consumer: the next batch starts while another one is still running
         tasks = [asyncio.create_task(c.run(handle, stop), name=f"consumer:{c.queue.name}:{i}")

@@ -148,27 +148,28 @@ def shape(row: dict, request: SearchRequest, *, text: bool = False) -> dict:
     return result
 
 
-# Pooled connections already given the search session settings (once per connection,
-# so each statement of a search stays one round trip).
-_tuned: weakref.WeakSet = weakref.WeakSet()
+def tuned_connections() -> weakref.WeakSet:
+    """Pooled connections already given the search session settings (once per connection, so each
+    statement of a search stays one round trip). Owned by whoever owns the pool's searches."""
+    return weakref.WeakSet()
 
 
-async def tune_connection(conn: psycopg.AsyncConnection) -> None:
+async def tune_connection(conn: psycopg.AsyncConnection, tuned: weakref.WeakSet) -> None:
     """Apply the search session settings to a pooled connection, once."""
-    if conn not in _tuned:
+    if conn not in tuned:
         await conn.execute(_SQL["session_settings"], {"ef_search": str(defaults.HNSW_EF_SEARCH),
                                                       "fuzzy_similarity": str(defaults.FUZZY_SIMILARITY_FLOOR)})
         await conn.commit()
-        _tuned.add(conn)
+        tuned.add(conn)
 
 
 @asynccontextmanager
-async def _connection(db: Database) -> AsyncIterator[psycopg.AsyncConnection]:
+async def _connection(db: Database, tuned: weakref.WeakSet) -> AsyncIterator[psycopg.AsyncConnection]:
     """A pooled connection for search statements: tuned, and in autocommit for the statement's
     span (a read needs no transaction of its own: no BEGIN and COMMIT round trips)."""
     try:
         async with db.connection() as conn:
-            await tune_connection(conn)
+            await tune_connection(conn, tuned)
             await conn.set_autocommit(True)
             try:
                 yield conn
@@ -178,11 +179,11 @@ async def _connection(db: Database) -> AsyncIterator[psycopg.AsyncConnection]:
         raise BindingError(f"search query failed: {exc}") from exc
 
 
-async def lexical(db: Database, request: SearchRequest, entity_ids: list[str], *,
+async def lexical(db: Database, request: SearchRequest, entity_ids: list[str], *, tuned: weakref.WeakSet,
                   limit: int | None = None) -> LexicalResult:
     """The half that needs no embedding: the scope's size, and BM25 (with typo stand-ins) over it."""
     params = build_params(request, entity_ids, None, limit=limit or request.k)
-    async with _connection(db) as conn:
+    async with _connection(db, tuned) as conn:
         row = await (await conn.execute(LEXICAL_SQL, params)).fetchone()
     return LexicalResult(nonempty=row["nonempty"], exact=row["exact"], entity_ids=row["entity_ids"],
                          ids=row["ids"], text=row["text"], trigram=row["trigram"],
@@ -190,14 +191,14 @@ async def lexical(db: Database, request: SearchRequest, entity_ids: list[str], *
 
 
 async def retrieve(db: Database, request: SearchRequest, entity_ids: list[str], embedding: np.ndarray, *,
-                   lexical_result: LexicalResult | None = None, limit: int | None = None,
+                   tuned: weakref.WeakSet, lexical_result: LexicalResult | None = None, limit: int | None = None,
                    include_text: bool | None = None) -> list[dict]:
     """Rows of the fused search, best first. ``lexical_result`` comes from :func:`lexical` with the
     same request, entities and limit (run here, first, when not given)."""
     limit = limit or request.k
     if lexical_result is None:
-        lexical_result = await lexical(db, request, entity_ids, limit=limit)
+        lexical_result = await lexical(db, request, entity_ids, tuned=tuned, limit=limit)
     params = build_params(request, entity_ids, embedding, limit=limit, include_text=include_text,
                           lexical=lexical_result)
-    async with _connection(db) as conn:
+    async with _connection(db, tuned) as conn:
         return await (await conn.execute(HYBRID_SQL, params)).fetchall()

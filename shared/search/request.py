@@ -14,14 +14,11 @@ from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 from uuid import UUID
 
-import pydantic
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from ..errors import ValidationError
+from ..validation import DocumentId, EntityId, parse
 from . import defaults
 
-# Same shape the schema enforces on entities.id and documents.id.
-Identifier = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$")]
 Label = Annotated[str, Field(min_length=1, max_length=200)]
 Score = Annotated[float, Field(ge=0.0, le=1.0)]
 Timestamp = Annotated[datetime, Field(strict=False)]  # ISO 8601 strings arrive as text in JSON
@@ -41,14 +38,14 @@ def _no_control(value: str, what: str) -> str:
 
 
 class Filters(_Strict):
-    document_ids: Annotated[list[Identifier], Field(min_length=1, max_length=MAX_LIST)] | None = None
+    document_ids: Annotated[list[DocumentId], Field(min_length=1, max_length=MAX_LIST)] | None = None
     sources: Annotated[list[Label], Field(min_length=1, max_length=MAX_LIST)] | None = None
     tags: Annotated[list[Label], Field(min_length=1, max_length=MAX_LIST)] | None = None  # any of them
     created_after: Timestamp | None = None
     created_before: Timestamp | None = None
     updated_after: Timestamp | None = None
     updated_before: Timestamp | None = None
-    exclude_document_ids: Annotated[list[Identifier], Field(max_length=MAX_LIST)] | None = None
+    exclude_document_ids: Annotated[list[DocumentId], Field(max_length=MAX_LIST)] | None = None
     exclude_chunk_ids: Annotated[list[Annotated[UUID, Field(strict=False)]], Field(max_length=MAX_LIST)] | None = None
 
     @field_validator("sources", "tags")
@@ -65,6 +62,11 @@ class Filters(_Strict):
         # A timestamp without an offset is taken as UTC, never as the server's local time.
         if value is not None and value.tzinfo is None:
             value = value.replace(tzinfo=UTC)
+        if value is not None:
+            try:
+                value.astimezone(UTC)
+            except OverflowError:  # 9999-12-31T23:59:59-14:00 is past the last representable instant
+                raise ValueError("timestamp is out of range once converted to UTC") from None
         return value
 
     @model_validator(mode="after")
@@ -103,7 +105,7 @@ class Include(_Strict):
 class SearchRequest(_Strict):
     query: str
     k: Annotated[int, Field(ge=1)] = defaults.K
-    entity_ids: Annotated[list[Identifier], Field(min_length=1, max_length=100)] | None = None
+    entity_ids: Annotated[list[EntityId], Field(min_length=1, max_length=100)] | None = None
     filters: Filters = Filters()
     alpha: Score = defaults.ALPHA
     fusion: Literal["linear", "rrf"] = defaults.FUSION
@@ -150,21 +152,6 @@ def normalize_query(text: str) -> str:
     return _SPACE.sub(" ", text).strip().casefold()
 
 
-def _field_name(loc: tuple) -> str:
-    return ".".join(str(part) for part in loc if not isinstance(part, int)) or "body"
-
-
 def parse_request(body: dict, *, max_k: int, max_query_chars: int) -> SearchRequest:
     """A SearchRequest, or a 400 naming the first bad field."""
-    try:
-        return SearchRequest.model_validate(body, context={"max_k": max_k, "max_query_chars": max_query_chars})
-    except pydantic.ValidationError as exc:
-        error = exc.errors()[0]
-        field = _field_name(error["loc"])
-        if error["type"] == "extra_forbidden":
-            message = f"unknown field {field!r}"
-        elif error["type"] == "missing":
-            message = f"{field} is required"
-        else:
-            message = f"{field}: {error['msg'].removeprefix('Value error, ')}"
-        raise ValidationError(message, field=field) from None
+    return parse(SearchRequest, body, context={"max_k": max_k, "max_query_chars": max_query_chars})

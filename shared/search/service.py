@@ -1,10 +1,17 @@
-"""``POST /search`` end to end: validate, check the grant, caches, retrieve, rerank, store.
+"""``POST /search`` as a pipeline of named stages over one context object.
 
-Cache protocol (see ``edgeindex.cache``): the entities' sequences are read
-*before* the database query and the result is stored only if none moved, so a
-result computed from a snapshot older than an ingestion commit is never cached.
-The exact cache is one KV read, so a hit costs no model call and no database
-work beyond authentication (which is cached in-process).
+    parse → scope → cache → plan → retrieve → rerank → shape → store
+
+Each stage is a small method of :class:`SearchService` reading and writing the
+:class:`SearchContext`; a new capability (routing, query enhancement, telemetry)
+is a new stage or a change to one, and the plan it makes is part of the cache key.
+
+Cache protocol (see ``edgeindex.cache``): the scope's entity sequences are read
+*before* any lookup or database query. A cached result is served only if it was
+computed at exactly those sequences (so a document that became ready since is
+never hidden behind a cached answer), and a new result is stored only if no
+sequence moved while it was computed. A semantic hit must also ask the same
+question (see ``semantic_guard``).
 """
 
 from __future__ import annotations
@@ -13,27 +20,221 @@ import asyncio
 import itertools
 import time
 from collections.abc import Awaitable
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+import numpy as np
+
 from .. import cache, sqlfiles
+from ..bindings.ai import Embedder
+from ..bindings.database import Database
+from ..bindings.kv import KV
+from ..bindings.vectorize import PgVectorIndex
 from ..errors import ValidationError
 from ..tenancy import Principal
 from . import defaults, engine
 from .cache_keys import CacheKeys, cache_keys
 from .request import SearchRequest, parse_request
+from ..bindings.rerank import Reranker
+from .semantic_guard import model_vocabulary, signature
 
 SQL = sqlfiles.load("search.sql")
 T = TypeVar("T")
-PRUNE_EVERY = 200  # semantic-cache stores between two prunes of expired pointers (per process)
-_stores = itertools.count(1)
+PRUNE_EVERY = 200  # semantic-cache stores between two prunes of expired pointers
+SEMANTIC_CANDIDATES = 3  # nearest past queries checked against the guard
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    max_k: int
+    max_query_chars: int
+    semantic_threshold: float
+    cache_ttl: float
+
+
+@dataclass
+class SearchContext:
+    """One search as it passes through the stages: the request, its scope, what was found, timings."""
+
+    principal: Principal
+    body: dict
+    started: float = field(default_factory=time.perf_counter)
+    request: SearchRequest | None = None
+    entity_ids: list[str] = field(default_factory=list)
+    keys: CacheKeys | None = None
+    sequences: tuple[int, ...] = ()
+    limit: int = 0
+    embedding: np.ndarray | None = None
+    lexical: engine.LexicalResult | None = None
+    rows: list[dict] = field(default_factory=list)
+    results: list[dict] = field(default_factory=list)
+    cache_outcome: str = "none"
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def response(self, payload: dict) -> dict:
+        return {**payload, "count": len(payload["results"]), "cache": self.cache_outcome,
+                "took_ms": _since(self.started)}
+
+
+class SearchService:
+    """Everything a search needs, given once at start-up by the search worker (or a test, the MCP server)."""
+
+    def __init__(self, *, db: Database, kv: KV, embedder: Embedder, semantic_cache: PgVectorIndex,
+                 settings: SearchSettings, reranker: Reranker | None = None) -> None:
+        self.db = db
+        self.kv = kv
+        self.embedder = embedder
+        self.semantic_cache = semantic_cache
+        self.reranker = reranker
+        self.settings = settings
+        self.vocabulary: frozenset[str] | None = None  # the model's whole words (semantic_guard)
+        self._stores = itertools.count(1)
+        self._tuned = engine.tuned_connections()
+
+    def prepare(self) -> None:
+        """Single queries through ONNX Runtime (bindings/onnx_query.py): ~3 ms instead of ~8."""
+        prepare_query_embedding(self.embedder)
+        self.vocabulary = model_vocabulary(self.embedder)
+
+    async def search(self, principal: Principal, body: dict, *, background: Any) -> dict:
+        """``background.wait_until(coro)`` keeps work alive after the answer (the worker's ``ctx``)."""
+        ctx = SearchContext(principal, body)
+        self.parse(ctx)
+        await self.scope(ctx)
+        if (hit := await self.cache_exact(ctx)) is not None:
+            return ctx.response(hit)
+        self.plan(ctx)
+        lexical = asyncio.ensure_future(_timed(engine.lexical(self.db, ctx.request, ctx.entity_ids,
+                                                              tuned=self._tuned, limit=ctx.limit),
+                                               ctx.timings, "lexical_ms"))
+        try:
+            await self.embed(ctx)
+            if (hit := await self.cache_semantic(ctx, background)) is not None:
+                background.wait_until(lexical)  # its answer is not needed; let it finish off the request path
+                return {**ctx.response(hit), "timings": ctx.timings}
+            ctx.lexical = await lexical
+        except BaseException:
+            _abandon(background, lexical)
+            raise
+        await self.retrieve(ctx)
+        await self.rerank(ctx)
+        payload = self.shape(ctx)
+        await self.store(ctx, payload, background)
+        return {**ctx.response(payload), "timings": ctx.timings}
+
+    # --- stages ------------------------------------------------------------------------
+
+    def parse(self, ctx: SearchContext) -> None:
+        ctx.request = parse_request(ctx.body, max_k=self.settings.max_k,
+                                    max_query_chars=self.settings.max_query_chars)
+        if ctx.request.rerank and self.reranker is None:
+            raise ValidationError("rerank is not configured on this deployment (set the RERANK_URL var)",
+                                  field="rerank")
+
+    async def scope(self, ctx: SearchContext) -> None:
+        ctx.entity_ids = resolve_entities(ctx.principal, ctx.request.entity_ids)
+        ctx.keys = cache_keys(ctx.request, ctx.entity_ids)
+        # Before any lookup or database read: see the module docstring.
+        ctx.sequences = await asyncio.to_thread(cache.read_sequences, self.kv, ctx.entity_ids)
+
+    async def cache_exact(self, ctx: SearchContext) -> dict | None:
+        if not ctx.request.cache:
+            return None
+        hit = await asyncio.to_thread(cache.load, self.kv, ctx.keys.exact, ctx.sequences)
+        if hit is not None:
+            ctx.cache_outcome = "exact"
+        return hit
+
+    def plan(self, ctx: SearchContext) -> None:
+        """How many rows to retrieve (more than k when a reranker follows)."""
+        ctx.limit = max(ctx.request.k, defaults.RERANK_CANDIDATES) if ctx.request.rerank else ctx.request.k
+
+    async def embed(self, ctx: SearchContext) -> None:
+        # The query is embedded (model, in this process) while Postgres runs the half of the
+        # search that needs no embedding (scope and BM25): on two cores they overlap.
+        mark = time.perf_counter()
+        ctx.embedding = await self.embedder.embed_query(ctx.request.query)
+        ctx.timings["embed_ms"] = _since(mark)
+
+    async def cache_semantic(self, ctx: SearchContext, background: Any) -> dict | None:
+        if not ctx.request.cache:
+            return None
+        mark = time.perf_counter()
+        try:
+            matches = await self.semantic_cache.query(ctx.embedding, namespace=ctx.keys.namespace,
+                                                      top_k=SEMANTIC_CANDIDATES,
+                                                      min_score=self.settings.semantic_threshold)
+            wanted = signature(ctx.request.query, self.vocabulary)
+            for match in matches:
+                # Similar wording is not the same question: numbers, identifiers, quoted phrases
+                # and rare words must match exactly ("invoice 4711" is not "invoice 4712").
+                if match.metadata.get("signature") != wanted:
+                    continue
+                hit = await asyncio.to_thread(cache.load, self.kv, match.id, ctx.sequences)
+                if hit is None:
+                    # Invalidated, expired or computed before a change: forget the pointer.
+                    background.wait_until(self.semantic_cache.delete(match.id))
+                    continue
+                ctx.cache_outcome = "semantic"
+                return hit
+            return None
+        finally:
+            ctx.timings["semantic_lookup_ms"] = _since(mark)
+
+    async def retrieve(self, ctx: SearchContext) -> None:
+        mark = time.perf_counter()
+        ctx.rows = await engine.retrieve(self.db, ctx.request, ctx.entity_ids, ctx.embedding, tuned=self._tuned,
+                                         lexical_result=ctx.lexical, limit=ctx.limit,
+                                         include_text=True if ctx.request.rerank else None)
+        ctx.timings["hybrid_ms"] = _since(mark)
+
+    async def rerank(self, ctx: SearchContext) -> None:
+        request = ctx.request
+        if not request.rerank:
+            ctx.results = [engine.shape(r, request) for r in ctx.rows]
+            return
+        mark = time.perf_counter()
+        results = [engine.shape(r, request, text=True) for r in ctx.rows]
+        scores = await self.reranker.rerank(request.query, [r["text"] or "" for r in results])
+        for result, score in zip(results, scores, strict=True):
+            result["scores"]["fused"] = result["score"]
+            result["scores"]["rerank"] = round(score, 6)
+            result["score"] = round(score, 6)
+        results.sort(key=lambda r: r["score"], reverse=True)
+        results = results[:request.k]
+        if not request.include.text:
+            for r in results:
+                r.pop("text", None)
+        ctx.results = results
+        ctx.timings["rerank_ms"] = _since(mark)
+
+    def shape(self, ctx: SearchContext) -> dict:
+        # corrections: query words the entities have never seen, and the vocabulary terms that stood in
+        # order "reverse": best last (its own cache scope, so the stored payload is already reversed)
+        results = ctx.results[::-1] if ctx.request.order == "reverse" else ctx.results
+        return {"results": results, "entity_ids": ctx.entity_ids, "corrections": ctx.lexical.corrections}
+
+    async def store(self, ctx: SearchContext, payload: dict, background: Any) -> None:
+        if not ctx.request.cache:
+            return
+        ttl = self.settings.cache_ttl
+        stored = await asyncio.to_thread(cache.store, self.kv, ctx.keys.exact, payload,
+                                         chunk_ids=_chunk_ids(ctx.results), entity_ids=ctx.entity_ids,
+                                         sequences=ctx.sequences, ttl=ttl)
+        if stored:
+            background.wait_until(self._remember(ctx, ttl))
+
+    async def _remember(self, ctx: SearchContext, ttl: float) -> None:
+        await self.semantic_cache.upsert(ctx.keys.exact, ctx.embedding, namespace=ctx.keys.namespace,
+                                         metadata={"query": ctx.request.query,
+                                                   "signature": signature(ctx.request.query, self.vocabulary)})
+        if next(self._stores) % PRUNE_EVERY == 0:
+            await self.db.execute(SQL["semantic_prune"], {"index": self.semantic_cache.index_name, "ttl": ttl})
 
 
 def prepare_query_embedding(embedder: Any) -> None:
-    """Single queries through ONNX Runtime (shared/bindings/onnx_query.py): ~3 ms instead of ~8.
-
-    Called by the search worker at start-up, and by the evaluation so that Chroma's queries
-    are embedded exactly as ours. A remote embedder has nothing to prepare.
-    """
+    """Called at start-up, and by the evaluation so that Chroma's queries are embedded exactly as
+    ours. A remote embedder has nothing to prepare."""
     prepare = getattr(embedder, "prepare_queries", None)
     if prepare is not None:
         prepare()
@@ -56,38 +257,6 @@ def _chunk_ids(results: list[dict]) -> list[str]:
     return ids
 
 
-async def _semantic_hit(env: Any, ctx: Any, keys: CacheKeys, embedding) -> dict | None:
-    threshold = env.var("SEMANTIC_CACHE_THRESHOLD", float)
-    matches = await env.SEMANTIC_CACHE.query(embedding, namespace=keys.namespace, top_k=1, min_score=threshold)
-    if not matches:
-        return None
-    hit = cache.load(env.KV, matches[0].id)
-    if hit is None:
-        # The result it pointed to was invalidated or expired: forget the pointer.
-        ctx.wait_until(env.SEMANTIC_CACHE.delete(matches[0].id))
-    return hit
-
-
-async def _remember(env: Any, keys: CacheKeys, embedding, query: str, ttl: float) -> None:
-    await env.SEMANTIC_CACHE.upsert(keys.exact, embedding, namespace=keys.namespace, metadata={"query": query})
-    if next(_stores) % PRUNE_EVERY == 0:
-        await env.DB.execute(SQL["semantic_prune"], {"index": env.SEMANTIC_CACHE.index_name, "ttl": ttl})
-
-
-async def _rerank(env: Any, request: SearchRequest, results: list[dict]) -> list[dict]:
-    scores = await env.RERANKER.rerank(request.query, [r["text"] or "" for r in results])
-    for result, score in zip(results, scores, strict=True):
-        result["scores"]["fused"] = result["score"]
-        result["scores"]["rerank"] = round(score, 6)
-        result["score"] = round(score, 6)
-    results.sort(key=lambda r: r["score"], reverse=True)
-    results = results[:request.k]
-    if not request.include.text:
-        for r in results:
-            r.pop("text", None)
-    return results
-
-
 async def _timed(awaitable: Awaitable[T], timings: dict[str, float], name: str) -> T:
     mark = time.perf_counter()
     try:
@@ -96,78 +265,13 @@ async def _timed(awaitable: Awaitable[T], timings: dict[str, float], name: str) 
         timings[name] = _since(mark)
 
 
-def _abandon(ctx: Any, task: asyncio.Future) -> None:
+def _abandon(background: Any, task: asyncio.Future) -> None:
     """The request failed while ``task`` ran beside it: the request's own error is the one reported."""
     if not task.done():
-        ctx.wait_until(task)  # finished (and any error of its own logged) off the request path
+        background.wait_until(task)  # finished (and any error of its own logged) off the request path
     elif not task.cancelled():
         task.exception()  # retrieved, so asyncio does not warn about it
 
 
 def _since(mark: float) -> float:
     return round((time.perf_counter() - mark) * 1000, 2)
-
-
-def _respond(payload: dict, kind: str, started: float) -> dict:
-    return {**payload, "count": len(payload["results"]), "cache": kind,
-            "took_ms": round((time.perf_counter() - started) * 1000, 2)}
-
-
-async def search(env: Any, ctx: Any, principal: Principal, body: dict) -> dict:
-    started = time.perf_counter()
-    request = parse_request(body, max_k=env.var("MAX_K", int), max_query_chars=env.var("MAX_QUERY_CHARS", int))
-    entity_ids = resolve_entities(principal, request.entity_ids)
-    reranker = getattr(env, "RERANKER", None)
-    if request.rerank and reranker is None:
-        raise ValidationError("rerank is not configured on this deployment (set the RERANK_URL var)", field="rerank")
-    keys = cache_keys(request, entity_ids)
-    kv = env.KV
-
-    if request.cache and (hit := cache.load(kv, keys.exact)) is not None:
-        return _respond(hit, "exact", started)
-
-    timings: dict[str, float] = {}
-    limit = max(request.k, defaults.RERANK_CANDIDATES) if request.rerank else request.k
-    sequences = cache.read_sequences(kv, entity_ids)  # before any database read: see the module docstring
-    # The query is embedded (model, in this process) while Postgres runs the half of the search
-    # that needs no embedding (scope and BM25): on two cores they overlap.
-    mark = time.perf_counter()
-    lexical = asyncio.ensure_future(_timed(engine.lexical(env.DB, request, entity_ids, limit=limit),
-                                           timings, "lexical_ms"))
-    try:
-        embedding = await env.AI.embedder.embed_query(request.query)
-        timings["embed_ms"] = _since(mark)
-        if request.cache:
-            semantic_mark = time.perf_counter()
-            hit = await _semantic_hit(env, ctx, keys, embedding)
-            timings["semantic_lookup_ms"] = _since(semantic_mark)
-            if hit is not None:
-                ctx.wait_until(lexical)  # its answer is not needed; let it finish off the request path
-                return {**_respond(hit, "semantic", started), "timings": timings}
-        lexical_result = await lexical
-    except BaseException:
-        _abandon(ctx, lexical)
-        raise
-
-    mark = time.perf_counter()
-    rows = await engine.retrieve(env.DB, request, entity_ids, embedding, lexical_result=lexical_result,
-                                 limit=limit, include_text=True if request.rerank else None)
-    timings["hybrid_ms"] = _since(mark)
-    if request.rerank:
-        mark = time.perf_counter()
-        results = await _rerank(env, request, [engine.shape(r, request, text=True) for r in rows])
-        timings["rerank_ms"] = _since(mark)
-    else:
-        results = [engine.shape(r, request) for r in rows]
-    if request.order == "reverse":
-        results.reverse()
-    # query words the entities have never seen, and the vocabulary terms that stood in for them
-    payload = {"results": results, "entity_ids": entity_ids, "corrections": lexical_result.corrections}
-
-    if request.cache:
-        ttl = env.var("CACHE_TTL_SECONDS", float)
-        stored = cache.store(kv, keys.exact, payload, chunk_ids=_chunk_ids(results), entity_ids=entity_ids,
-                             sequences=sequences, ttl=ttl)
-        if stored:
-            ctx.wait_until(_remember(env, keys, embedding, request.query, ttl))
-    return {**_respond(payload, "none", started), "timings": timings}

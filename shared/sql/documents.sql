@@ -23,7 +23,8 @@ SET version = documents.version + 1,
 RETURNING version, generation;
 
 -- name: set_object
-UPDATE documents SET object_key = %(object_key)s, upload_id = %(upload_id)s
+UPDATE documents SET object_key = %(object_key)s, upload_id = %(upload_id)s,
+                     upload_expires_at = now() + make_interval(secs => %(expires)s)
 WHERE entity_id = %(entity_id)s AND id = %(document_id)s AND version = %(version)s;
 
 -- name: mark_uploaded
@@ -36,7 +37,7 @@ UPDATE documents SET status = 'failed', step = 'upload', error = %(error)s
 WHERE entity_id = %(entity_id)s AND id = %(document_id)s AND version = %(version)s AND status = 'pending';
 
 -- name: pending_upload
-SELECT version, generation, status, object_key, upload_id, content_type
+SELECT version, generation, status, object_key, upload_id, content_type, size_bytes, uploaded_at
 FROM documents WHERE entity_id = %(entity_id)s AND id = %(document_id)s;
 
 -- name: live_version
@@ -55,6 +56,11 @@ SELECT version FROM documents WHERE entity_id = %(entity_id)s AND id = %(documen
 -- name: get_document
 SELECT d.id AS document_id, d.entity_id, d.version, d.ready_version, d.status,
        CASE WHEN d.status = 'processing' THEN coalesce(r.current_step, d.step) ELSE d.step END AS step,
+       CASE WHEN d.status = 'pending' AND d.uploaded_at IS NULL THEN 'upload'
+            WHEN d.status = 'pending' THEN 'ingestion (queued)'
+            WHEN d.status = 'processing' THEN 'ingestion step ' || coalesce(r.current_step, d.step, 'extract')
+       END AS waiting_for,
+       CASE WHEN d.status = 'pending' AND d.uploaded_at IS NULL THEN d.upload_expires_at END AS upload_expires_at,
        d.error, d.title, d.source, d.tags, d.metadata, d.content_type, d.size_bytes, d.filename,
        d.chunk_count, d.chunks_embedded, d.chunks_reused, d.summary, d.created_at, d.updated_at
 FROM documents d
@@ -85,3 +91,20 @@ RETURNING generation, upload_id, object_key, chunk_count;
 -- name: delete_runs
 -- Every workflow run of a document (their checkpoints cascade).
 DELETE FROM workflow_runs WHERE starts_with(id, %(prefix)s);
+
+-- name: expire_uploads
+-- Versions whose bytes never arrived before their upload URL expired (plus a grace period):
+-- failed with the reason, never pending forever. The previous version, if any, stays live.
+WITH expired AS (
+    SELECT entity_id, id, upload_id FROM documents
+    WHERE status = 'pending' AND uploaded_at IS NULL
+      AND upload_expires_at < now() - make_interval(secs => %(grace)s)
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE documents d
+SET status = 'failed', step = 'upload', upload_id = NULL,
+    error = 'the upload never arrived: its URL expired at '
+            || to_char(d.upload_expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+FROM expired e
+WHERE d.entity_id = e.entity_id AND d.id = e.id
+RETURNING d.entity_id, d.id AS document_id, d.version, d.object_key, e.upload_id;

@@ -2,7 +2,7 @@
 
 -- name: document_for_event
 SELECT version, generation::text AS generation, status, ready_version, content_hash, content_type, object_key,
-       title, run_id
+       title, run_id, size_bytes
 FROM documents WHERE entity_id = %(entity_id)s AND id = %(document_id)s;
 
 -- name: start_processing

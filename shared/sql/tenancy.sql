@@ -1,5 +1,5 @@
 -- name: key_by_hash
-SELECT id, is_admin, entity_ids FROM api_keys WHERE key_hash = %(hash)s AND revoked_at IS NULL;
+SELECT id, key_hash, is_admin, entity_ids FROM api_keys WHERE key_hash = %(hash)s AND revoked_at IS NULL;
 
 -- name: ensure_admin
 INSERT INTO api_keys (id, key_hash, name, is_admin)

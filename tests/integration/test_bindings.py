@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import urllib.request
 import uuid
@@ -13,7 +12,6 @@ from edgeindex.bindings.bucket import S3Bucket
 from edgeindex.bindings.kv import DiskKV
 from edgeindex.bindings.queue import Consumer, SQSQueue, backoff
 from edgeindex.config import QueueConsumer
-from edgeindex.env import sqs_client
 from edgeindex.bindings import aws
 
 

@@ -9,7 +9,7 @@ import asyncio
 import threading
 import time
 
-from ..conftest import new_tenant, put_document, wait_document, wait_for
+from ..helpers import new_tenant, put_document, wait_document, wait_for
 
 DOCS = {
     "bread": "To bake sourdough bread, feed the starter the night before, mix flour, water and salt, and let the "
@@ -81,7 +81,9 @@ async def test_semantic_cache(stack, upload_admin, db):
     assert _search(other, {"query": "how to make sourdough"})["cache"] == "none"
 
 
-async def test_update_invalidates_exactly_the_entries_holding_the_document(stack, upload_admin, db):
+async def test_update_retires_the_entitys_cached_results_and_recomputes_them(stack, upload_admin, db):
+    # Any change in an entity retires its cached results (a new or changed document may belong in
+    # any of them); the answers that did not involve the document come back the same.
     tenant = await _tenant_with_docs(stack, upload_admin)
     only = {d: {"query": "what does this document say", "filters": {"document_ids": [d]}} for d in DOCS}
     broad = {"query": "sourdough bread and postgres autovacuum", "k": 10}
@@ -97,8 +99,9 @@ async def test_update_invalidates_exactly_the_entries_holding_the_document(stack
 
     after = {d: _search(tenant, body) for d, body in only.items()}
     assert after["bread"]["cache"] == "none"                       # held the updated document: dropped
-    assert after["vacuum"]["cache"] == after["k8s"]["cache"] == "exact"  # others survive untouched
-    assert after["vacuum"]["results"] == before["vacuum"]["results"]
+    assert after["vacuum"]["cache"] == after["k8s"]["cache"] == "none"  # computed before the change: retired
+    assert after["vacuum"]["results"] == before["vacuum"]["results"]  # ... and recomputed the same
+    assert _search(tenant, only["vacuum"])["cache"] == "exact"        # cached again
     assert "Rye bread" in after["bread"]["results"][0]["text"]
     assert set(_chunks(after["bread"])).isdisjoint(_chunks(before["bread"]))
     assert _search(tenant, broad)["cache"] == "none"               # held it too

@@ -14,26 +14,14 @@ from edgeindex.bindings.kv import DiskKV
 from edgeindex.errors import ValidationError
 from edgeindex.ingest.events import object_created, object_refs
 
-from ..conftest import put_document, wait_document, wait_for
+from edgeindex.object_keys import document_objects_prefix, object_key
+from ..helpers import TOPICS, chunks, document, paragraph, put_document, wait_document, wait_for
 from ..unit.test_extract import make_pdf
-
-TOPICS = ["rivers", "mountains", "forests", "deserts", "oceans"]
-
-
-def paragraph(topic: str, sentences: int = 7, *, word: str = "shape") -> str:
-    # ~126 model tokens: one paragraph per chunk at CHUNK_TOKENS = 200
-    return " ".join(f"The {topic} chapter sentence {j} describes how {topic} {word} the land and the people "
-                    f"living near them." for j in range(sentences))
-
-
-def document(paragraphs: list[str]) -> str:
-    return "\n\n".join(paragraphs)
-
 
 def objects(stack, entity_id: str, document_id: str) -> list[str]:
     s3 = aws.client("s3", endpoint=stack.s3_endpoint, region="us-east-1", access_key_id="edgeindex",
                     secret_access_key="edgeindex")
-    listed = s3.list_objects_v2(Bucket="edgeindex-documents", Prefix=f"docs/{entity_id}/{document_id}/")
+    listed = s3.list_objects_v2(Bucket="edgeindex-documents", Prefix=document_objects_prefix(entity_id, document_id))
     return [o["Key"] for o in listed.get("Contents", [])]
 
 
@@ -42,11 +30,6 @@ async def run_complete(db, entity_id: str, document_id: str) -> None:
     await wait_for(lambda: db.fetchone("SELECT 1 FROM documents d JOIN workflow_runs r ON r.id = d.run_id "
                                        "WHERE d.entity_id = %s AND d.id = %s AND r.status = 'complete'",
                                        (entity_id, document_id)))
-
-
-async def chunks(db, entity_id: str, document_id: str) -> list[dict]:
-    return await db.fetch("SELECT id::text, position, start_char, end_char, content, version FROM chunks "
-                          "WHERE entity_id = %s AND document_id = %s ORDER BY position", (entity_id, document_id))
 
 
 async def test_reupload_embeds_only_changed_chunks(stack, tenant, db):
@@ -70,7 +53,8 @@ async def test_reupload_embeds_only_changed_chunks(stack, tenant, db):
         doc = await wait_document(tenant, "evolving", version=2)
         assert (doc["status"], doc["chunk_count"], doc["chunks_embedded"], doc["chunks_reused"]) == ("ready", 5, 1, 4)
         # A cached result holding a chunk of the old version is gone, even one whose chunk was reused.
-        assert cache.load(kv, holder) is None
+        assert kv.get(cache.result_key(holder)) is None  # dropped through the reverse map, not just retired
+        assert cache.load(kv, holder, seq) is None
     finally:
         kv.close()
     second = await chunks(db, tenant.entity_id, "evolving")
@@ -81,7 +65,7 @@ async def test_reupload_embeds_only_changed_chunks(stack, tenant, db):
     assert second[2]["id"] != first[2]["id"] and second[2]["version"] == 2
     assert first[2]["id"] not in {c["id"] for c in second}                     # the stale row is deleted
     await run_complete(db, tenant.entity_id, "evolving")
-    assert objects(stack, tenant.entity_id, "evolving") == [f"docs/{tenant.entity_id}/evolving/v2/evolving"]
+    assert objects(stack, tenant.entity_id, "evolving") == [object_key(tenant.entity_id, "evolving", 2, "evolving")]
 
     # v3: a new paragraph first, the last one removed: one embedded, the other four reused and moved.
     v3 = [paragraph("glaciers")] + v2[:4]
@@ -142,7 +126,7 @@ async def test_poison_documents_fail_with_a_reason_and_spare_the_batch(stack, te
     doc = await wait_document(tenant, "p-latin1", version=2)
     assert doc["status"] == "ready" and doc["error"] is None
     await run_complete(db, tenant.entity_id, "p-latin1")  # the failed version's object goes too
-    assert objects(stack, tenant.entity_id, "p-latin1") == [f"docs/{tenant.entity_id}/p-latin1/v2/p-latin1"]
+    assert objects(stack, tenant.entity_id, "p-latin1") == [object_key(tenant.entity_id, "p-latin1", 2, "p-latin1")]
 
 
 async def test_pdf_and_json_documents(tenant, db):
@@ -188,12 +172,12 @@ async def test_skip_unchanged_upload_keeps_the_live_version(stack, tenant, db):
         path = f"/entities/{tenant.entity_id}/documents/synced?skip_unchanged=true"
         status, doc = tenant.upload.put(path, raw=text.encode(), headers={"Content-Type": "text/plain"})
         assert status == 200 and doc["unchanged"] is True and doc["version"] == 1
-        assert cache.load(kv, holder) == {"ids": ids}  # nothing changed, nothing invalidated
+        assert cache.load(kv, holder, cache.read_sequences(kv, [tenant.entity_id])) == {"ids": ids}  # nothing changed
 
         status, doc = tenant.upload.put(path + "&title=New%20title", raw=text.encode(),
                                         headers={"Content-Type": "text/plain"})
         assert (status, doc["version"], doc["title"], doc["status"]) == (200, 1, "New title", "ready")
-        assert cache.load(kv, holder) is None  # cached results showed the old title
+        assert kv.get(cache.result_key(holder)) is None  # cached results showed the old title
     finally:
         kv.close()
     assert [c["id"] for c in await chunks(db, tenant.entity_id, "synced")] == ids

@@ -8,7 +8,7 @@ read back from Postgres.
 
 from __future__ import annotations
 
-from ..conftest import new_tenant, put_document, wait_document
+from ..helpers import new_tenant, put_document, wait_document
 
 GERMAN = ("Die Stadtverwaltung ließ im vergangenen Jahr dreihundert neue Häuser für junge Familien bauen. "
           "Die Mieten in den großen Städten steigen seit Jahren, und viele Familien ziehen deshalb aufs Land. "

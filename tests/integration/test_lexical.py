@@ -14,7 +14,7 @@ import pytest
 
 from edgeindex.search import defaults
 
-from ..conftest import new_tenant, put_document, wait_document
+from ..helpers import new_tenant, put_document, wait_document
 
 RECOUNT = """
 SELECT t.term, count(*) AS df

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import json
-import urllib.request
 
 import pytest
 
 from edgeindex.bindings.database import Database, discover
 from edgeindex.errors import ModelMismatchError
 
-from ..conftest import ROOT, Client
+from ..helpers import ROOT, Client
 
 
 @pytest.mark.parametrize("name,expected", [

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from ..conftest import Client, Tenant, new_tenant, put_document, wait_document
+from ..helpers import Client, Tenant, new_tenant, put_document, wait_document
 
 A_DOCS = {
     "vacuum": dict(text="PostgreSQL autovacuum reclaims storage held by dead tuples. Lower "
@@ -386,7 +386,7 @@ async def test_rerank_over_http(stack, corpus):
         stack.start_worker("search", extra_env=extra_env)
         await asyncio.to_thread(stack.wait_healthy, "search")
 
-    await restart({"EDGEINDEX_VAR_RERANK_URL": url})
+    await restart({"EDGEINDEX_RERANK_URL": url})
     try:
         body = {"query": "how can I bake sourdough bread", "k": 2, "cache": False}
         status, plain = await asyncio.to_thread(corpus.a.search.post, "/search", body)

@@ -14,10 +14,11 @@ import uuid
 import numpy as np
 import pytest
 
-from edgeindex.search import defaults, explain, loader
+from edgeindex.evaluation import explain, loader
+from edgeindex.search import defaults
 from edgeindex.search.request import parse_request
 
-from ..conftest import DATA
+from ..helpers import DATA
 
 MODEL_ID, DIMENSION = "sentence-transformers/all-MiniLM-L6-v2", 384
 

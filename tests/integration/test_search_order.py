@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..conftest import new_tenant, put_document, wait_document
+from ..helpers import new_tenant, put_document, wait_document
 
 DOCS = {
     "vacuum": "Autovacuum removes dead tuples and keeps table statistics fresh.",

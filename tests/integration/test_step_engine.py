@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from edgeindex.errors import Conflict, IngestError, StepFailed
+from edgeindex.errors import Conflict, IngestError, ReplayMismatch, StepFailed
 from edgeindex.workflow import RetryPolicy, Workflow, WorkflowBinding
 
 FAST = RetryPolicy(limit=3, delay=0.01, max_delay=0.02)
@@ -48,7 +48,9 @@ def workflow(db):
     ThreeSteps.calls = {}
     ThreeSteps.crash_after = None
     ThreeSteps.flaky_failures = 0
-    return WorkflowBinding(db, ThreeSteps, name="three-steps")
+    binding = WorkflowBinding(db, ThreeSteps, name="three-steps")
+    binding.provide(None)  # its steps need nothing
+    return binding
 
 
 async def test_stopped_run_resumes_without_rerunning_completed_steps(workflow):
@@ -65,6 +67,23 @@ async def test_stopped_run_resumes_without_rerunning_completed_steps(workflow):
     assert result.status == "complete" and result.output == 11
     assert ThreeSteps.calls == {"a": 1, "b": 1, "c": 1}  # "a" was replayed, not run
     assert workflow.last_step.executed == ["b", "c"]
+
+
+async def test_a_replay_that_asks_for_other_steps_than_recorded_is_an_error(workflow, db):
+    run_id = f"run-{uuid.uuid4()}"
+    ThreeSteps.crash_after = "a"
+    with pytest.raises(Crash):
+        await workflow.create(id=run_id, params={"n": 5})
+
+    class Reordered(Workflow):  # the same run id, replayed by code whose first step is another one
+        async def run(self, event, step):
+            return await step.do("b", lambda: asyncio.sleep(0, 1), retries=FAST)
+
+    other = WorkflowBinding(db, Reordered, name="three-steps")
+    other.provide(None)
+    with pytest.raises(ReplayMismatch, match="'b' now but 'a' was recorded"):
+        await other.create(id=run_id, params={"n": 5})
+    assert (await other.get(run_id)).status == "errored"
 
 
 async def test_completed_run_is_not_run_again(workflow):

@@ -10,7 +10,8 @@ from edgeindex import cache
 from edgeindex.bindings import aws
 from edgeindex.bindings.kv import DiskKV
 
-from ..conftest import Client, new_tenant, put_document, wait_document
+from edgeindex.object_keys import document_objects_prefix, object_key
+from ..helpers import Client, new_tenant, put_document, wait_document
 
 BUCKET = "edgeindex-documents"
 TEXT = ("Edge workers answer search requests close to the agents that send them.\n\n"
@@ -48,7 +49,7 @@ async def test_presigned_upload_is_ingested(stack, tenant, db, s3):
         "metadata": {"lang": "en"}})
     assert status == 201, answer
     assert answer["status"] == "pending" and answer["version"] == 1
-    assert answer["object_key"] == f"docs/{tenant.entity_id}/pre-1/v1/edge_workers.md"
+    assert answer["object_key"] == object_key(tenant.entity_id, "pre-1", 1, "edge_workers.md")
     upload = answer["upload"]
     assert upload["method"] == "PUT" and upload["headers"] == {"Content-Type": "text/markdown"}
     assert http_put(upload["url"], TEXT.encode(), upload["headers"])[0] == 200
@@ -62,7 +63,7 @@ async def test_presigned_upload_is_ingested(stack, tenant, db, s3):
     rows = await chunk_rows(db, tenant.entity_id, "pre-1")
     assert [(r["position"], r["start_char"], r["end_char"]) for r in rows] == [(0, 0, len(TEXT))]
     assert rows[0]["content"] == TEXT and rows[0]["model_id"] == "sentence-transformers/all-MiniLM-L6-v2"
-    assert object_keys(s3, f"docs/{tenant.entity_id}/pre-1/") == [answer["object_key"]]
+    assert object_keys(s3, document_objects_prefix(tenant.entity_id, "pre-1")) == [answer["object_key"]]
     assert object_keys(s3, f"artifacts/{tenant.entity_id}/pre-1/") == []  # small outputs stay in checkpoints
 
 
@@ -121,7 +122,7 @@ def test_large_declared_size_gets_multipart_automatically(tenant):
     ({"content_type": "text/plain", "size_bytes": 52428801}, 413, "size_bytes"),
     ({"content_type": "text/plain", "size_bytes": -1}, 400, "size_bytes"),
     ({"content_type": "text/plain"}, 400, "size_bytes"),
-    ({"content_type": "text/plain", "size_bytes": 1, "document_id": "no spaces"}, 400, "document_id"),
+    ({"content_type": "text/plain", "size_bytes": 1, "document_id": "bad\u0001id"}, 400, "document_id"),
     ({"content_type": "text/plain", "size_bytes": 1, "tags": ["a,b"]}, 400, "tags.0"),
     ({"content_type": "text/plain", "size_bytes": 1, "tags": "a"}, 400, "tags"),
     ({"content_type": "text/plain", "size_bytes": 1, "title": "x" * 501}, 400, "title"),
@@ -154,7 +155,7 @@ def test_tenancy_is_enforced(stack, upload_admin, tenant):
     assert tenant.upload.get(f"/entities/{other.entity_id}/documents")[0] == 403
     assert Client(stack.url("upload")).get(f"/entities/{tenant.entity_id}/documents")[0] == 401
     assert tenant.upload.post("/admin/entities", {"id": "x1", "kind": "user"})[0] == 403
-    status, answer = upload_admin.post(f"/entities/no-such-entity/uploads",
+    status, answer = upload_admin.post("/entities/no-such-entity/uploads",
                                        {"content_type": "text/plain", "size_bytes": 1})
     assert (status, answer["field"]) == (404, "entity_id")
 
@@ -206,13 +207,16 @@ async def test_delete_removes_document_chunks_objects_and_cached_results(stack, 
         assert status == 200, answer
         assert answer["deleted"] is True and answer["chunks_deleted"] == len(ids)
         assert answer["cache_entries_invalidated"] == 1
-        assert cache.load(kv, f"test-del-{tenant.entity_id}") is None
-        assert cache.load(kv, f"test-keep-{tenant.entity_id}") == {"results": kept}  # other documents' entries stay
+        assert kv.get(cache.result_key(f"test-del-{tenant.entity_id}")) is None  # held a deleted chunk: dropped
+        kept_entry = kv.get(cache.result_key(f"test-keep-{tenant.entity_id}"))
+        assert kept_entry["payload"] == {"results": kept}  # not dropped through the reverse map ...
+        now = cache.read_sequences(kv, [tenant.entity_id])
+        assert cache.load(kv, f"test-keep-{tenant.entity_id}", now) is None  # ... but retired: the entity changed
     finally:
         kv.close()
     assert tenant.upload.get(f"/entities/{tenant.entity_id}/documents/del-1")[0] == 404
     assert await chunk_rows(db, tenant.entity_id, "del-1") == []
-    assert object_keys(s3, f"docs/{tenant.entity_id}/del-1/") == []
+    assert object_keys(s3, document_objects_prefix(tenant.entity_id, "del-1")) == []
     assert await db.fetch("SELECT id FROM workflow_runs WHERE starts_with(id, %s)",
                           (f"ingest/{tenant.entity_id}/del-1/",)) == []
     assert tenant.upload.delete(f"/entities/{tenant.entity_id}/documents/del-1")[0] == 404

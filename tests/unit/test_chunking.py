@@ -101,3 +101,22 @@ def test_bad_settings_are_refused(tokenizer):
 def test_rows_round_trip():
     chunk = Chunk(3, 10, 20, 4, "ab" * 32)
     assert Chunk.from_row(3, chunk.to_row()) == chunk
+
+
+def test_text_without_spaces_is_cut_to_the_chunk_bound(tokenizer):
+    from edgeindex.ingest.chunking import MAX_CHARS_PER_TOKEN
+
+    chunker = Chunker(tokenizer, capacity=200, overlap=30)
+    text = "x" * 1_000_000  # one "word": WordPiece counts it as a single unknown token
+    chunks = chunker.split(text)
+    assert max(c.end - c.start for c in chunks) <= 200 * MAX_CHARS_PER_TOKEN
+    assert chunks[0].start == 0 and chunks[-1].end == len(text)
+    assert all(b.start < a.end for a, b in zip(chunks, chunks[1:]))  # contiguous, overlapping
+
+
+def test_a_json_document_nested_too_deeply_fails_permanently():
+    from edgeindex.errors import IngestError
+    from edgeindex.ingest.extract import extract
+
+    with pytest.raises(IngestError, match="nested too deeply"):
+        extract(b"[" * 100_000 + b"]" * 100_000, "application/json")

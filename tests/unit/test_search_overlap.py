@@ -16,21 +16,17 @@ import pytest
 from edgeindex.bindings.kv import DiskKV
 from edgeindex.env import ExecutionContext
 from edgeindex.errors import BindingError
-from edgeindex.search import engine, service
+from edgeindex.search import engine
+from edgeindex.search.service import SearchService, SearchSettings
 from edgeindex.tenancy import Principal
 
 USER = Principal("k1", False, frozenset({"e1"}))
-VARS = {"MAX_K": 100, "MAX_QUERY_CHARS": 2000, "CACHE_TTL_SECONDS": 60.0, "SEMANTIC_CACHE_THRESHOLD": 0.95}
+SETTINGS = SearchSettings(max_k=100, max_query_chars=2000, semantic_threshold=0.95, cache_ttl=60.0)
 
 
-class Env:
-    def __init__(self, kv: DiskKV, embedder) -> None:
-        self.KV = kv
-        self.DB = object()
-        self.AI = type("AI", (), {"embedder": embedder})()
-
-    def var(self, name: str, cast: type = str):
-        return cast(VARS[name])
+def service(kv: DiskKV, embedder) -> SearchService:
+    # The database and the semantic cache are never reached: the engine is replaced below, cache is off.
+    return SearchService(db=object(), kv=kv, embedder=embedder, semantic_cache=object(), settings=SETTINGS)
 
 
 class Embedder:
@@ -57,14 +53,15 @@ def kv(tmp_path):
 def _patch_engine(monkeypatch, started: asyncio.Event, *, lexical_error: Exception | None = None):
     calls = {}
 
-    async def lexical(db, request, entity_ids, *, limit=None):
+    async def lexical(db, request, entity_ids, *, tuned, limit=None):
         started.set()
         await asyncio.sleep(0.01)
         if lexical_error:
             raise lexical_error
         return engine.LexicalResult(nonempty=True, exact=True, corrections={"autovacum": ["autovacuum"]})
 
-    async def retrieve(db, request, entity_ids, embedding, *, lexical_result=None, limit=None, include_text=None):
+    async def retrieve(db, request, entity_ids, embedding, *, tuned, lexical_result=None, limit=None,
+                       include_text=None):
         calls["lexical_result"] = lexical_result
         calls["embedding"] = embedding
         return []
@@ -78,7 +75,7 @@ async def test_lexical_runs_while_the_query_is_embedded(monkeypatch, kv):
     started = asyncio.Event()
     calls = _patch_engine(monkeypatch, started)
     ctx = ExecutionContext()
-    answer = await service.search(Env(kv, Embedder(started)), ctx, USER, {"query": "autovacum", "cache": False})
+    answer = await service(kv, Embedder(started)).search(USER, {"query": "autovacum", "cache": False}, background=ctx)
     await ctx.drain()
     # the embedder waits for the lexical statement to start: a sequential search would time out
     assert answer["corrections"] == {"autovacum": ["autovacuum"]}
@@ -91,8 +88,8 @@ async def test_an_embedding_failure_is_the_error_and_leaves_no_task(monkeypatch,
     _patch_engine(monkeypatch, started)
     ctx = ExecutionContext()
     with pytest.raises(BindingError, match="model down"):
-        await service.search(Env(kv, Embedder(started, BindingError("model down"))), ctx, USER,
-                             {"query": "autovacum", "cache": False})
+        await service(kv, Embedder(started, BindingError("model down"))).search(
+            USER, {"query": "autovacum", "cache": False}, background=ctx)
     await ctx.drain()  # the lexical statement was left to finish, off the request path
     assert not ctx._tasks
 
@@ -102,6 +99,6 @@ async def test_a_lexical_failure_is_the_error(monkeypatch, kv):
     _patch_engine(monkeypatch, started, lexical_error=BindingError("search query failed: boom"))
     ctx = ExecutionContext()
     with pytest.raises(BindingError, match="boom"):
-        await service.search(Env(kv, Embedder(started)), ctx, USER, {"query": "autovacum", "cache": False})
+        await service(kv, Embedder(started)).search(USER, {"query": "autovacum", "cache": False}, background=ctx)
     await ctx.drain()
     assert not ctx._tasks

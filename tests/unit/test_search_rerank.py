@@ -6,7 +6,7 @@ import pytest
 from aiohttp import web
 
 from edgeindex.errors import BindingError
-from edgeindex.search.rerank import HTTPReranker
+from edgeindex.bindings.rerank import HTTPReranker
 
 
 @pytest.fixture

@@ -13,10 +13,10 @@ import numpy as np
 
 from .. import sqlfiles
 from ..bindings.database import Database
-from . import engine
-from .request import SearchRequest
+from ..search import engine
+from ..search.request import SearchRequest
 
-SQL = sqlfiles.load("search.sql")
+SQL = sqlfiles.load("benchmark.sql")
 _VECTOR_LITERAL = re.compile(r"'\[[-0-9.e, ]{40,}\]'")
 _SCAN = re.compile(r"(?:Bitmap Index Scan on|Index Scan(?: Backward)? using|Index Only Scan using) (\S+)")
 
@@ -25,12 +25,13 @@ async def explain(db: Database, request: SearchRequest, entity_ids: list[str], e
                   analyze: bool = True) -> list[str]:
     """Plan lines of the two search statements for this request (vector literals shortened):
     ``lexical``, then ``hybrid`` given what ``lexical`` returned."""
+    tuned = engine.tuned_connections()  # a fresh set: every connection is tuned before use
     limit = request.k
-    lexical = await engine.lexical(db, request, entity_ids, limit=limit)
+    lexical = await engine.lexical(db, request, entity_ids, tuned=tuned, limit=limit)
     options = "ANALYZE, BUFFERS" if analyze else "COSTS"
     lines = []
     async with db.connection() as conn:
-        await engine.tune_connection(conn)
+        await engine.tune_connection(conn, tuned)
         for name, sql, params in (
                 ("lexical", engine.LEXICAL_SQL, engine.build_params(request, entity_ids, None, limit=limit)),
                 ("hybrid", engine.HYBRID_SQL, engine.build_params(request, entity_ids, embedding, limit=limit,

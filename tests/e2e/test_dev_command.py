@@ -3,13 +3,11 @@ restart, and Ctrl-C leaves no process behind."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
 import sys
 import time
-import urllib.request
 
 import psutil
 import pytest
@@ -17,7 +15,7 @@ import pytest
 from edgeindex.bindings import aws
 from edgeindex.runtime.dev import free_port
 
-from ..conftest import ROOT, Client
+from ..helpers import ROOT, Client
 
 
 def start_dev(state, ports: dict[str, int]) -> subprocess.Popen:

@@ -1,16 +1,22 @@
 """Names derived from (entity, document, version): object keys, run ids, artifact prefixes.
 
-Entity and document ids never contain ``/`` (the schema's CHECK forbids it), so
-every prefix below is unambiguous and per-document clean-up is a prefix delete.
+Entity ids are restricted to a key-safe alphabet (``validation.ENTITY_ID_PATTERN``).
+Document ids may be anything a corpus uses (``reports/2025/q3.pdf``, URLs, ``..``),
+so they never appear raw in a key: their segment is ``=`` + the base64url of their
+UTF-8 (no ``/``, no ``.``, reversible for the bucket's events). Every prefix below
+is unambiguous and per-document clean-up is a prefix delete. Keys written before
+this encoding (a raw id, which never starts with ``=``) still parse.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 from dataclasses import dataclass, replace
 from urllib.parse import unquote_plus
 
-from ..errors import ValidationError
+from .errors import ValidationError
 
 DOCS_PREFIX = "docs/"          # the bucket's event notification watches this prefix
 ARTIFACTS_PREFIX = "artifacts/"
@@ -25,12 +31,27 @@ def safe_filename(name: str | None, default: str = "document") -> str:
     return cleaned or default
 
 
+def document_segment(document_id: str) -> str:
+    """A document id as one key segment: ``=`` + base64url (no padding) of its UTF-8."""
+    return "=" + base64.urlsafe_b64encode(document_id.encode("utf-8")).decode("ascii").rstrip("=")
+
+
+def parse_document_segment(segment: str) -> str:
+    if not segment.startswith("="):
+        return segment  # written before document ids were encoded
+    body = segment[1:]
+    try:
+        return base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        raise ValidationError(f"object key segment {segment!r} is not an encoded document id", field="key") from None
+
+
 def object_key(entity_id: str, document_id: str, version: int, filename: str) -> str:
-    return f"{DOCS_PREFIX}{entity_id}/{document_id}/v{version}/{filename}"
+    return f"{DOCS_PREFIX}{entity_id}/{document_segment(document_id)}/v{version}/{filename}"
 
 
 def document_objects_prefix(entity_id: str, document_id: str) -> str:
-    return f"{DOCS_PREFIX}{entity_id}/{document_id}/"
+    return f"{DOCS_PREFIX}{entity_id}/{document_segment(document_id)}/"
 
 
 @dataclass(frozen=True)
@@ -57,11 +78,12 @@ def parse_object_key(raw_key: str) -> ObjectRef:
     match = _VERSION.match(parts[3])
     if not match:
         raise ValidationError(f"object key {key!r} has no version part v<n>", field="key")
-    return ObjectRef(key=key, entity_id=parts[1], document_id=parts[2], version=int(match.group(1)))
+    return ObjectRef(key=key, entity_id=parts[1], document_id=parse_document_segment(parts[2]),
+                     version=int(match.group(1)))
 
 
 def run_prefix(entity_id: str, document_id: str) -> str:
-    return f"ingest/{entity_id}/{document_id}/"
+    return f"ingest/{entity_id}/{document_segment(document_id)}/"
 
 
 def run_id(entity_id: str, document_id: str, version: int, generation: str) -> str:
@@ -70,7 +92,7 @@ def run_id(entity_id: str, document_id: str, version: int, generation: str) -> s
 
 
 def artifacts_prefix(entity_id: str, document_id: str) -> str:
-    return f"{ARTIFACTS_PREFIX}{entity_id}/{document_id}/"
+    return f"{ARTIFACTS_PREFIX}{entity_id}/{document_segment(document_id)}/"
 
 
 def run_artifacts_prefix(entity_id: str, document_id: str, version: int, generation: str) -> str:

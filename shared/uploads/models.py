@@ -1,21 +1,20 @@
-"""Request bodies of the upload worker, checked with pydantic (unknown fields are refused).
+"""Request bodies of the upload worker, checked strictly with pydantic.
 
-``parse`` turns pydantic's errors into one ``ValidationError`` naming the field,
-so every bad request gets a 400 that says which field and why.
+Unknown fields are refused and types are strict (no ``"10"`` for 10, no ``"yes"``
+or ``1`` for true); ``validation.parse`` turns every problem into a 400 naming the
+field. Query strings arrive as text, so their models convert (``lax`` below).
 """
 
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal
 
-import pydantic
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
-from ..errors import PayloadTooLarge, UnsupportedMediaType, ValidationError
+from ..errors import PayloadTooLarge, UnsupportedMediaType
+from ..validation import DocumentId, parse  # noqa: F401  (parse: re-exported for the upload worker)
 
-# Same rule as the schema's CHECK on entities.id / documents.id.
-Identifier = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$")]
 Tag = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=64,
                                        pattern=r"^[^\x00-\x1f\x7f,]+$")]
 Title = Annotated[str, StringConstraints(strip_whitespace=True, max_length=500, pattern=r"^[^\x00-\x1f\x7f]*$")]
@@ -26,10 +25,15 @@ Filename = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1,
 MAX_METADATA_BYTES = 16 * 1024
 MAX_TAGS = 50
 
-M = TypeVar("M", bound=BaseModel)
 
 
 class _Request(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class _Query(BaseModel):
+    """A query string: every value is text, so numbers and booleans are converted from it."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
@@ -50,11 +54,13 @@ class DocumentFields(_Request):
 class DirectUploadQuery(DocumentFields):
     """Query of a direct upload: the document fields, and whether identical bytes may be skipped."""
 
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=False)
+
     skip_unchanged: bool = False  # bytes identical to the live version: no new version, metadata updated in place
 
 
 class UploadRequest(DocumentFields):
-    document_id: Identifier | None = None
+    document_id: DocumentId | None = None
     content_type: str
     size_bytes: int = Field(ge=0)
     metadata: dict[str, Any] | None = None
@@ -78,34 +84,10 @@ class CompleteRequest(_Request):
     parts: Annotated[list[PartETag], Field(min_length=1, max_length=10_000)]
 
 
-class EntityRequest(_Request):
-    id: Identifier
-    kind: Literal["user", "group", "network", "community"]
-    name: Annotated[str, StringConstraints(max_length=200)] = ""
-
-
-class KeyRequest(_Request):
-    name: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
-    entity_ids: Annotated[list[Identifier], Field(max_length=1000)] = []
-    admin: bool = False
-
-
-class ListQuery(_Request):
+class ListQuery(_Query):
     status: Literal["pending", "processing", "ready", "failed"] | None = None
-    after: Identifier | None = None
+    after: DocumentId | None = None
     limit: int = Field(100, ge=1, le=1000)
-
-
-def parse(model: type[M], data: Any) -> M:
-    try:
-        return model.model_validate(data)
-    except pydantic.ValidationError as exc:
-        first = exc.errors()[0]
-        field = ".".join(str(part) for part in first["loc"]) or "body"
-        message = "unknown field" if first["type"] == "extra_forbidden" else first["msg"]
-        more = len(exc.errors()) - 1
-        suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
-        raise ValidationError(f"{field}: {message}{suffix}", field=field) from None
 
 
 def content_type(raw: str | None, allowed: list[str], *, field: str = "content_type") -> str:

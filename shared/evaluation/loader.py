@@ -22,7 +22,7 @@ import numpy as np
 from .. import sqlfiles
 from ..bindings.database import Database
 
-SQL = sqlfiles.load("search.sql")
+SQL = sqlfiles.load("benchmark.sql")
 CHUNK_COLUMNS = ("entity_id", "document_id", "version", "position", "start_char", "end_char", "content",
                  "content_hash", "token_count", "model_id", "embedding")
 CHUNK_TYPES = ("text", "text", "int4", "int4", "int4", "int4", "text", "text", "int4", "text", "vector")

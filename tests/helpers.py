@@ -1,18 +1,17 @@
-"""Shared fixtures: one real stack per test session (embedded Postgres, moto server
-over HTTP, diskcache, the real embedding model, three worker processes)."""
+"""What tests of every kind share: paths, the stack's config, a raw HTTP client, tenants and
+documents over the upload worker's HTTP API, bounded polling, and the ingest tests' texts.
+Fixtures live in each kind's conftest; nothing here starts anything by itself."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import urllib.request
 from pathlib import Path
 
-import pytest
-
 from edgeindex import config as config_module
-from edgeindex.bindings.database import Database
 from edgeindex.runtime.dev import DevStack, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,32 +23,6 @@ def make_config(state_dir: Path, **extra_env: str) -> config_module.Config:
     for name in ("upload", "ingest", "search"):
         environ.setdefault(f"EDGEINDEX_{name.upper()}_PORT", str(free_port()))
     return config_module.load(ROOT / "wrangler.toml", environ=environ)
-
-
-@pytest.fixture(scope="session")
-def stack(tmp_path_factory):
-    state = tmp_path_factory.mktemp("state")
-    cfg = make_config(state)
-    log_path = state / "workers.log"
-    with open(log_path, "w") as log:
-        stack = DevStack(cfg, worker_output=log, environ={**os.environ, "EDGEINDEX_ADMIN_KEY": "test-admin-key"})
-        try:
-            stack.start()
-        except Exception:
-            log.flush()
-            print(log_path.read_text()[-5000:])
-            raise
-        stack.log_path = log_path
-        yield stack
-        stack.stop()
-
-
-@pytest.fixture(scope="session")
-async def db(stack):
-    database = Database(stack.dsn, max_size=4)
-    await database.open()
-    yield database
-    await database.close()
 
 
 class Client:
@@ -93,16 +66,6 @@ class Client:
         return self.request("DELETE", path, **kw)
 
 
-@pytest.fixture(scope="session")
-def upload_admin(stack) -> Client:
-    return Client(stack.url("upload"), stack.admin_key)
-
-
-@pytest.fixture(scope="session")
-def search_url(stack) -> str:
-    return stack.url("search")
-
-
 async def wait_for(predicate, timeout: float = 60.0, interval: float = 0.2):
     """Poll an async or sync predicate until it returns a truthy value."""
     deadline = asyncio.get_running_loop().time() + timeout
@@ -141,11 +104,6 @@ def new_tenant(stack, upload_admin: Client, *, kind: str = "user", prefix: str =
     return Tenant(stack, entity_id, body["key"])
 
 
-@pytest.fixture
-def tenant(stack, upload_admin) -> Tenant:
-    return new_tenant(stack, upload_admin)
-
-
 def put_document(tenant: Tenant, document_id: str, body: bytes | str, *, content_type: str = "text/plain",
                  title: str = "", source: str = "", tags: list[str] | None = None) -> dict:
     """Direct upload of a small body; returns the pending document."""
@@ -169,3 +127,43 @@ async def wait_document(tenant: Tenant, document_id: str, *, version: int | None
         return None
 
     return await wait_for(lambda: asyncio.to_thread(check), timeout=timeout)
+
+
+# --- texts of the ingestion tests ---------------------------------------------------
+
+TOPICS = ["rivers", "mountains", "forests", "deserts", "oceans"]
+
+
+def paragraph(topic: str, sentences: int = 7, *, word: str = "shape") -> str:
+    # ~126 model tokens: one paragraph per chunk at CHUNK_TOKENS = 200
+    return " ".join(f"The {topic} chapter sentence {j} describes how {topic} {word} the land and the people "
+                    f"living near them." for j in range(sentences))
+
+
+def document(paragraphs: list[str]) -> str:
+    return "\n\n".join(paragraphs)
+
+
+async def chunks(db, entity_id: str, document_id: str) -> list[dict]:
+    return await db.fetch("SELECT id::text, position, start_char, end_char, content, version FROM chunks "
+                          "WHERE entity_id = %s AND document_id = %s ORDER BY position", (entity_id, document_id))
+
+
+@contextlib.contextmanager
+def running_stack(state: Path):
+    """A whole stack on free ports under ``state``; its workers' output goes to ``state/workers.log``."""
+    cfg = make_config(state)
+    log_path = state / "workers.log"
+    with open(log_path, "w") as log:
+        stack = DevStack(cfg, worker_output=log, environ={**os.environ, "EDGEINDEX_ADMIN_KEY": "test-admin-key"})
+        try:
+            stack.start()
+        except Exception:
+            log.flush()
+            print(log_path.read_text()[-5000:])
+            raise
+        stack.log_path = log_path
+        try:
+            yield stack
+        finally:
+            stack.stop()

@@ -1,0 +1,206 @@
+"""A catalogue of bad inputs across every route: each gets its exact status and the field at fault,
+as JSON with a request id, and the service is healthy afterwards."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from dataclasses import dataclass
+from urllib.parse import quote
+
+import pytest
+
+from ..helpers import Client, new_tenant
+
+T = "{tenant}"    # replaced by the test's tenant
+O = "{other}"     # another tenant, not granted to the test's key
+JSON = {"Content-Type": "application/json"}
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    worker: str
+    method: str
+    path: str
+    status: int
+    field: str | None
+    body: object = None            # JSON-encoded unless bytes
+    headers: dict | None = None
+    key: str = "tenant"            # tenant | admin | none | revoked | bogus | other
+
+
+def _deep(n: int) -> object:
+    value: object = 1
+    for _ in range(n):
+        value = {"a": value}
+    return value
+
+
+CASES = [
+    # --- authentication and authorisation, every worker -----------------------------------
+    Case("no key", "search", "POST", "/search", 401, "Authorization", {"query": "x"}, key="none"),
+    Case("bogus key", "search", "POST", "/search", 401, "Authorization", {"query": "x"}, key="bogus"),
+    Case("revoked key", "search", "POST", "/search", 401, "Authorization", {"query": "x"}, key="revoked"),
+    Case("non-ascii key", "search", "POST", "/search", 401, "X-API-Key", {"query": "x"},
+         headers={"X-API-Key": "kl\u00fcssel"}, key="none"),
+    Case("huge key", "search", "POST", "/search", 401, "Authorization", {"query": "x"},
+         headers={"Authorization": "Bearer " + "k" * 5000}, key="none"),
+    Case("foreign entity", "search", "POST", "/search", 403, "entity_ids", {"query": "x", "entity_ids": [O]}),
+    Case("admin route, tenant key: entities", "upload", "POST", "/admin/entities", 403, "Authorization",
+         {"id": "x-cat", "kind": "user"}),
+    Case("admin route, tenant key: keys", "upload", "GET", "/admin/keys", 403, "Authorization"),
+    Case("admin route, tenant key: revoke", "upload", "DELETE", "/admin/keys/key_x", 403, "Authorization"),
+    Case("admin route, tenant key: runs", "ingest", "GET", "/runs?id=x", 403, "Authorization"),
+    Case("foreign entity upload", "upload", "POST", f"/entities/{O}/uploads", 403, "entity_id",
+         {"content_type": "text/plain", "size_bytes": 1}),
+    Case("foreign entity list", "upload", "GET", f"/entities/{O}/documents", 403, "entity_id"),
+    Case("foreign entity put", "upload", "PUT", f"/entities/{O}/documents/d", 403, "entity_id", b"x",
+         headers={"Content-Type": "text/plain"}),
+    Case("foreign entity delete", "upload", "DELETE", f"/entities/{O}/documents/d", 403, "entity_id"),
+    # --- /search body ---------------------------------------------------------------------
+    Case("search: not JSON", "search", "POST", "/search", 400, "body", b"{nope", headers=JSON),
+    Case("search: JSON array", "search", "POST", "/search", 400, "body", [1, 2]),
+    Case("search: empty body", "search", "POST", "/search", 400, "body", b"", headers=JSON),
+    Case("search: form content type", "search", "POST", "/search", 415, "Content-Type", b"query=x",
+         headers={"Content-Type": "application/x-www-form-urlencoded"}),
+    Case("search: missing query", "search", "POST", "/search", 400, "query", {"k": 3}),
+    Case("search: query not a string", "search", "POST", "/search", 400, "query", {"query": 5}),
+    Case("search: blank query", "search", "POST", "/search", 400, "query", {"query": "   "}),
+    Case("search: NUL in query", "search", "POST", "/search", 400, "query", {"query": "a\u0000b"}),
+    Case("search: lone surrogate", "search", "POST", "/search", 400, "query", b'{"query": "a\\ud800"}',
+         headers=JSON),
+    Case("search: k zero", "search", "POST", "/search", 400, "k", {"query": "x", "k": 0}),
+    Case("search: k string", "search", "POST", "/search", 400, "k", {"query": "x", "k": "5"}),
+    Case("search: k bool", "search", "POST", "/search", 400, "k", {"query": "x", "k": True}),
+    Case("search: k over MAX_K", "search", "POST", "/search", 400, "k", {"query": "x", "k": 1000}),
+    Case("search: alpha > 1", "search", "POST", "/search", 400, "alpha", {"query": "x", "alpha": 1.5}),
+    Case("search: alpha string", "search", "POST", "/search", 400, "alpha", {"query": "x", "alpha": "0.5"}),
+    Case("search: unknown fusion", "search", "POST", "/search", 400, "fusion", {"query": "x", "fusion": "max"}),
+    Case("search: unknown field", "search", "POST", "/search", 400, "colour", {"query": "x", "colour": 1}),
+    Case("search: unknown include", "search", "POST", "/search", 400, "include.vectors",
+         {"query": "x", "include": {"vectors": True}}),
+    Case("search: neighbours too many", "search", "POST", "/search", 400, "include.neighbours",
+         {"query": "x", "include": {"neighbours": 99}}),
+    Case("search: empty entity list", "search", "POST", "/search", 400, "entity_ids",
+         {"query": "x", "entity_ids": []}),
+    Case("search: bad entity id", "search", "POST", "/search", 400, "entity_ids.0",
+         {"query": "x", "entity_ids": ["a b"]}),
+    Case("search: empty tag filter", "search", "POST", "/search", 400, "filters.tags",
+         {"query": "x", "filters": {"tags": []}}),
+    Case("search: bad timestamp", "search", "POST", "/search", 400, "filters.created_after",
+         {"query": "x", "filters": {"created_after": "yesterday"}}),
+    Case("search: timestamp overflow", "search", "POST", "/search", 400, "filters.updated_after",
+         {"query": "x", "filters": {"updated_after": "9999-12-31T23:59:59-14:00"}}),
+    Case("search: reversed range", "search", "POST", "/search", 400, "filters",
+         {"query": "x", "filters": {"created_after": "2026-02-01", "created_before": "2026-01-01"}}),
+    Case("search: bad chunk id", "search", "POST", "/search", 400, "filters.exclude_chunk_ids.0",
+         {"query": "x", "filters": {"exclude_chunk_ids": ["not-a-uuid"]}}),
+    Case("search: control char in document id filter", "search", "POST", "/search", 400,
+         "filters.document_ids.0", {"query": "x", "filters": {"document_ids": ["a\u0001"]}}),
+    Case("search: nested too deep", "search", "POST", "/search", 400, "filters" + ".a" * 32,
+         {"query": "x", "filters": _deep(40)}),
+    Case("search: rerank not configured", "search", "POST", "/search", 400, "rerank", {"query": "x", "rerank": True}),
+    Case("search: body over the limit", "search", "POST", "/search", 413, "body",
+         {"query": "x", "pad": "y" * 300_000}),
+    # --- tenancy admin ----------------------------------------------------------------------
+    Case("entity: bad id", "upload", "POST", "/admin/entities", 400, "id", {"id": "a b", "kind": "user"}, key="admin"),
+    Case("entity: unknown kind", "upload", "POST", "/admin/entities", 400, "kind", {"id": "k-cat", "kind": "robot"},
+         key="admin"),
+    Case("entity: NUL in name", "upload", "POST", "/admin/entities", 400, "name",
+         {"id": "n-cat", "kind": "user", "name": "a\u0000"}, key="admin"),
+    Case("entity: duplicate", "upload", "POST", "/admin/entities", 409, "id", {"id": T, "kind": "user"}, key="admin"),
+    Case("key: admin as string", "upload", "POST", "/admin/keys", 400, "admin", {"name": "k", "admin": "true"},
+         key="admin"),
+    Case("key: admin as number", "upload", "POST", "/admin/keys", 400, "admin", {"name": "k", "admin": 1},
+         key="admin"),
+    Case("key: unknown entity", "upload", "POST", "/admin/keys", 404, "entity_ids",
+         {"name": "k", "entity_ids": ["no-such-entity-x"]}, key="admin"),
+    Case("key: empty name", "upload", "POST", "/admin/keys", 400, "name", {"name": " "}, key="admin"),
+    Case("key: revoke unknown", "upload", "DELETE", "/admin/keys/key_nope", 404, "key_id", key="admin"),
+    # --- uploads ----------------------------------------------------------------------------
+    Case("upload: size as string", "upload", "POST", f"/entities/{T}/uploads", 400, "size_bytes",
+         {"content_type": "text/plain", "size_bytes": "10"}),
+    Case("upload: negative size", "upload", "POST", f"/entities/{T}/uploads", 400, "size_bytes",
+         {"content_type": "text/plain", "size_bytes": -1}),
+    Case("upload: too large", "upload", "POST", f"/entities/{T}/uploads", 413, "size_bytes",
+         {"content_type": "text/plain", "size_bytes": 10**10}),
+    Case("upload: unsupported type", "upload", "POST", f"/entities/{T}/uploads", 415, "content_type",
+         {"content_type": "image/png", "size_bytes": 10}),
+    Case("upload: multipart flag string", "upload", "POST", f"/entities/{T}/uploads", 400, "multipart",
+         {"content_type": "text/plain", "size_bytes": 10, "multipart": "yes"}),
+    Case("upload: tags not a list", "upload", "POST", f"/entities/{T}/uploads", 400, "tags",
+         {"content_type": "text/plain", "size_bytes": 10, "tags": "a"}),
+    Case("complete: unknown document", "upload", "POST", f"/entities/{T}/uploads/nope/complete", 404,
+         "document_id", {"upload_id": "u", "parts": [{"part_number": 1, "etag": "e"}]}),
+    Case("complete: no parts", "upload", "POST", f"/entities/{T}/uploads/nope/complete", 400, "parts",
+         {"upload_id": "u", "parts": []}),
+    Case("complete: part number 0", "upload", "POST", f"/entities/{T}/uploads/nope/complete", 400,
+         "parts.0.part_number", {"upload_id": "u", "parts": [{"part_number": 0, "etag": "e"}]}),
+    Case("put: empty body", "upload", "PUT", f"/entities/{T}/documents/empty", 400, "body", b"",
+         headers={"Content-Type": "text/plain"}),
+    Case("put: no content type", "upload", "PUT", f"/entities/{T}/documents/ct", 415, "Content-Type", b"x"),
+    Case("put: latin-1 charset", "upload", "PUT", f"/entities/{T}/documents/cs", 415, "Content-Type", b"x",
+         headers={"Content-Type": "text/plain; charset=latin-1"}),
+    Case("put: control char in id", "upload", "PUT", f"/entities/{T}/documents/{quote(chr(1))}", 400,
+         "document_id", b"x", headers={"Content-Type": "text/plain"}),
+    Case("put: NUL in id", "upload", "PUT", f"/entities/{T}/documents/a%00b", 400, "document_id", b"x",
+         headers={"Content-Type": "text/plain"}),
+    Case("put: id over 512 bytes", "upload", "PUT", f"/entities/{T}/documents/{'d' * 600}", 400, "document_id",
+         b"x", headers={"Content-Type": "text/plain"}),
+    Case("put: invalid UTF-8 in id", "upload", "PUT", f"/entities/{T}/documents/%FF%FE", 400, "document_id",
+         b"x", headers={"Content-Type": "text/plain"}),
+    Case("put: NUL in title", "upload", "PUT", f"/entities/{T}/documents/t?title=a%00b", 400, "title", b"x",
+         headers={"Content-Type": "text/plain"}),
+    Case("put: skip_unchanged not a bool", "upload", "PUT", f"/entities/{T}/documents/s?skip_unchanged=maybe",
+         400, "skip_unchanged", b"x", headers={"Content-Type": "text/plain"}),
+    Case("put: unknown query field", "upload", "PUT", f"/entities/{T}/documents/q?colour=red", 400, "colour",
+         b"x", headers={"Content-Type": "text/plain"}),
+    Case("status: unknown document", "upload", "GET", f"/entities/{T}/documents/nope", 404, "document_id"),
+    Case("list: bad status", "upload", "GET", f"/entities/{T}/documents?status=gone", 400, "status"),
+    Case("list: limit zero", "upload", "GET", f"/entities/{T}/documents?limit=0", 400, "limit"),
+    Case("delete: unknown document", "upload", "DELETE", f"/entities/{T}/documents/nope", 404, "document_id"),
+    Case("upload url: forged", "upload", "PUT", "/uploads/e30.AAAA", 403, "signature", b"x",
+         headers={"Content-Type": "text/plain"}, key="none"),
+    Case("upload url: garbage", "upload", "PUT", "/uploads/%%%", 403, "signature", b"x", key="none"),
+    Case("runs: missing id", "ingest", "GET", "/runs", 400, "id", key="admin"),
+    Case("runs: unknown id", "ingest", "GET", "/runs?id=nope", 404, "id", key="admin"),
+]
+
+
+@pytest.fixture(scope="module")
+def parties(stack, upload_admin):
+    tenant = new_tenant(stack, upload_admin, prefix="cat")
+    other = new_tenant(stack, upload_admin, prefix="cat")
+    status, revoked = upload_admin.post("/admin/keys", {"name": "to revoke", "entity_ids": [tenant.entity_id]})
+    assert status == 201
+    assert upload_admin.delete(f"/admin/keys/{revoked['id']}")[0] == 200
+    return {"tenant": tenant.key, "admin": stack.admin_key, "none": None, "revoked": revoked["key"],
+            "bogus": "ei_not-a-key", "other": other.key, "ids": (tenant.entity_id, other.entity_id)}
+
+
+def test_the_catalogue_is_big_enough():
+    assert len(CASES) >= 60 and len({c.name for c in CASES}) == len(CASES)
+    assert {c.worker for c in CASES} == {"upload", "ingest", "search"}
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_bad_input_gets_its_exact_status_and_field(stack, parties, case):
+    tenant_id, other_id = parties["ids"]
+    path = case.path.replace(T, tenant_id).replace(O, other_id)
+    body = case.body
+    if isinstance(body, (dict, list)):
+        body = json.loads(json.dumps(body).replace(T, tenant_id).replace(O, other_id))
+    client = Client(stack.url(case.worker), parties[case.key])
+    raw = body if isinstance(body, bytes) else None
+    status, answer = client.request(case.method, path, None if raw is not None else body, raw=raw,
+                                    headers=case.headers)
+    assert isinstance(answer, dict), answer
+    assert (status, answer.get("field")) == (case.status, case.field), answer
+    assert answer["request_id"].startswith("req_")
+
+
+def test_the_service_is_healthy_after_the_catalogue(stack):
+    for name in ("upload", "ingest", "search"):
+        with urllib.request.urlopen(stack.url(name) + "/health", timeout=30) as resp:
+            assert json.loads(resp.read())["status"] == "ok"
