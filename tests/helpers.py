@@ -167,3 +167,35 @@ def running_stack(state: Path):
             yield stack
         finally:
             stack.stop()
+
+
+def make_pdf(pages: list[list[str]], *, title: str | None = None) -> bytes:
+    """A small valid PDF with real text objects (one list of lines per page)."""
+    objects: list[bytes] = []
+    page_ids = [4 + 2 * i for i in range(len(pages))]
+    objects.append(b"<< /Type /Catalog /Pages 2 0 R >>")
+    objects.append(b"<< /Type /Pages /Kids [" + b" ".join(b"%d 0 R" % i for i in page_ids)
+                   + b"] /Count %d >>" % len(pages))
+    objects.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
+    for i, lines in enumerate(pages):
+        shown = (line.replace("(", r"\(").replace(")", r"\)").encode("latin-1") for line in lines)
+        content = b"BT /F1 12 Tf 14 TL 72 720 Td " + b" ".join(b"(" + t + b") Tj T*" for t in shown) + b" ET"
+        objects.append(b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents %d 0 R "
+                       b"/Resources << /Font << /F1 3 0 R >> >> >>" % (page_ids[i] + 1))
+        objects.append(b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream")
+    info_id = None
+    if title:
+        objects.append(b"<< /Title (" + title.encode("latin-1") + b") >>")
+        info_id = len(objects)
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
+    info = b" /Info %d 0 R" % info_id if info_id else b""
+    trailer = b"<< /Size %d /Root 1 0 R" % (len(objects) + 1) + info + b" >>"
+    out += b"trailer\n" + trailer + b"\nstartxref\n%d\n%%%%EOF\n" % xref
+    return bytes(out)

@@ -190,10 +190,24 @@ class Consumer:
                       self.queue.name, message.id, message.attempts, message.error)
         await self.queue.delete(message.receipt_handle)
 
+    async def _heartbeat(self, batch: MessageBatch) -> None:
+        """Keep unsettled messages hidden while the handler works on them. The visibility timeout can
+        then be short: when a worker dies, its messages come back within one timeout, not hours."""
+        interval = max(1.0, self.settings.visibility_timeout / 3)
+        while True:
+            await asyncio.sleep(interval)
+            for message in batch.messages:
+                if message.outcome is None:
+                    try:
+                        await self.queue.set_visibility(message.receipt_handle, self.settings.visibility_timeout)
+                    except Exception:  # the next beat, or the redelivery, settles it
+                        log.warning("queue %s: could not extend message %s", self.queue.name, message.id)
+
     async def run_once(self, handler: Handler) -> MessageBatch:
         batch = await self.next_batch()
         if not batch.messages:
             return batch
+        heartbeat = asyncio.create_task(self._heartbeat(batch))
         try:
             await handler(batch)
         except Exception as exc:  # the handler's failure retries what it did not settle
@@ -201,6 +215,8 @@ class Consumer:
             batch.retry_all(error=f"{type(exc).__name__}: {exc}")
         else:
             batch.ack_all()
+        finally:
+            heartbeat.cancel()
         await self.settle(batch)
         self.batches += 1
         return batch

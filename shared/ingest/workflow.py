@@ -29,7 +29,7 @@ import logging
 import uuid
 from dataclasses import asdict, dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from .service import IngestService
 
 log = logging.getLogger(__name__)
+T = TypeVar("T", bound="StepOutput")
 SQL = sqlfiles.load("ingest.sql")
 
 class StepName(StrEnum):
@@ -94,13 +95,92 @@ class IngestParams:
         return asdict(self)
 
 
+# --- what each step hands to the next: typed, with an explicit JSON form (the checkpoint) ---------
+
+
+class StepOutput:
+    """A step's result: ``to_json`` is what the engine checkpoints, ``from_json`` what a replay gets back."""
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict):
+        return cls(**data)
+
+    def artifact_keys(self) -> list[str]:
+        """Bucket keys of the artifacts this output points at (deleted once the run is over)."""
+        return [value["key"] for value in asdict(self).values() if isinstance(value, dict) and "key" in value]
+
+
+@dataclass(frozen=True)
+class Extracted(StepOutput):
+    size_bytes: int
+    content_hash: str
+    unchanged: bool = False            # the same bytes as the live version: steps 2-5 are skipped
+    text: dict | None = None           # artifact reference of the extracted text
+    chars: int = 0
+    title: str | None = None
+
+
+@dataclass(frozen=True)
+class Chunked(StepOutput):
+    chunks: dict                       # artifact reference of the chunk rows
+    count: int
+
+
+@dataclass(frozen=True)
+class Diffed(StepOutput):
+    plan: dict                         # artifact reference of the DiffPlan
+    embed: int
+    reused: int
+    moved: int
+    stale: int
+
+
+@dataclass(frozen=True)
+class Embedded(StepOutput):
+    vectors: dict                      # artifact reference of the float32 vectors
+    count: int
+    model_id: str
+    dimension: int
+
+
+@dataclass(frozen=True)
+class Summarized(StepOutput):
+    summary: str
+    method: str
+
+
+@dataclass(frozen=True)
+class Upserted(StepOutput):
+    outcome: str                       # ready | deleted | superseded
+    current_version: int | None = None
+    chunk_count: int = 0
+    embedded: int = 0
+    reused: int = 0
+    moved: int = 0
+    stale: int = 0
+    unchanged: bool = False
+    cache_entries_invalidated: int = 0
+    replaced_version: int | None = None
+    replaced_object: str | None = None
+
+
+@dataclass(frozen=True)
+class StaleDeleted(StepOutput):
+    objects_deleted: int
+    artifacts_deleted: int
+    runs_deleted: int
+
+
 def chunk_id(p: IngestParams, position: int) -> str:
     """Deterministic id of a newly embedded chunk: the same version always writes the same rows."""
     return str(uuid.uuid5(_CHUNK_NAMESPACE, f"{p.entity_id}/{p.document_id}/{p.generation}/{p.version}/{position}"))
 
 
 class IngestJob:
-    """The step bodies for one run; every method returns a JSON-serializable checkpoint."""
+    """The step bodies for one run; each returns its step's typed output (a StepOutput)."""
 
     def __init__(self, service: IngestService, p: IngestParams) -> None:
         self.service = service
@@ -113,7 +193,7 @@ class IngestJob:
                                                                                 p.version, p.generation))
         self.where = {"entity_id": p.entity_id, "document_id": p.document_id}
 
-    async def extract(self) -> dict:
+    async def extract(self) -> Extracted:
         limit = self.settings.max_document_bytes
         size = self.p.size_bytes
         if size is None:  # no event said how big it is: ask before reading it
@@ -133,39 +213,39 @@ class IngestJob:
         digest = content_hash(data)
         if digest == self.p.previous_hash:
             # The same bytes as the live version: its chunks, vectors and summary stand as they are.
-            return {"unchanged": True, "size_bytes": len(data), "content_hash": digest}
+            return Extracted(size_bytes=len(data), content_hash=digest, unchanged=True)
         extracted = await asyncio.to_thread(extract, data, self.p.content_type)
-        return {"text": await self.artifacts.save_text("text.txt", extracted.text), "chars": len(extracted.text),
-                "size_bytes": len(data), "content_hash": digest, "title": extracted.title}
+        return Extracted(text=await self.artifacts.save_text("text.txt", extracted.text), chars=len(extracted.text),
+                         size_bytes=len(data), content_hash=digest, title=extracted.title)
 
-    async def chunk(self, extracted: dict) -> dict:
-        text = await self.artifacts.load_text(extracted["text"])
+    async def chunk(self, extracted: Extracted) -> Chunked:
+        text = await self.artifacts.load_text(extracted.text)
         chunks = await asyncio.to_thread(self.service.chunker.split, text,
                                          markdown=self.p.content_type == "text/markdown")
         if not chunks:
             raise IngestError("the document's text produced no chunks")
-        return {"chunks": await self.artifacts.save_json("chunks.json", [c.to_row() for c in chunks]),
-                "count": len(chunks)}
+        return Chunked(chunks=await self.artifacts.save_json("chunks.json", [c.to_row() for c in chunks]),
+                       count=len(chunks))
 
-    async def load_chunks(self, chunked: dict) -> list[Chunk]:
-        rows = await self.artifacts.load_json(chunked["chunks"])
+    async def load_chunks(self, chunked: Chunked) -> list[Chunk]:
+        rows = await self.artifacts.load_json(chunked.chunks)
         return [Chunk.from_row(i, row) for i, row in enumerate(rows)]
 
-    async def diff(self, chunked: dict) -> dict:
+    async def diff(self, chunked: Chunked) -> Diffed:
         chunks = await self.load_chunks(chunked)
         stored: list[StoredChunk] = []
         if self.p.previous_hash is not None:  # chunks exist only once a version was ready
             stored = [StoredChunk(r["id"], r["position"], r["start_char"], r["end_char"], r["content_hash"],
                                   r["model_id"]) for r in await self.db.fetch(SQL["stored_chunks"], self.where)]
         result = plan(chunks, stored, model_id=self.embedder.model_id, new_id=lambda pos: chunk_id(self.p, pos))
-        return {"plan": await self.artifacts.save_json("diff.json", result.to_json()), "embed": len(result.embed),
-                "reused": result.reused, "moved": len(result.moved), "stale": len(result.stale)}
+        return Diffed(plan=await self.artifacts.save_json("diff.json", result.to_json()), embed=len(result.embed),
+                      reused=result.reused, moved=len(result.moved), stale=len(result.stale))
 
-    async def embed(self, extracted: dict, chunked: dict, diffed: dict) -> dict:
-        result = DiffPlan.from_json(await self.artifacts.load_json(diffed["plan"]))
+    async def embed(self, extracted: Extracted, chunked: Chunked, diffed: Diffed) -> Embedded:
+        result = DiffPlan.from_json(await self.artifacts.load_json(diffed.plan))
         vectors = np.zeros((0, self.embedder.dimension), np.float32)
         if result.embed:
-            text = await self.artifacts.load_text(extracted["text"])
+            text = await self.artifacts.load_text(extracted.text)
             chunks = await self.load_chunks(chunked)
             texts = [chunks[pos].content(text) for pos in result.embed]
             batcher = self.service.batcher
@@ -176,23 +256,23 @@ class IngestJob:
         if vectors.shape != (len(result.embed), self.embedder.dimension):
             raise ModelMismatchError(f"embedder returned {vectors.shape}, expected "
                                      f"({len(result.embed)}, {self.embedder.dimension})")
-        return {"vectors": await self.artifacts.save_bytes("vectors.f32", encode_vectors(vectors)),
-                "count": len(result.embed), "model_id": self.embedder.model_id, "dimension": self.embedder.dimension}
+        return Embedded(vectors=await self.artifacts.save_bytes("vectors.f32", encode_vectors(vectors)),
+                        count=len(result.embed), model_id=self.embedder.model_id, dimension=self.embedder.dimension)
 
-    async def summarize(self, extracted: dict) -> dict:
-        text = await self.artifacts.load_text(extracted["text"])
+    async def summarize(self, extracted: Extracted) -> Summarized:
+        text = await self.artifacts.load_text(extracted.text)
         summary, method = await summarize(text, n=self.settings.summary_sentences, llm=self.service.llm,
-                                          title=extracted["title"] or "")
-        return {"summary": summary, "method": method}
+                                          title=extracted.title or "")
+        return Summarized(summary=summary, method=method)
 
-    async def _lock_current(self, conn) -> tuple[dict | None, dict | None]:
+    async def _lock_current(self, conn) -> tuple[dict | None, Upserted | None]:
         """Lock the document row for the commit: (row, None) while this run's version is still the
         document's, else (row, the outcome: deleted or superseded) and nothing may be written."""
         row = await (await conn.execute(SQL["lock_document"], self.where)).fetchone()
         if row is None or row["generation"] != self.p.generation:
-            return row, {"outcome": "deleted"}
+            return row, Upserted(outcome="deleted")
         if row["version"] != self.p.version:
-            return row, {"outcome": "superseded", "current_version": row["version"]}
+            return row, Upserted(outcome="superseded", current_version=row["version"])
         return row, None
 
     async def _replaced(self, conn, row: dict) -> dict:
@@ -203,21 +283,22 @@ class IngestJob:
         found = await (await conn.execute(SQL["run_object_key"], {"run_id": previous})).fetchone()
         return {"replaced_version": row["ready_version"], "replaced_object": found["object_key"] if found else None}
 
-    async def upsert(self, extracted: dict, chunked: dict, diffed: dict, embedded: dict, summarized: dict) -> dict:
+    async def upsert(self, extracted: Extracted, chunked: Chunked, diffed: Diffed, embedded: Embedded,
+                     summarized: Summarized) -> Upserted:
         p = self.p
-        if (embedded["model_id"], embedded["dimension"]) != (self.embedder.model_id, self.embedder.dimension):
-            raise ModelMismatchError(f"vectors of this run come from {embedded['model_id']!r}, the worker now "
+        if (embedded.model_id, embedded.dimension) != (self.embedder.model_id, self.embedder.dimension):
+            raise ModelMismatchError(f"vectors of this run come from {embedded.model_id!r}, the worker now "
                                      f"embeds with {self.embedder.model_id!r}; vectors are never mixed")
-        result = DiffPlan.from_json(await self.artifacts.load_json(diffed["plan"]))
+        result = DiffPlan.from_json(await self.artifacts.load_json(diffed.plan))
         chunks = await self.load_chunks(chunked)
-        vectors = decode_vectors(await self.artifacts.load_bytes(embedded["vectors"]), embedded["dimension"])
-        text = await self.artifacts.load_text(extracted["text"]) if result.embed else ""
+        vectors = decode_vectors(await self.artifacts.load_bytes(embedded.vectors), embedded.dimension)
+        text = await self.artifacts.load_text(extracted.text) if result.embed else ""
         # full text in each new chunk's language (a reused chunk keeps the one it was stored with)
         languages = await asyncio.to_thread(language.analyse, text, [chunks[pos].content(text) for pos in result.embed])
         new_rows = [{"entity_id": p.entity_id, "id": uuid.UUID(result.ids[pos]), "document_id": p.document_id,
                      "version": p.version, "position": pos, "start": chunks[pos].start, "end": chunks[pos].end,
                      "content": chunks[pos].content(text), "hash": chunks[pos].hash, "tokens": chunks[pos].tokens,
-                     "model_id": embedded["model_id"], "embedding": vectors[i], "language": languages[i].language,
+                     "model_id": embedded.model_id, "embedding": vectors[i], "language": languages[i].language,
                      "text_config": languages[i].text_config, "segmented": languages[i].segmented}
                     for i, pos in enumerate(result.embed)]
         moved = set(result.moved)
@@ -250,14 +331,14 @@ class IngestJob:
                     await conn.execute(SQL["delete_other_chunks"], {**self.where, "keep": result.ids})
                 await conn.execute(SQL["finish_document"], {
                     **self.where, "chunk_count": len(result.ids), "embedded": len(result.embed),
-                    "reused": result.reused, "summary": summarized["summary"],
-                    "content_hash": extracted["content_hash"], "size_bytes": extracted["size_bytes"],
-                    "found_title": extracted["title"]})
-        return {"outcome": "ready", "chunk_count": len(result.ids), "embedded": len(result.embed),
-                "reused": result.reused, "moved": len(result.moved), "stale": len(result.stale),
-                "cache_entries_invalidated": invalidation.dropped, **replaced}
+                    "reused": result.reused, "summary": summarized.summary,
+                    "content_hash": extracted.content_hash, "size_bytes": extracted.size_bytes,
+                    "found_title": extracted.title})
+        return Upserted(outcome="ready", chunk_count=len(result.ids), embedded=len(result.embed),
+                        reused=result.reused, moved=len(result.moved), stale=len(result.stale),
+                        cache_entries_invalidated=invalidation.dropped, **replaced)
 
-    async def reuse_live(self, extracted: dict) -> dict:
+    async def reuse_live(self, extracted: Extracted) -> Upserted:
         """``upsert`` for identical bytes: the live version's chunks become this version's."""
         p = self.p
         ids: list[str] = []
@@ -267,25 +348,25 @@ class IngestJob:
                 row, gone = await self._lock_current(conn)
                 if gone is not None:
                     return gone
-                if row["ready_version"] is None or row["content_hash"] != extracted["content_hash"]:
+                if row["ready_version"] is None or row["content_hash"] != extracted.content_hash:
                     raise IngestError("the live version changed since extract; upload the document again")
                 replaced = await self._replaced(conn, row)
                 ids = [r["id"] for r in await (await conn.execute(SQL["chunk_ids"], self.where)).fetchall()]
                 # Title, tags or source may have changed with this upload: cached results show them.
                 await invalidation.begin([p.entity_id], ids)
-                await conn.execute(SQL["reuse_live_version"], {**self.where, "size_bytes": extracted["size_bytes"]})
-        return {"outcome": "ready", "chunk_count": len(ids), "embedded": 0, "reused": len(ids), "moved": 0,
-                "stale": 0, "unchanged": True, "cache_entries_invalidated": invalidation.dropped, **replaced}
+                await conn.execute(SQL["reuse_live_version"], {**self.where, "size_bytes": extracted.size_bytes})
+        return Upserted(outcome="ready", chunk_count=len(ids), reused=len(ids), unchanged=True,
+                        cache_entries_invalidated=invalidation.dropped, **replaced)
 
-    async def delete_stale(self, upserted: dict, artifact_keys: list[str]) -> dict:
+    async def delete_stale(self, upserted: Upserted, artifact_keys: list[str]) -> StaleDeleted:
         p = self.p
         objects: list[str] = []
         runs = 0
-        if upserted["outcome"] == "ready":
-            if upserted.get("replaced_version") == p.version - 1 and upserted.get("replaced_object"):
+        if upserted.outcome == "ready":
+            if upserted.replaced_version == p.version - 1 and upserted.replaced_object:
                 # The usual update: the previous version was live, no other object can be left.
-                if upserted["replaced_object"] != p.object_key:
-                    objects.append(upserted["replaced_object"])
+                if upserted.replaced_object != p.object_key:
+                    objects.append(upserted.replaced_object)
             elif p.version > 1:  # versions that failed or were superseded may have left objects
                 for info in await self.bucket.list(keys.document_objects_prefix(p.entity_id, p.document_id)):
                     try:
@@ -299,16 +380,7 @@ class IngestJob:
         doomed = objects + artifact_keys
         if doomed:
             await self.bucket.delete(*doomed)
-        return {"objects_deleted": len(objects), "artifacts_deleted": len(artifact_keys), "runs_deleted": runs}
-
-
-def _artifact_keys(*outputs: dict) -> list[str]:
-    found = []
-    for output in outputs:
-        for value in output.values():
-            if isinstance(value, dict) and "key" in value:
-                found.append(value["key"])
-    return found
+        return StaleDeleted(objects_deleted=len(objects), artifacts_deleted=len(artifact_keys), runs_deleted=runs)
 
 
 class IngestDocument(Workflow):
@@ -316,30 +388,31 @@ class IngestDocument(Workflow):
         p = IngestParams(**event)
         job = IngestJob(self.service, p)
 
-        async def do(name: str, body) -> Any:
+        async def do(name: StepName, body, output: type[T]) -> T:
             async def attempt():
                 faults.fail(name, p.document_id)
-                output = await body()
+                result = await body()
                 faults.exit_in(name, p.document_id)
-                return output
+                return result.to_json()  # the checkpoint: what a replay hands back
 
-            output = await step.do(name, attempt, retries=POLICIES[name])
+            stored = await step.do(name, attempt, retries=POLICIES[name])
             faults.exit_after(name, p.document_id, executed=name in step.executed)
-            return output
+            return output.from_json(stored)
 
         try:
-            extracted = await do(StepName.EXTRACT, job.extract)
-            if extracted.get("unchanged"):
-                upserted = await do(StepName.UPSERT, lambda: job.reuse_live(extracted))
-                await do(StepName.DELETE_STALE, lambda: job.delete_stale(upserted, []))
-                return upserted
-            chunked = await do(StepName.CHUNK, lambda: job.chunk(extracted))
-            diffed = await do(StepName.DIFF, lambda: job.diff(chunked))
-            embedded = await do(StepName.EMBED, lambda: job.embed(extracted, chunked, diffed))
-            summarized = await do(StepName.SUMMARIZE, lambda: job.summarize(extracted))
-            upserted = await do(StepName.UPSERT, lambda: job.upsert(extracted, chunked, diffed, embedded, summarized))
-            keys_written = _artifact_keys(extracted, chunked, diffed, embedded)
-            await do(StepName.DELETE_STALE, lambda: job.delete_stale(upserted, keys_written))
+            extracted = await do(StepName.EXTRACT, job.extract, Extracted)
+            if extracted.unchanged:
+                upserted = await do(StepName.UPSERT, lambda: job.reuse_live(extracted), Upserted)
+                await do(StepName.DELETE_STALE, lambda: job.delete_stale(upserted, []), StaleDeleted)
+                return upserted.to_json()
+            chunked = await do(StepName.CHUNK, lambda: job.chunk(extracted), Chunked)
+            diffed = await do(StepName.DIFF, lambda: job.diff(chunked), Diffed)
+            embedded = await do(StepName.EMBED, lambda: job.embed(extracted, chunked, diffed), Embedded)
+            summarized = await do(StepName.SUMMARIZE, lambda: job.summarize(extracted), Summarized)
+            upserted = await do(StepName.UPSERT, lambda: job.upsert(extracted, chunked, diffed, embedded, summarized),
+                                Upserted)
+            written = [key for output in (extracted, chunked, diffed, embedded) for key in output.artifact_keys()]
+            await do(StepName.DELETE_STALE, lambda: job.delete_stale(upserted, written), StaleDeleted)
         finally:
             self.service.record_executed(p.run_id, list(step.executed))
-        return upserted
+        return upserted.to_json()

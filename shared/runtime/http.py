@@ -113,7 +113,7 @@ def check_json_value(value: Any, path: str = "", depth: int = 0) -> None:
             check_json_value(item, where, depth + 1)
     elif isinstance(value, list):
         for i, item in enumerate(value):
-            check_json_value(item, f"{path}[{i}]" if path else f"[{i}]", depth + 1)
+            check_json_value(item, f"{path}.{i}" if path else str(i), depth + 1)
 
 
 def _check_string(value: str, path: str) -> None:

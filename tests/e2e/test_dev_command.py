@@ -11,7 +11,6 @@ import time
 
 import psutil
 import pytest
-
 from edgeindex.bindings import aws
 from edgeindex.runtime.dev import free_port
 

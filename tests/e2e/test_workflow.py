@@ -10,15 +10,22 @@ from __future__ import annotations
 import contextlib
 import json
 
-
 from edgeindex.bindings import aws
 from edgeindex.ingest import faults
 from edgeindex.ingest.events import object_created, object_refs
 from edgeindex.ingest.recovery import LOST, requeue_unfinished_sync
-
 from edgeindex.object_keys import object_key
-from ..helpers import Client, put_document, wait_document, wait_for
-from ..helpers import TOPICS, chunks, document, paragraph
+
+from ..helpers import (
+    TOPICS,
+    Client,
+    chunks,
+    document,
+    paragraph,
+    put_document,
+    wait_document,
+    wait_for,
+)
 
 TEXT = document([paragraph(t) for t in TOPICS[:3]])  # three chunks
 

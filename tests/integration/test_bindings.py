@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import urllib.request
 import uuid
 
 import pytest
-
+from edgeindex.bindings import aws
 from edgeindex.bindings.bucket import S3Bucket
 from edgeindex.bindings.kv import DiskKV
 from edgeindex.bindings.queue import Consumer, SQSQueue, backoff
 from edgeindex.config import QueueConsumer
-from edgeindex.bindings import aws
+from edgeindex.ingest.events import object_refs
+from edgeindex.object_keys import object_key
 
 
 @pytest.fixture(scope="module")
@@ -167,11 +169,49 @@ def test_kv_shared_between_processes(tmp_path):
     assert kv.get("from-child") == 42
 
 
-async def test_s3_event_reaches_the_ingest_queue(stack, s3, sqs):
-    """The provisioned notification: an object under docs/ produces an event on the ingest queue."""
-    # a private queue receives the same bucket's events via a second notification would
-    # replace the first; instead check the configuration that provisioning wrote
-    config = s3.get_bucket_notification_configuration(Bucket="edgeindex-documents")
-    queue_config = config["QueueConfigurations"][0]
-    assert queue_config["QueueArn"].endswith(":edgeindex-ingest")
-    assert queue_config["Events"] == ["s3:ObjectCreated:*"]
+async def test_an_object_created_under_docs_reaches_a_queue_as_an_event_we_parse(stack, s3, sqs):
+    """What provisioning sets up for the ingest queue, on a bucket and queue of this test's own (the
+    ingest worker consumes the real one): an object under docs/ arrives as an event naming it, and
+    an object elsewhere does not."""
+    config = s3.get_bucket_notification_configuration(Bucket="edgeindex-documents")  # as provisioned
+    provisioned = config["QueueConfigurations"][0]
+    assert provisioned["QueueArn"].endswith(":edgeindex-ingest") and provisioned["Events"] == ["s3:ObjectCreated:*"]
+
+    name = f"evt-{uuid.uuid4().hex[:8]}"
+    s3.create_bucket(Bucket=name)
+    url = sqs.create_queue(QueueName=name)["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    s3.put_bucket_notification_configuration(Bucket=name, NotificationConfiguration={"QueueConfigurations": [
+        {**{k: v for k, v in provisioned.items() if k in ("Events", "Filter")}, "Id": "t", "QueueArn": arn}]})
+    key = object_key("team-a", "reports/q3 results.pdf", 2, "q3_results.pdf")
+    s3.put_object(Bucket=name, Key="elsewhere/file.txt", Body=b"not watched")
+    s3.put_object(Bucket=name, Key=key, Body=b"watched")
+    refs = []
+    for _ in range(10):  # bounded: each receive waits up to 2 s for the event
+        for message in sqs.receive_message(QueueUrl=url, WaitTimeSeconds=2, MaxNumberOfMessages=10).get("Messages", []):
+            refs.extend(object_refs(json.loads(message["Body"])))
+        if refs:
+            break
+    assert [(r.entity_id, r.document_id, r.version, r.size) for r in refs] == [
+        ("team-a", "reports/q3 results.pdf", 2, len(b"watched"))]
+
+
+async def test_a_batch_in_hand_stays_hidden_past_its_visibility_timeout(sqs):
+    """The consumer extends what it works on: another consumer sees nothing while the handler runs,
+    however long; a consumer that dies stops extending, so its messages come back within one timeout."""
+    queue = make_queue(sqs, f"q-{uuid.uuid4().hex[:8]}")
+    await queue.send_batch([{"n": 1}])
+    settings = QueueConsumer(queue=queue.name, max_batch_size=1, max_batch_timeout=0, visibility_timeout=3)
+    consumer = Consumer(queue, settings, dead_letter=None, poll_wait_seconds=1)
+    other = Consumer(queue, settings, dead_letter=None, poll_wait_seconds=1)
+    stolen = []
+
+    async def slow(batch):
+        await asyncio.sleep(7)  # the scenario: work longer than two visibility timeouts
+        stolen.extend((await other.next_batch()).messages)
+        for m in batch.messages:
+            m.ack()
+
+    await consumer.run_once(slow)
+    assert stolen == []  # hidden the whole time
+    assert await queue.depth() == {"visible": 0, "in_flight": 0}

@@ -118,7 +118,7 @@ async def test_no_response_holds_a_deleted_chunk(stack, upload_admin, db):
     tenant = await _tenant_with_docs(stack, upload_admin)
     body = {"query": "how do I bake sourdough bread", "k": 3}
     old_chunks = await _bread_chunks(db, tenant)
-    assert old_chunks <= set(_chunks(_search(tenant, body)))
+    assert old_chunks and old_chunks <= set(_chunks(_search(tenant, body)))
     assert _search(tenant, body)["cache"] == "exact"
 
     # agents keep searching (cache on) while the document is replaced, then deleted
@@ -157,4 +157,4 @@ async def test_no_response_holds_a_deleted_chunk(stack, upload_admin, db):
     assert not any(ids & deleted for ids in after_delete)
     final = _search(tenant, body)
     assert not set(_chunks(final)) & deleted
-    assert all(r["document_id"] != "bread" for r in final["results"])
+    assert final["results"] and all(r["document_id"] != "bread" for r in final["results"])

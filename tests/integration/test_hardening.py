@@ -16,7 +16,6 @@ import urllib.request
 from urllib.parse import quote, urlsplit
 
 import pytest
-
 from edgeindex.bindings import aws
 from edgeindex.object_keys import object_key
 
@@ -219,15 +218,12 @@ def test_size_bytes_must_be_a_number(tenant):
 # --- 2. uploads bind to what was declared ------------------------------------------------
 
 
-async def test_a_presigned_upload_of_another_size_than_declared_fails_with_the_reason(tenant):
-    status, answer = tenant.upload.post(f"/entities/{tenant.entity_id}/uploads",
-                                        {"document_id": "short-1", "content_type": "text/plain", "size_bytes": 100})
-    assert status == 201
-    req = urllib.request.Request(answer["upload"]["url"], data=b"only forty-five bytes of the hundred declared",
-                                 method="PUT", headers=answer["upload"]["headers"])
-    urllib.request.urlopen(req, timeout=30).close()
-    doc = await wait_document(tenant, "short-1")
-    assert doc["status"] == "failed" and "declared 100" in doc["error"]
+async def test_a_presigned_upload_of_another_size_than_declared_is_refused(tenant):
+    upload = _upload_url(tenant, "short-1", 100)
+    code, body = _put(upload["url"], b"only forty-five bytes of the hundred declared")
+    assert (code, body["field"]) == (400, "body")
+    status, doc = tenant.upload.get(f"/entities/{tenant.entity_id}/documents/short-1")
+    assert (doc["status"], doc["waiting_for"]) == ("pending", "upload")  # nothing was stored
 
 
 def test_a_multipart_upload_completed_with_fewer_parts_is_refused(tenant):
@@ -282,9 +278,9 @@ async def test_the_semantic_cache_never_answers_a_question_about_another_number(
 
 
 async def _wait_semantic_pointer(stack, tenant):
-    from ..helpers import wait_for
-
     import psycopg
+
+    from ..helpers import wait_for
 
     async def stored():
         async with await psycopg.AsyncConnection.connect(stack.dsn) as conn:

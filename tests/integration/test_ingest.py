@@ -7,16 +7,24 @@ import random
 import urllib.request
 
 import pytest
-
 from edgeindex import cache
 from edgeindex.bindings import aws
 from edgeindex.bindings.kv import DiskKV
 from edgeindex.errors import ValidationError
 from edgeindex.ingest.events import object_created, object_refs
-
 from edgeindex.object_keys import document_objects_prefix, object_key
-from ..helpers import TOPICS, chunks, document, paragraph, put_document, wait_document, wait_for
-from ..unit.test_extract import make_pdf
+
+from ..helpers import (
+    TOPICS,
+    chunks,
+    document,
+    make_pdf,
+    paragraph,
+    put_document,
+    wait_document,
+    wait_for,
+)
+
 
 def objects(stack, entity_id: str, document_id: str) -> list[str]:
     s3 = aws.client("s3", endpoint=stack.s3_endpoint, region="us-east-1", access_key_id="edgeindex",
@@ -92,7 +100,7 @@ async def test_reupload_embeds_only_changed_chunks(stack, tenant, db):
 async def test_poison_documents_fail_with_a_reason_and_spare_the_batch(stack, tenant, db):
     # Uploaded back to back, so the queue hands them to the worker in one batch.
     status, empty = tenant.upload.post(f"/entities/{tenant.entity_id}/uploads",
-                                       {"document_id": "p-empty", "content_type": "text/plain", "size_bytes": 10})
+                                       {"document_id": "p-empty", "content_type": "text/plain", "size_bytes": 0})
     assert status == 201
     req = urllib.request.Request(empty["upload"]["url"], data=b"", method="PUT", headers=empty["upload"]["headers"])
     urllib.request.urlopen(req, timeout=30).close()

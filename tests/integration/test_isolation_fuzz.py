@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import sys
 
 import aiohttp
 
@@ -12,6 +13,7 @@ from ..helpers import ROOT
 def _fuzz_module():
     spec = importlib.util.spec_from_file_location("fuzz_isolation", ROOT / "scripts" / "fuzz_isolation.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 

@@ -11,7 +11,6 @@ import asyncio
 import math
 
 import pytest
-
 from edgeindex.search import defaults
 
 from ..helpers import new_tenant, put_document, wait_document
@@ -57,7 +56,7 @@ async def test_term_statistics_follow_ingest_replace_and_delete(db, stack, uploa
     await stats_match_chunks(db, t.entity_id)
 
     status, _ = t.upload.delete(f"/entities/{t.entity_id}/documents/other")
-    assert status in (200, 202, 204)
+    assert status == 200
     await stats_match_chunks(db, t.entity_id)
     gone = await db.fetchone("SELECT count(*) AS n FROM term_stats WHERE entity_id = %(e)s AND term = 'lead'",
                              {"e": t.entity_id})
@@ -71,7 +70,7 @@ async def test_concurrent_ingestion_of_one_entity_keeps_exact_counts(db, stack, 
         text = " ".join(words[(i + j) % len(words)] for j in range(len(words))) + f" document{i} unique{i}."
         put_document(t, f"d{i}", text)
     docs = await asyncio.gather(*(wait_document(t, f"d{i}") for i in range(12)))
-    assert all(d["status"] == "ready" for d in docs), docs
+    assert [d["status"] for d in docs] == ["ready"] * 12, docs
     await stats_match_chunks(db, t.entity_id)
     network = await db.fetchone("SELECT df FROM term_stats WHERE entity_id = %(e)s AND term = 'network'",
                                 {"e": t.entity_id})
@@ -148,12 +147,13 @@ async def test_misspelled_word_is_replaced_by_its_closest_terms(theraderm):
     # a stricter similarity than this pair has: no stand-in, only "lotion" counts
     strict = search(theraderm, {"query": "therraderm lotion", "alpha": 0, "trigram_threshold": 0.95})
     assert strict["corrections"] == {}
-    assert all(r["scores"]["trigram"] == 0 for r in strict["results"])
+    assert strict["results"] and [r["scores"]["trigram"] for r in strict["results"]] == [0] * len(strict["results"])
 
 
 async def test_query_text_cannot_inject_tsquery_syntax(theraderm):
     for query in ["theraderm' | 'used", "c'est la vie & !(a | b) <-> x:*", "theraderm\\ \\' :* & |"]:
         answer = search(theraderm, {"query": query, "alpha": 0})
+        assert answer["results"] or "theraderm" not in query, query  # its words still match as words
         assert all(r["scores"]["text"] > 0 or r["scores"]["trigram"] > 0 for r in answer["results"])
     # quotes stay part of no lexeme: the first query is just the two words
     found = {r["document_id"] for r in search(theraderm, {"query": "theraderm' | 'used", "alpha": 0})["results"]}
@@ -165,4 +165,4 @@ async def test_lexeme_query_matches_exactly_one_lexeme(db):
         "SELECT t.term, to_tsvector('simple', 'x') || array_to_tsvector(ARRAY[t.term]) @@ lexeme_query(t.term) AS hit, "
         "array_to_tsvector(ARRAY['other']) @@ lexeme_query(t.term) AS miss "
         "FROM unnest(ARRAY['plain', 'can''t', 'back\\slash', 'a & b', '!x', 'x:*', '''']) AS t (term)")
-    assert all(r["hit"] and not r["miss"] for r in rows), rows
+    assert len(rows) == 7 and all(r["hit"] and not r["miss"] for r in rows), rows

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from edgeindex.bindings import onnx_query
 from edgeindex.bindings.ai import local_embedder
 from edgeindex.errors import ModelMismatchError

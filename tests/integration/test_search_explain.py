@@ -13,7 +13,6 @@ import uuid
 
 import numpy as np
 import pytest
-
 from edgeindex.evaluation import explain, loader
 from edgeindex.search import defaults
 from edgeindex.search.request import parse_request

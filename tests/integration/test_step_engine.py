@@ -6,7 +6,6 @@ import asyncio
 import uuid
 
 import pytest
-
 from edgeindex.errors import Conflict, IngestError, ReplayMismatch, StepFailed
 from edgeindex.workflow import RetryPolicy, Workflow, WorkflowBinding
 
@@ -125,6 +124,7 @@ async def test_permanent_errors_are_not_retried(db):
             await step.do("extract", fail, retries=FAST)
 
     binding = WorkflowBinding(db, Bad, name="bad")
+    binding.provide(None)
     run_id = f"run-{uuid.uuid4()}"
     with pytest.raises(IngestError):  # raised as itself, so callers can tell permanent from transient
         await binding.create(id=run_id, params={})
@@ -145,6 +145,7 @@ async def test_one_runner_per_run_id(db):
             return await step.do("wait", wait)
 
     binding = WorkflowBinding(db, Slow, name="slow")
+    binding.provide(None)
     run_id = f"run-{uuid.uuid4()}"
     first = asyncio.create_task(binding.create(id=run_id, params={}))
     await asyncio.sleep(0.2)
@@ -163,5 +164,6 @@ async def test_outputs_must_be_json(workflow, db):
             return await step.do("x", produce, retries=RetryPolicy(limit=1))
 
     binding = WorkflowBinding(db, NotJson, name="not-json")
+    binding.provide(None)
     with pytest.raises(TypeError):
         await binding.create(id=f"run-{uuid.uuid4()}", params={})

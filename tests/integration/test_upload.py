@@ -5,12 +5,11 @@ from __future__ import annotations
 import urllib.request
 
 import pytest
-
 from edgeindex import cache
 from edgeindex.bindings import aws
 from edgeindex.bindings.kv import DiskKV
-
 from edgeindex.object_keys import document_objects_prefix, object_key
+
 from ..helpers import Client, new_tenant, put_document, wait_document
 
 BUCKET = "edgeindex-documents"

@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from edgeindex.errors import ValidationError
 from edgeindex.evaluation import beir
 

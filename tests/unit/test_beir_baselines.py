@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-
 from edgeindex.evaluation.baselines import BM25Baseline, ChromaBaseline, ChunkVectors
 
 

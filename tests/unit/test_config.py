@@ -3,7 +3,6 @@
 from pathlib import Path
 
 import pytest
-
 from edgeindex import config as cfg
 from edgeindex.errors import ConfigError
 

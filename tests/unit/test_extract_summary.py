@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import pytest
-
-from edgeindex.ingest.summary import MAX_SUMMARY_CHARS, extractive_summary, sentences, summarize
+from edgeindex.ingest.summary import (
+    MAX_SUMMARY_CHARS,
+    extractive_summary,
+    sentences,
+    summarize,
+)
 
 
 def report(sections: int = 5, per_section: int = 12) -> str:

@@ -8,11 +8,32 @@ import json
 import aiohttp
 import pytest
 from aiohttp import web
-
 from edgeindex.errors import ValidationError
-from edgeindex.runtime.http import JSONErrorServer, Routes, check_json_value, error_middleware, read_body, read_json
+from edgeindex.runtime.http import (
+    JSONErrorServer,
+    Routes,
+    check_json_value,
+    error_middleware,
+    read_body,
+    read_json,
+)
 
 LIMIT = 1000
+
+
+async def _serve(routes: Routes):
+    """The routes behind the worker's middleware and JSON error server, on a free port: (runner, url)."""
+    async def dispatch(request):
+        return await routes.fetch(request, None, None)
+
+    app = web.Application(middlewares=[error_middleware])
+    app.router.add_route("*", "/{tail:.*}", dispatch)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    runner.server.__class__ = JSONErrorServer
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    return runner, f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"
 
 
 @pytest.fixture
@@ -36,18 +57,8 @@ async def server():
     async def boom(request, services, ctx):
         raise KeyError("a bug")
 
-    async def dispatch(request):
-        return await routes.fetch(request, None, None)
-
-    app = web.Application(middlewares=[error_middleware])
-    app.router.add_route("*", "/{tail:.*}", dispatch)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    runner.server.__class__ = JSONErrorServer
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]
-    yield f"http://127.0.0.1:{port}"
+    runner, url = await _serve(routes)
+    yield url
     await runner.cleanup()
 
 
@@ -98,7 +109,7 @@ async def test_an_unexpected_exception_is_a_json_500_with_a_request_id(server):
 
 @pytest.mark.parametrize("value,field", [
     ({"a": {"b": "x\x00"}}, "a.b"),
-    ({"list": ["ok", "\ud800"]}, "list[1]"),
+    ({"list": ["ok", "\ud800"]}, "list.1"),
     ({"k\x00": 1}, "k\x00"),
 ])
 def test_json_values_that_nothing_downstream_can_store_are_refused(value, field):
@@ -142,19 +153,10 @@ async def test_a_429_carries_retry_after():
     async def limited(request, services, ctx):
         raise RateLimited("slow down", retry_after=2.2)
 
-    async def dispatch(request):
-        return await routes.fetch(request, None, None)
-
-    app = web.Application(middlewares=[error_middleware])
-    app.router.add_route("*", "/{tail:.*}", dispatch)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]
+    runner, url = await _serve(routes)
     try:
         async with aiohttp.ClientSession() as session:
-            async with session.get(f"http://127.0.0.1:{port}/limited") as resp:
+            async with session.get(f"{url}/limited") as resp:
                 assert (resp.status, resp.headers["Retry-After"]) == (429, "3")
                 assert (await resp.json())["error"] == "rate_limited"
     finally:

@@ -6,9 +6,9 @@ import math
 import random
 
 import pytest
-from ranx import Qrels, Run, evaluate as ranx_evaluate
-
 from edgeindex.evaluation import metrics
+from ranx import Qrels, Run
+from ranx import evaluate as ranx_evaluate
 
 K = 5
 RANX_NAMES = {"recall": f"recall@{K}", "mrr": f"mrr@{K}", "map": f"map@{K}", "ndcg": f"ndcg@{K}"}

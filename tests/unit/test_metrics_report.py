@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from edgeindex.errors import ValidationError
 from edgeindex.evaluation import report
 from edgeindex.evaluation.runner import SystemRun, measure, parse_sweep
@@ -86,7 +85,11 @@ async def test_measure_interleaves_systems_and_rotates_their_order():
 
 
 def test_enough_passes_for_a_meaningful_p99():
-    from edgeindex.evaluation.runner import MIN_LATENCY_SAMPLES, MIN_PASSES, timed_passes
+    from edgeindex.evaluation.runner import (
+        MIN_LATENCY_SAMPLES,
+        MIN_PASSES,
+        timed_passes,
+    )
 
     assert timed_passes(11) == 19 and 11 * timed_passes(11) >= MIN_LATENCY_SAMPLES   # business-reports
     assert timed_passes(43) == 5 and 43 * 4 < MIN_LATENCY_SAMPLES <= 43 * 5         # msmarco

@@ -5,7 +5,6 @@ from __future__ import annotations
 from urllib.parse import quote_plus
 
 import pytest
-
 from edgeindex import object_keys as keys
 
 IDS = ["reports/2025/q3.pdf", "..", ".hidden", "<dbpedia:Babylon_5:_Voices>", "a b+c", "été-報告", "x" * 512]

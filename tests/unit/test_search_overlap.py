@@ -12,7 +12,6 @@ import asyncio
 
 import numpy as np
 import pytest
-
 from edgeindex.bindings.kv import DiskKV
 from edgeindex.env import ExecutionContext
 from edgeindex.errors import BindingError

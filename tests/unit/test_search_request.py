@@ -6,7 +6,6 @@ from datetime import UTC, datetime
 
 import numpy as np
 import pytest
-
 from edgeindex.errors import ValidationError
 from edgeindex.search import defaults, engine
 from edgeindex.search.cache_keys import cache_keys

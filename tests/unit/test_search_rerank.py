@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 from aiohttp import web
-
-from edgeindex.errors import BindingError
 from edgeindex.bindings.rerank import HTTPReranker
+from edgeindex.errors import BindingError
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from edgeindex.search.semantic_guard import signature
 
 VOCAB = frozenset({"invoice", "the", "show", "me", "report", "quarterly", "revenue", "how", "do", "rotate",
