@@ -11,3 +11,5 @@ fi
 # unpinned torch would pull several GB of CUDA packages instead.
 .venv/bin/pip install --quiet --disable-pip-version-check "torch==2.13.0"
 .venv/bin/pip install --quiet --disable-pip-version-check -e ".[test,eval]"
+# The Python SDK is its own distribution (no torch, no server code); the CLI and tests use it.
+.venv/bin/pip install --quiet --disable-pip-version-check -e clients/python

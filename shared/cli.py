@@ -1,4 +1,5 @@
-"""``edgeindex``: dev, worker, provision, migrate (and eval, added by the evaluation module)."""
+"""``edgeindex``: dev, worker, provision, migrate; upload, search, status, keys, entities (cli_client.py);
+eval (added by the evaluation module)."""
 
 from __future__ import annotations
 
@@ -112,6 +113,9 @@ def build_parser() -> argparse.ArgumentParser:
     mig = sub.add_parser("migrate", help="apply database migrations")
     mig.set_defaults(func=cmd_migrate)
 
+    from .cli_client import register as register_client
+
+    register_client(sub)  # upload, search, status, keys, entities (over HTTP, with the SDK)
     try:
         from .evaluation.cli import register as register_eval
     except ImportError:  # the evaluation extra is optional
@@ -131,6 +135,13 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except EdgeIndexError as exc:
         print(f"edgeindex: {exc.message}", file=sys.stderr)
+        return 2
+    except Exception as exc:
+        from .cli_client import client_error_message
+
+        if (message := client_error_message(exc)) is None:
+            raise
+        print(f"edgeindex: {message}", file=sys.stderr)
         return 2
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
+from edgeindex import api_models
 from edgeindex.errors import ValidationError
 from edgeindex.ingest.service import IngestService, IngestSettings
 from edgeindex.runtime.http import Routes
@@ -44,7 +45,7 @@ async def queue(batch, services: Services, ctx):
     await services.ingest.handle_batch(batch)
 
 
-@routes.get("/runs")
+@routes.get("/runs", query=api_models.RunQuery, response=api_models.RunStatus, auth="admin")
 async def run_status(request, services: Services, ctx):
     """A run's checkpoints, and which steps this process executed for it (admin; diagnostics)."""
     await services.tenancy.require_admin(request.headers)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from edgeindex import api_models
 from edgeindex.runtime.http import Routes, read_json
+from edgeindex.search.request import SearchRequest
 from edgeindex.search.service import SearchService, SearchSettings
 from edgeindex.tenancy import RateLimiter, Tenancy
 
@@ -33,7 +35,8 @@ async def fetch(request, services: Services, ctx):
     return await routes.fetch(request, services, ctx)
 
 
-@routes.post("/search")
+@routes.post("/search", summary="Hybrid search over the entities the key is granted",
+             request=SearchRequest, response=api_models.SearchResponse)
 async def search(request, services: Services, ctx):
     principal = await services.tenancy.authenticate(request.headers)
     body = await read_json(request, max_bytes=MAX_BODY_BYTES)

@@ -6,10 +6,11 @@ import asyncio
 import logging
 from dataclasses import dataclass
 
+from edgeindex import api_models as out
 from edgeindex.errors import ConfigError
 from edgeindex.runtime.http import Routes, json_response, read_body, read_json
 from edgeindex.tenancy import EntityRequest, KeyRequest, RateLimiter, Tenancy
-from edgeindex.uploads.models import check_size
+from edgeindex.uploads.models import CompleteRequest, DirectUploadQuery, ListQuery, UploadRequest, check_size
 from edgeindex.uploads.service import UploadLimits, UploadService
 from edgeindex.uploads.signed_urls import UploadSigner
 from edgeindex.validation import document_id as valid_document_id
@@ -73,20 +74,22 @@ async def _grant(request, services: Services, entity_id: str) -> None:
 # --- tenancy admin -----------------------------------------------------------------
 
 
-@routes.post("/admin/entities")
+@routes.post("/admin/entities", summary="Create a tenant (user, group, network or community)",
+             request=EntityRequest, response=out.Entity, status=201, auth="admin")
 async def create_entity(request, services: Services, ctx):
     await services.tenancy.require_admin(request.headers)
     body = parse(EntityRequest, await read_json(request))
     return json_response(await services.tenancy.create_entity(id=body.id, kind=body.kind, name=body.name), 201)
 
 
-@routes.get("/admin/entities")
+@routes.get("/admin/entities", summary="List tenants", response=out.EntityList, auth="admin")
 async def list_entities(request, services: Services, ctx):
     await services.tenancy.require_admin(request.headers)
     return {"entities": await services.tenancy.list_entities()}
 
 
-@routes.post("/admin/keys")
+@routes.post("/admin/keys", summary="Create an API key granted some entities (the secret is shown once)",
+             request=KeyRequest, response=out.CreatedKey, status=201, auth="admin")
 async def create_key(request, services: Services, ctx):
     await services.tenancy.require_admin(request.headers)
     body = parse(KeyRequest, await read_json(request))
@@ -94,13 +97,13 @@ async def create_key(request, services: Services, ctx):
     return json_response(key, 201)
 
 
-@routes.get("/admin/keys")
+@routes.get("/admin/keys", summary="List API keys (never their secrets)", response=out.KeyList, auth="admin")
 async def list_keys(request, services: Services, ctx):
     await services.tenancy.require_admin(request.headers)
     return {"keys": await services.tenancy.list_keys()}
 
 
-@routes.delete("/admin/keys/{key_id}")
+@routes.delete("/admin/keys/{key_id}", summary="Revoke an API key", response=out.RevokedKey, auth="admin")
 async def revoke_key(request, services: Services, ctx, key_id):
     await services.tenancy.require_admin(request.headers)
     await services.tenancy.revoke_key(key_id)
@@ -110,7 +113,9 @@ async def revoke_key(request, services: Services, ctx, key_id):
 # --- uploads and documents ------------------------------------------------------------
 
 
-@routes.post("/entities/{entity_id}/uploads")
+@routes.post("/entities/{entity_id}/uploads",
+             summary="Ask for a presigned PUT (or a multipart upload with presigned parts) for a new document version",
+             request=UploadRequest, response=out.UploadTicket, status=201)
 async def request_upload(request, services: Services, ctx, entity_id):
     await _grant(request, services, entity_id)
     answer = await services.uploads.request_upload(entity_id, await read_json(request),
@@ -118,14 +123,18 @@ async def request_upload(request, services: Services, ctx, entity_id):
     return json_response(answer, 201)
 
 
-@routes.post("/entities/{entity_id}/uploads/{document_id}/complete")
+@routes.post("/entities/{entity_id}/uploads/{document_id}/complete", summary="Complete a multipart upload",
+             request=CompleteRequest, response=out.CompletedUpload)
 async def complete_upload(request, services: Services, ctx, entity_id, document_id):
     await _grant(request, services, entity_id)
     document_id = valid_document_id(document_id)
     return await services.uploads.complete_upload(entity_id, document_id, await read_json(request))
 
 
-@routes.put("/entities/{entity_id}/documents/{document_id}")
+@routes.put("/entities/{entity_id}/documents/{document_id}",
+            summary="Upload a small document's bytes directly (202; 200 with unchanged=true when skip_unchanged found the same bytes)",
+            query=DirectUploadQuery, response=out.Document, status=202,
+            body_types=("text/plain", "text/markdown", "text/html", "application/pdf", "application/json"))
 async def direct_upload(request, services: Services, ctx, entity_id, document_id):
     await _grant(request, services, entity_id)
     document_id = valid_document_id(document_id)
@@ -139,7 +148,10 @@ async def direct_upload(request, services: Services, ctx, entity_id, document_id
     return json_response(answer if created else {**answer, "unchanged": True}, 202 if created else 200)
 
 
-@routes.put("/uploads/{token}")
+@routes.put("/uploads/{token}", summary="Receive the bytes of an upload URL this worker handed out (embedded mode)",
+            response=out.ReceivedUpload, auth=None,
+            body_types=("text/plain", "text/markdown", "text/html", "application/pdf", "application/json",
+                        "application/octet-stream"))
 async def receive_upload(request, services: Services, ctx, token):
     """The upload URLs this worker hands out (services.s3.uploads = "worker"): the token is the credential."""
     grant = services.uploads.verify_upload(token, content_type=request.headers.get("Content-Type"),
@@ -148,20 +160,24 @@ async def receive_upload(request, services: Services, ctx, token):
     return json_response({"etag": etag}, headers={"ETag": f'"{etag}"'})
 
 
-@routes.get("/entities/{entity_id}/documents")
+@routes.get("/entities/{entity_id}/documents", summary="List an entity's documents with their status, by id",
+            query=ListQuery, response=out.DocumentList)
 async def list_documents(request, services: Services, ctx, entity_id):
     await _grant(request, services, entity_id)
     return await services.uploads.list_documents(entity_id, dict(request.query))
 
 
-@routes.get("/entities/{entity_id}/documents/{document_id}")
+@routes.get("/entities/{entity_id}/documents/{document_id}",
+            summary="A document's status: pending, processing (step), ready or failed (error)", response=out.Document)
 async def get_document(request, services: Services, ctx, entity_id, document_id):
     await _grant(request, services, entity_id)
     document_id = valid_document_id(document_id)
     return await services.uploads.get_document(entity_id, document_id)
 
 
-@routes.delete("/entities/{entity_id}/documents/{document_id}")
+@routes.delete("/entities/{entity_id}/documents/{document_id}",
+               summary="Delete a document, its chunks and objects; invalidate cached results holding them",
+               response=out.DeletedDocument)
 async def delete_document(request, services: Services, ctx, entity_id, document_id):
     await _grant(request, services, entity_id)
     document_id = valid_document_id(document_id)

@@ -19,6 +19,7 @@ import math
 import re
 import secrets
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
 
@@ -150,46 +151,70 @@ def check_text(value: str, field: str) -> str:
 # --- routes ----------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Route:
+    """A route and what the OpenAPI spec says about it (``edgeindex.runtime.openapi``)."""
+
+    method: str
+    path: str  # the template, e.g. /entities/{entity_id}/documents
+    pattern: re.Pattern
+    handler: Handler | None
+    summary: str = ""
+    request: type | None = None  # pydantic model of the JSON body
+    query: type | None = None  # pydantic model of the query string
+    response: type | None = None  # pydantic model of the success body
+    status: int = 200
+    body_types: tuple[str, ...] = ()  # a raw (non-JSON) body of these media types
+    auth: str | None = "key"  # "key", "admin" or None (public)
+    extra: dict = field(default_factory=dict)  # further OpenAPI operation fields
+
+
 class Routes:
     """Method + path templates → handlers. Path parameters are matched on the raw (still
-    percent-encoded) path and decoded afterwards, so an id may contain ``/`` as ``%2F``."""
+    percent-encoded) path and decoded afterwards, so an id may contain ``/`` as ``%2F``.
+
+    ``route(..., summary=, request=, query=, response=, status=, body_types=, auth=)`` also
+    documents the route: ``edgeindex.runtime.openapi`` builds the worker's spec from them."""
 
     def __init__(self) -> None:
-        self._routes: list[tuple[str, str, re.Pattern, Handler]] = []
+        self.routes: list[Route] = []
 
-    def route(self, method: str, path: str) -> Callable[[Handler], Handler]:
+    def route(self, method: str, path: str, **doc: Any) -> Callable[[Handler], Handler]:
         pattern = re.compile("^" + _PARAM.sub(r"(?P<\1>[^/]+)", path) + "$")
 
         def register(handler: Handler) -> Handler:
-            self._routes.append((method.upper(), path, pattern, handler))
+            fields = dict(doc)
+            summary = (fields.pop("summary", None) or (handler.__doc__ or "").strip().split("\n")[0]
+                       or f"{method.upper()} {path}")
+            self.routes.append(Route(method.upper(), path, pattern, handler, summary=summary, **fields))
             return handler
 
         return register
 
-    def get(self, path: str):
-        return self.route("GET", path)
+    def get(self, path: str, **doc: Any):
+        return self.route("GET", path, **doc)
 
-    def post(self, path: str):
-        return self.route("POST", path)
+    def post(self, path: str, **doc: Any):
+        return self.route("POST", path, **doc)
 
-    def put(self, path: str):
-        return self.route("PUT", path)
+    def put(self, path: str, **doc: Any):
+        return self.route("PUT", path, **doc)
 
-    def delete(self, path: str):
-        return self.route("DELETE", path)
+    def delete(self, path: str, **doc: Any):
+        return self.route("DELETE", path, **doc)
 
     def paths(self) -> list[str]:
-        return [f"{m} {p}" for m, p, _, _ in self._routes]
+        return [f"{r.method} {r.path}" for r in self.routes]
 
     async def fetch(self, request: web.Request, services: Any, ctx: Any) -> web.StreamResponse:
         allowed: list[str] = []
         raw_path = request.rel_url.raw_path
-        for method, _, pattern, handler in self._routes:
-            match = pattern.match(raw_path)
+        for route in self.routes:
+            match = route.pattern.match(raw_path)
             if not match:
                 continue
-            if method != request.method:
-                allowed.append(method)
+            if route.method != request.method:
+                allowed.append(route.method)
                 continue
             params = {}
             for name, value in match.groupdict().items():
@@ -197,7 +222,7 @@ class Routes:
                     params[name] = check_text(unquote(value, errors="strict"), name)
                 except UnicodeDecodeError:
                     raise ValidationError(f"{name}: not valid UTF-8 once URL-decoded", field=name) from None
-            result = await handler(request, services, ctx, **params)
+            result = await route.handler(request, services, ctx, **params)
             if isinstance(result, web.StreamResponse):
                 return result
             return json_response(result)

@@ -26,6 +26,7 @@ from ..bindings.queue import Consumer, SQSQueue
 from ..config import Config
 from ..env import Env, ExecutionContext, open_env, sqs_client
 from ..errors import ConfigError
+from . import openapi
 from .http import JSONErrorServer, error_middleware, json_response
 
 log = logging.getLogger(__name__)
@@ -83,6 +84,10 @@ def build_app(module: ModuleType, env: Env, services, ctx: ExecutionContext, *,
         return await module.fetch(request, services, ctx)
 
     app.router.add_get("/health", health)
+    if routes := getattr(module, "routes", None):
+        openapi.attach(app, lambda request: openapi.build_spec(
+            routes, title=f"edgeindex {env.worker_name} worker", description=(module.__doc__ or "").strip(),
+            server_url=f"{request.scheme}://{request.host}"))
     app.router.add_route("*", "/{tail:.*}", dispatch)
     return app
 

@@ -12,7 +12,7 @@ from edgeindex.bindings import aws
 from edgeindex.bindings.kv import DiskKV
 from edgeindex.errors import ValidationError
 from edgeindex.ingest.events import object_created, object_refs
-from edgeindex.object_keys import document_objects_prefix, object_key
+from edgeindex.object_keys import document_objects_prefix, object_key, run_prefix
 
 from ..helpers import (
     TOPICS,
@@ -126,7 +126,7 @@ async def test_poison_documents_fail_with_a_reason_and_spare_the_batch(stack, te
     good = await wait_document(tenant, "p-good")
     assert good["status"] == "ready" and good["chunk_count"] == 1
     rows = await db.fetch("SELECT status, error FROM workflow_runs WHERE starts_with(id, %s)",
-                          (f"ingest/{tenant.entity_id}/p-pdf/",))
+                          (run_prefix(tenant.entity_id, "p-pdf"),))
     assert rows[0]["status"] == "errored" and "PDF" in rows[0]["error"]
 
     # A failed document is fixed by uploading it again.

@@ -8,7 +8,7 @@ import pytest
 from edgeindex import cache
 from edgeindex.bindings import aws
 from edgeindex.bindings.kv import DiskKV
-from edgeindex.object_keys import document_objects_prefix, object_key
+from edgeindex.object_keys import document_objects_prefix, object_key, run_prefix
 
 from ..helpers import Client, new_tenant, put_document, wait_document
 
@@ -217,7 +217,7 @@ async def test_delete_removes_document_chunks_objects_and_cached_results(stack, 
     assert await chunk_rows(db, tenant.entity_id, "del-1") == []
     assert object_keys(s3, document_objects_prefix(tenant.entity_id, "del-1")) == []
     assert await db.fetch("SELECT id FROM workflow_runs WHERE starts_with(id, %s)",
-                          (f"ingest/{tenant.entity_id}/del-1/",)) == []
+                          (run_prefix(tenant.entity_id, "del-1"),)) == []
     assert tenant.upload.delete(f"/entities/{tenant.entity_id}/documents/del-1")[0] == 404
 
     # The id can be used again: a new life starting at version 1.

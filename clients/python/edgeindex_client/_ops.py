@@ -1,0 +1,211 @@
+"""What each client method does, written once for both clients.
+
+An operation is a generator that yields what it needs done — a ``Call`` (one HTTP
+request), ``Parallel`` calls, or a ``Sleep`` — and gets the answers back; the sync
+client runs it with blocking I/O and the async client with ``await``. So ``Client``
+and ``AsyncClient`` cannot drift apart: they share every step, not just the names.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+from urllib.parse import quote
+
+from . import models as m
+from .errors import DocumentFailedError, NotFoundError, WaitTimeoutError
+
+Service = Literal["upload", "search"]
+UploadMode = Literal["auto", "direct", "presigned", "multipart"]
+DIRECT_MAX_BYTES = 4 * 1024 * 1024  # larger bodies go through a presigned URL, straight to object storage
+
+
+@dataclass
+class Call:
+    method: str
+    path: str  # relative to the service's URL, or an absolute (presigned) URL when service is None
+    service: Service | None = "upload"
+    json: Any = None
+    content: bytes | None = None
+    params: dict[str, str] | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Reply:
+    status: int
+    headers: dict[str, str]
+    body: Any  # parsed JSON, or None
+
+
+@dataclass
+class Parallel:
+    calls: list[Call]
+
+
+@dataclass
+class Sleep:
+    seconds: float
+
+
+Op = Generator[Call | Parallel | Sleep, Any, Any]
+
+
+def _seg(value: str) -> str:
+    return quote(value, safe="")
+
+
+def _doc_path(entity_id: str, document_id: str) -> str:
+    return f"/entities/{_seg(entity_id)}/documents/{_seg(document_id)}"
+
+
+# --- tenancy (admin key) -------------------------------------------------------------------------
+
+def create_entity(id: str, kind: m.EntityKind = "user", name: str | None = None) -> Op:
+    reply = yield Call("POST", "/admin/entities", json=m.EntityCreate(id=id, kind=kind, name=name).to_json())
+    return m.Entity.model_validate(reply.body)
+
+
+def list_entities() -> Op:
+    reply = yield Call("GET", "/admin/entities")
+    return [m.Entity.model_validate(e) for e in reply.body["entities"]]
+
+
+def create_key(name: str, entity_ids: list[str] | None = None, admin: bool = False) -> Op:
+    body = m.KeyCreate(name=name, entity_ids=entity_ids, admin=admin or None).to_json()
+    reply = yield Call("POST", "/admin/keys", json=body)
+    return m.CreatedKey.model_validate(reply.body)
+
+
+def list_keys() -> Op:
+    reply = yield Call("GET", "/admin/keys")
+    return [m.APIKey.model_validate(k) for k in reply.body["keys"]]
+
+
+def revoke_key(key_id: str) -> Op:
+    reply = yield Call("DELETE", f"/admin/keys/{_seg(key_id)}")
+    return m.RevokedKey.model_validate(reply.body)
+
+
+# --- documents ---------------------------------------------------------------------------------------
+
+def get_document(entity_id: str, document_id: str) -> Op:
+    reply = yield Call("GET", _doc_path(entity_id, document_id))
+    return m.Document.model_validate(reply.body)
+
+
+def list_documents(entity_id: str, *, status: str | None = None, after: str | None = None,
+                   limit: int | None = None) -> Op:
+    params = {k: str(v) for k, v in {"status": status, "after": after, "limit": limit}.items() if v is not None}
+    reply = yield Call("GET", f"/entities/{_seg(entity_id)}/documents", params=params)
+    return m.DocumentPage.model_validate(reply.body)
+
+
+def delete_document(entity_id: str, document_id: str) -> Op:
+    reply = yield Call("DELETE", _doc_path(entity_id, document_id))
+    return m.DeletedDocument.model_validate(reply.body)
+
+
+def wait_ready(entity_id: str, document_id: str, *, version: int | None = None, timeout: float = 120.0,
+               interval: float = 0.25, max_interval: float = 2.0) -> Op:
+    """Poll until the document (at ``version`` or later, if given) is ready; raise if it failed or time ran out."""
+    deadline = time.monotonic() + timeout
+    while True:
+        doc = yield from get_document(entity_id, document_id)
+        current = version is None or doc.version >= version
+        if current and doc.status == "ready":
+            return doc
+        if current and doc.status == "failed":
+            raise DocumentFailedError(doc)
+        if time.monotonic() >= deadline:
+            raise WaitTimeoutError(doc, timeout)
+        yield Sleep(min(interval, max(0.0, deadline - time.monotonic())))
+        interval = min(interval * 1.5, max_interval)
+
+
+# --- uploads -------------------------------------------------------------------------------------------
+
+def _doc_fields(title, source, tags, filename) -> dict[str, str]:
+    fields = {"title": title, "source": source, "filename": filename,
+              "tags": ",".join(tags) if tags is not None else None}
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+def upload_bytes(entity_id: str, document_id: str | None, data: bytes, *, content_type: str,
+                 title: str | None = None, source: str | None = None, tags: list[str] | None = None,
+                 filename: str | None = None, metadata: dict[str, Any] | None = None,
+                 skip_unchanged: bool = False, mode: UploadMode = "auto",
+                 direct_max_bytes: int = DIRECT_MAX_BYTES) -> Op:
+    """Upload one document version, by the cheapest path that fits.
+
+    ``direct``: one PUT to the upload worker (small bodies). ``presigned``: ask for a
+    presigned URL and PUT the bytes to object storage; the server answers with a
+    multipart upload instead when the body is above its threshold (``multipart``
+    asks for one anyway), whose parts are PUT in parallel and then completed.
+    ``skip_unchanged``: bytes identical to the ready version create no new version
+    (the returned document has ``unchanged=True``)."""
+    if mode == "auto":
+        mode = "direct" if len(data) <= direct_max_bytes and metadata is None and document_id else "presigned"
+    if mode == "direct":
+        if not document_id:
+            raise ValueError("a direct upload needs a document_id")
+        params = _doc_fields(title, source, tags, filename)
+        if skip_unchanged:
+            params["skip_unchanged"] = "true"
+        reply = yield Call("PUT", _doc_path(entity_id, document_id), content=data, params=params,
+                           headers={"Content-Type": content_type})
+        return m.Document.model_validate(reply.body)
+
+    digest = hashlib.sha256(data).hexdigest()
+    if skip_unchanged and document_id:
+        # Presigned uploads record the bytes' hash in the document's metadata; same hash, ready: nothing to send.
+        try:
+            live = yield from get_document(entity_id, document_id)
+        except NotFoundError:
+            live = None
+        if (live is not None and live.status == "ready" and live.version == live.ready_version
+                and (live.metadata or {}).get("sha256") == digest and live.content_type == content_type):
+            return live.model_copy(update={"unchanged": True})
+    request = m.UploadRequest(content_type=content_type, size_bytes=len(data), document_id=document_id, title=title,
+                              source=source, tags=tags, filename=filename,
+                              metadata={**(metadata or {}), "sha256": digest},
+                              multipart=True if mode == "multipart" else None)
+    reply = yield Call("POST", f"/entities/{_seg(entity_id)}/uploads", json=request.to_json())
+    ticket = m.UploadTicket.model_validate(reply.body)
+    if ticket.multipart is not None:
+        mp = ticket.multipart
+        parts = [Call("PUT", p.url, service=None,
+                      content=data[(p.part_number - 1) * mp.part_size:p.part_number * mp.part_size])
+                 for p in mp.parts]
+        replies = yield Parallel(parts)
+        etags = [{"part_number": p.part_number, "etag": r.headers.get("etag", "").strip()}
+                 for p, r in zip(mp.parts, replies, strict=True)]
+        yield Call("POST", f"/entities/{_seg(entity_id)}/uploads/{_seg(ticket.document_id)}/complete",
+                   json={"upload_id": mp.upload_id, "parts": etags})
+    elif ticket.upload is not None:
+        yield Call(ticket.upload.method, ticket.upload.url, service=None, content=data,
+                   headers=dict(ticket.upload.headers))
+    else:  # pragma: no cover - a server answering neither is broken
+        raise ValueError(f"upload answer has neither 'upload' nor 'multipart': {reply.body}")
+    return (yield from get_document(entity_id, ticket.document_id))
+
+
+# --- search and selection -------------------------------------------------------------------------------
+
+def search(request: m.SearchRequest) -> Op:
+    reply = yield Call("POST", "/search", service="search", json=request.to_json())
+    return m.SearchResponse.model_validate(reply.body)
+
+
+def select(route: str, body: dict[str, Any]) -> Op:
+    """``POST /tools/select`` or ``/indices/select`` on the search worker (routes of the selection work)."""
+    reply = yield Call("POST", route, service="search", json=body)
+    return m.Selection.model_validate(reply.body)
+
+
+def get_json(service: Service, path: str) -> Op:
+    reply = yield Call("GET", path, service=service)
+    return reply.body

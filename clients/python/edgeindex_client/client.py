@@ -1,0 +1,232 @@
+"""The synchronous client. ``AsyncClient`` (async_client.py) has the same methods, awaited."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx
+from tenacity import Retrying
+
+from . import _ops as ops
+from . import models as m
+from ._base import _Settings, search_request, select_body, to_reply, transport_error
+from ._ops import Call, Parallel, Sleep, UploadMode
+from ._shared_api import UploadOutcome
+from .files import FileToUpload, collect_files, guess_content_type
+
+
+class Client:
+    """edgeindex over HTTP, blocking.
+
+    >>> with Client("ei_...") as client:
+    ...     client.upload_text("alice", "notes-1", "rotate the oncall schedule every monday")
+    ...     client.wait_ready("alice", "notes-1")
+    ...     hits = client.search("who is oncall", entity_ids=["alice"]).results
+    """
+
+    def __init__(self, api_key: str | None = None, *, base_url: str | None = None, upload_url: str | None = None,
+                 search_url: str | None = None, timeout: float | httpx.Timeout = 30.0, max_retries: int = 4,
+                 backoff: float = 0.25, max_backoff: float = 8.0, http_client: httpx.Client | None = None) -> None:
+        self._settings = _Settings(api_key, base_url=base_url, upload_url=upload_url, search_url=search_url,
+                                   timeout=timeout, max_retries=max_retries, backoff=backoff, max_backoff=max_backoff)
+        self._own_http = http_client is None
+        self._http = http_client or httpx.Client(timeout=self._settings.timeout)
+
+    # --- plumbing ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        if self._own_http:
+            self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _send(self, call: Call) -> ops.Reply:
+        args = self._settings.request_args(call)
+        for attempt in Retrying(**self._settings.retrying()):
+            with attempt:
+                return to_reply(self._http.request(**args))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _call(self, call: Call) -> ops.Reply:
+        try:
+            return self._send(call)
+        except httpx.TransportError as exc:
+            raise transport_error(exc, self._settings.request_args(call)["url"]) from exc
+
+    def _run(self, op: ops.Op) -> Any:
+        step = next(op)
+        while True:
+            try:
+                if isinstance(step, Sleep):
+                    time.sleep(step.seconds)
+                    value: Any = None
+                elif isinstance(step, Parallel):
+                    with ThreadPoolExecutor(max_workers=min(8, len(step.calls)) or 1) as pool:
+                        value = list(pool.map(self._call, step.calls))
+                else:
+                    value = self._call(step)
+            except BaseException as exc:
+                try:
+                    step = op.throw(exc)
+                except StopIteration as stop:
+                    return stop.value
+                continue
+            try:
+                step = op.send(value)
+            except StopIteration as stop:
+                return stop.value
+
+    # --- tenancy (admin key) ------------------------------------------------------------------
+
+    def create_entity(self, id: str, kind: m.EntityKind = "user", name: str | None = None) -> m.Entity:
+        """A tenant: a user, group, network or community. Needs an admin key."""
+        return self._run(ops.create_entity(id, kind, name))
+
+    def list_entities(self) -> list[m.Entity]:
+        return self._run(ops.list_entities())
+
+    def create_key(self, name: str, entity_ids: list[str] | None = None, *, admin: bool = False) -> m.CreatedKey:
+        """A new API key granted ``entity_ids``; its secret (``.key``) is shown only here."""
+        return self._run(ops.create_key(name, entity_ids, admin))
+
+    def list_keys(self) -> list[m.APIKey]:
+        return self._run(ops.list_keys())
+
+    def revoke_key(self, key_id: str) -> m.RevokedKey:
+        return self._run(ops.revoke_key(key_id))
+
+    # --- uploads --------------------------------------------------------------------------------
+
+    def upload_text(self, entity_id: str, document_id: str, text: str, *, content_type: str = "text/plain",
+                    title: str | None = None, source: str | None = None, tags: list[str] | None = None,
+                    skip_unchanged: bool = False) -> m.Document:
+        """A small text document, uploaded directly; returns it pending (see ``wait_ready``)."""
+        return self._run(ops.upload_bytes(entity_id, document_id, text.encode(), content_type=content_type,
+                                          title=title, source=source, tags=tags, skip_unchanged=skip_unchanged,
+                                          mode="direct"))
+
+    def upload_bytes(self, entity_id: str, document_id: str | None, data: bytes, *, content_type: str,
+                     title: str | None = None, source: str | None = None, tags: list[str] | None = None,
+                     filename: str | None = None, metadata: dict[str, Any] | None = None,
+                     skip_unchanged: bool = False, mode: UploadMode = "auto") -> m.Document:
+        """Any body: direct when small, else presigned (multipart above the server's threshold)."""
+        return self._run(ops.upload_bytes(entity_id, document_id, data, content_type=content_type, title=title,
+                                          source=source, tags=tags, filename=filename, metadata=metadata,
+                                          skip_unchanged=skip_unchanged, mode=mode))
+
+    def upload_file(self, entity_id: str, path: str | Path, *, document_id: str | None = None,
+                    content_type: str | None = None, title: str | None = None, source: str | None = None,
+                    tags: list[str] | None = None, metadata: dict[str, Any] | None = None,
+                    skip_unchanged: bool = True, mode: UploadMode = "auto") -> m.Document:
+        """A file; its document id defaults to its name, its content type to its suffix's."""
+        path = Path(path)
+        file = collect_files([path])[0]
+        return self._run(ops.upload_bytes(entity_id, document_id or file.document_id, path.read_bytes(),
+                                          content_type=content_type or guess_content_type(path), title=title,
+                                          source=source, tags=tags, filename=path.name, metadata=metadata,
+                                          skip_unchanged=skip_unchanged, mode=mode))
+
+    def upload_files(self, entity_id: str, paths: Iterable[str | Path] | Iterable[FileToUpload], *,
+                     pattern: str | None = None, prefix: str = "", concurrency: int = 8,
+                     skip_unchanged: bool = True, source: str | None = None, tags: list[str] | None = None,
+                     mode: UploadMode = "auto",
+                     on_result: Callable[[UploadOutcome], None] | None = None) -> list[UploadOutcome]:
+        """Files, folders (walked; ``pattern`` filters names) and globs, ``concurrency`` at a time.
+
+        A file that fails does not stop the others: its outcome carries the error."""
+        files = _as_files(paths, pattern=pattern, prefix=prefix)
+
+        def one(file: FileToUpload) -> UploadOutcome:
+            outcome = UploadOutcome(file.path, file.document_id)
+            try:
+                outcome.document = self._run(ops.upload_bytes(
+                    entity_id, file.document_id, file.path.read_bytes(), content_type=guess_content_type(file.path),
+                    source=source, tags=tags, filename=file.path.name, skip_unchanged=skip_unchanged, mode=mode))
+            except Exception as exc:  # reported per file; the batch goes on
+                outcome.error = exc
+            if on_result is not None:
+                on_result(outcome)
+            return outcome
+
+        with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+            return list(pool.map(one, files))
+
+    # --- documents -------------------------------------------------------------------------------
+
+    def get_document(self, entity_id: str, document_id: str) -> m.Document:
+        return self._run(ops.get_document(entity_id, document_id))
+
+    def list_documents(self, entity_id: str, *, status: str | None = None, after: str | None = None,
+                       limit: int | None = None) -> m.DocumentPage:
+        """One page, ordered by document id; pass ``next_after`` back as ``after`` for the next."""
+        return self._run(ops.list_documents(entity_id, status=status, after=after, limit=limit))
+
+    def iter_documents(self, entity_id: str, *, status: str | None = None, page_size: int = 500) -> Iterator[m.Document]:
+        after = None
+        while True:
+            page = self.list_documents(entity_id, status=status, after=after, limit=page_size)
+            yield from page.documents
+            if not page.next_after:
+                return
+            after = page.next_after
+
+    def delete_document(self, entity_id: str, document_id: str) -> m.DeletedDocument:
+        return self._run(ops.delete_document(entity_id, document_id))
+
+    def wait_ready(self, entity_id: str, document_id: str, *, version: int | None = None,
+                   timeout: float = 120.0, interval: float = 0.25) -> m.Document:
+        """Poll until ready; ``DocumentFailedError`` if ingestion failed, ``WaitTimeoutError`` after ``timeout``."""
+        return self._run(ops.wait_ready(entity_id, document_id, version=version, timeout=timeout, interval=interval))
+
+    # --- search and selection --------------------------------------------------------------------
+
+    def search(self, query: str, *, entity_ids: list[str] | None = None, k: int | None = None,
+               filters: m.SearchFilters | dict | None = None, alpha: float | None = None,
+               fusion: str | None = None, vector_threshold: float | None = None,
+               text_threshold: float | None = None, trigram_threshold: float | None = None,
+               text_mode: str | None = None, dedupe: bool | None = None, rerank: bool | None = None,
+               include: m.SearchInclude | dict | None = None, cache: bool | None = None) -> m.SearchResponse:
+        """Hybrid search; options left out take the server's defaults (see POST /search)."""
+        options = dict(entity_ids=entity_ids, k=k, filters=filters, alpha=alpha, fusion=fusion,
+                       vector_threshold=vector_threshold, text_threshold=text_threshold,
+                       trigram_threshold=trigram_threshold, text_mode=text_mode, dedupe=dedupe, rerank=rerank,
+                       include=include, cache=cache)
+        return self._run(ops.search(search_request(query, options)))
+
+    def search_request(self, request: m.SearchRequest) -> m.SearchResponse:
+        return self._run(ops.search(request))
+
+    def select_tools(self, query: str, *, entity_ids: list[str] | None = None, k: int | None = None,
+                     threshold: float | None = None, **options: Any) -> m.Selection:
+        """``POST /tools/select``: the tools an agent needs for ``query`` (extension point: options pass through)."""
+        body = select_body(m.ToolSelectRequest, query, dict(entity_ids=entity_ids, k=k, threshold=threshold, **options))
+        return self._run(ops.select("/tools/select", body))
+
+    def select_index(self, query: str, *, entity_ids: list[str] | None = None, k: int | None = None,
+                     **options: Any) -> m.Selection:
+        """``POST /indices/select``: a ranked shortlist of the collections to search."""
+        body = select_body(m.IndexSelectRequest, query, dict(entity_ids=entity_ids, k=k, **options))
+        return self._run(ops.select("/indices/select", body))
+
+    # --- service -------------------------------------------------------------------------------------
+
+    def health(self, service: ops.Service = "upload") -> dict:
+        return self._run(ops.get_json(service, "/health"))
+
+    def openapi(self, service: ops.Service = "upload") -> dict:
+        return self._run(ops.get_json(service, "/openapi.json"))
+
+
+def _as_files(paths, *, pattern: str | None, prefix: str) -> list[FileToUpload]:
+    items = list(paths)
+    if items and all(isinstance(p, FileToUpload) for p in items):
+        return items
+    return collect_files(items, pattern=pattern, prefix=prefix)

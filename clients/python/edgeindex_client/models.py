@@ -1,0 +1,266 @@
+"""Typed request and response models.
+
+Requests mirror the server's own models (``edgeindex.search.request``,
+``edgeindex.ingest.requests``; a unit test keeps their field names in step) but
+leave every option unset by default, so the server's defaults apply and a
+client never pins an old default. Responses accept fields they do not know
+(``extra="allow"``): a newer server does not break an older client.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON body: only what was set, so the server's defaults apply to the rest."""
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+class _Response(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+# --- tenancy ----------------------------------------------------------------------------
+
+EntityKind = Literal["user", "group", "network", "community"]
+
+
+class EntityCreate(_Request):
+    id: str
+    kind: EntityKind
+    name: str | None = None
+
+
+class Entity(_Response):
+    id: str
+    kind: str
+    name: str = ""
+    created_at: datetime | None = None
+
+
+class KeyCreate(_Request):
+    name: str
+    entity_ids: list[str] | None = None
+    admin: bool | None = None
+
+
+class CreatedKey(_Response):
+    """A new API key; ``key`` is the secret, shown this once."""
+
+    id: str
+    key: str
+    name: str
+    entity_ids: list[str]
+    admin: bool = False
+
+
+class APIKey(_Response):
+    id: str
+    name: str
+    is_admin: bool = False
+    entity_ids: list[str] = []
+    created_at: datetime | None = None
+    revoked_at: datetime | None = None
+
+
+class RevokedKey(_Response):
+    id: str
+    revoked: bool
+
+
+# --- uploads and documents -----------------------------------------------------------------
+
+class UploadRequest(_Request):
+    content_type: str
+    size_bytes: int
+    document_id: str | None = None
+    title: str | None = None
+    source: str | None = None
+    tags: list[str] | None = None
+    filename: str | None = None
+    metadata: dict[str, Any] | None = None
+    multipart: bool | None = None
+
+
+class PresignedPut(_Response):
+    method: str = "PUT"
+    url: str
+    headers: dict[str, str] = {}
+    expires_in: int | None = None
+
+
+class PresignedPart(_Response):
+    part_number: int
+    url: str
+
+
+class MultipartUpload(_Response):
+    upload_id: str
+    part_size: int
+    parts: list[PresignedPart]
+    complete_url: str
+    expires_in: int | None = None
+
+
+class UploadTicket(_Response):
+    """Where to put a new version's bytes: ``upload`` (one PUT) or ``multipart`` (parts, then complete)."""
+
+    document_id: str
+    entity_id: str
+    version: int
+    object_key: str
+    status: str
+    upload: PresignedPut | None = None
+    multipart: MultipartUpload | None = None
+
+
+class Document(_Response):
+    document_id: str
+    entity_id: str
+    version: int
+    ready_version: int | None = None
+    status: Literal["pending", "processing", "ready", "failed"] | str
+    step: str | None = None
+    error: str | None = None
+    title: str | None = None
+    source: str | None = None
+    tags: list[str] | None = None
+    metadata: dict[str, Any] | None = None
+    content_type: str | None = None
+    size_bytes: int | None = None
+    filename: str | None = None
+    chunk_count: int | None = None
+    chunks_embedded: int | None = None
+    chunks_reused: int | None = None
+    summary: str | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    # direct uploads with skip_unchanged: the bytes were the live version's, no new version
+    unchanged: bool = False
+
+
+class DocumentPage(_Response):
+    documents: list[Document]
+    next_after: str | None = None
+
+
+class DeletedDocument(_Response):
+    deleted: bool
+    document_id: str
+    entity_id: str
+    chunks_deleted: int = 0
+    objects_deleted: int = 0
+    cache_entries_invalidated: int = 0
+
+
+# --- search ------------------------------------------------------------------------------------
+
+class SearchFilters(_Request):
+    document_ids: list[str] | None = None
+    sources: list[str] | None = None
+    tags: list[str] | None = None
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+    updated_after: datetime | None = None
+    updated_before: datetime | None = None
+    exclude_document_ids: list[str] | None = None
+    exclude_chunk_ids: list[str] | None = None
+
+
+class SearchInclude(_Request):
+    text: bool | None = None
+    summary: bool | None = None
+    neighbours: int | None = None
+
+
+class SearchRequest(_Request):
+    query: str
+    k: int | None = None
+    entity_ids: list[str] | None = None
+    filters: SearchFilters | None = None
+    alpha: float | None = Field(None, ge=0, le=1)
+    fusion: Literal["linear", "rrf"] | None = None
+    vector_threshold: float | None = Field(None, ge=0, le=1)
+    text_threshold: float | None = Field(None, ge=0, le=1)
+    trigram_threshold: float | None = Field(None, ge=0, le=1)
+    text_mode: Literal["any", "websearch"] | None = None
+    dedupe: bool | None = None
+    rerank: bool | None = None
+    include: SearchInclude | None = None
+    cache: bool | None = None
+    order: Literal["best_first", "reverse"] | None = None
+
+
+class Scores(_Response):
+    vector: float = 0.0
+    text: float = 0.0
+    trigram: float = 0.0
+    fused: float | None = None
+    rerank: float | None = None
+
+
+class ResultDocument(_Response):
+    title: str | None = None
+    source: str | None = None
+    tags: list[str] | None = None
+    summary: str | None = None
+
+
+class Neighbour(_Response):
+    chunk_id: str
+    position: int
+    start_char: int | None = None
+    end_char: int | None = None
+    text: str | None = None
+
+
+class SearchResult(_Response):
+    chunk_id: str
+    document_id: str
+    entity_id: str
+    position: int
+    start_char: int | None = None
+    end_char: int | None = None
+    score: float
+    scores: Scores
+    document: ResultDocument
+    text: str | None = None
+    neighbours: list[Neighbour] | None = None
+
+
+class SearchResponse(_Response):
+    results: list[SearchResult]
+    entity_ids: list[str]
+    corrections: dict[str, list[str]] = {}
+    count: int
+    cache: str
+    took_ms: float
+    timings: dict[str, float] | None = None
+
+
+# --- tool and index selection (routes of the tool/index-selection work; kept loose on purpose) ---
+
+class ToolSelectRequest(_Request):
+    model_config = ConfigDict(extra="allow")  # options the selection routes add pass straight through
+    query: str
+    entity_ids: list[str] | None = None
+    k: int | None = None
+    threshold: float | None = None
+
+
+class IndexSelectRequest(_Request):
+    model_config = ConfigDict(extra="allow")
+    query: str
+    entity_ids: list[str] | None = None
+    k: int | None = None
+
+
+class Selection(_Response):
+    """The answer of ``/tools/select`` or ``/indices/select``; fields as the server sends them."""

@@ -1,0 +1,233 @@
+"""Response bodies of the workers' HTTP routes, as pydantic models.
+
+Request bodies are validated by the models in ``edgeindex.search.request``,
+``edgeindex.uploads.models`` and ``edgeindex.tenancy``; these describe what the routes answer. The OpenAPI
+spec (``edgeindex.runtime.openapi``) is generated from both, and the integration
+test of the spec validates real answers against these models, so they describe
+what the server sends rather than what someone remembered. Handlers keep returning
+plain dicts: a model is documentation and a check, not a second code path.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Body(BaseModel):
+    # Fields may be added to an answer without breaking clients: the spec says so.
+    model_config = ConfigDict(extra="allow")
+
+
+class ErrorBody(_Body):
+    """Every error: a stable code, a message, and the request field at fault when there is one."""
+
+    error: str = Field(description="stable error code, e.g. invalid_request, forbidden, not_found")
+    message: str
+    field: str | None = Field(None, description="the request field at fault (dotted path for nested fields)")
+    request_id: str | None = Field(None, description="the id the server's log has this request under")
+
+
+class Health(_Body):
+    worker: str
+    status: Literal["ok"]
+    uptime_seconds: float
+    bindings: dict[str, Any]
+    vars: list[str]
+    consumers: list[dict[str, Any]]
+    routes: list[str]
+
+
+# --- tenancy -------------------------------------------------------------------------------------
+
+class Entity(_Body):
+    id: str
+    kind: Literal["user", "group", "network", "community"]
+    name: str
+    created_at: datetime
+
+
+class EntityList(_Body):
+    entities: list[Entity]
+
+
+class CreatedKey(_Body):
+    id: str
+    key: str = Field(description="the secret; shown only in this answer (stored hashed)")
+    name: str
+    entity_ids: list[str]
+    admin: bool
+
+
+class APIKey(_Body):
+    id: str
+    name: str
+    is_admin: bool
+    entity_ids: list[str]
+    created_at: datetime
+    revoked_at: datetime | None
+
+
+class KeyList(_Body):
+    keys: list[APIKey]
+
+
+class RevokedKey(_Body):
+    id: str
+    revoked: Literal[True]
+
+
+# --- uploads and documents ------------------------------------------------------------------------
+
+class PresignedPut(_Body):
+    method: Literal["PUT"]
+    url: str = Field(description="PUT the bytes here, with the headers below, before expires_in seconds")
+    headers: dict[str, str]
+    expires_in: int
+
+
+class PresignedPart(_Body):
+    part_number: int
+    url: str
+
+
+class MultipartUpload(_Body):
+    upload_id: str
+    part_size: int = Field(description="bytes per part; the last part holds the rest")
+    expires_in: int
+    parts: list[PresignedPart]
+    complete_url: str = Field(description="POST {upload_id, parts: [{part_number, etag}]} here when all parts are in")
+
+
+class UploadTicket(_Body):
+    """Where to put the bytes of a new document version: one presigned PUT, or a multipart upload."""
+
+    document_id: str
+    entity_id: str
+    version: int
+    object_key: str
+    status: Literal["pending"]
+    upload: PresignedPut | None = None
+    multipart: MultipartUpload | None = None
+
+
+class ReceivedUpload(_Body):
+    etag: str = Field(description="also in the ETag header: a multipart part's etag for the complete call")
+
+
+class CompletedUpload(_Body):
+    document_id: str
+    entity_id: str
+    version: int
+    status: Literal["pending"]
+    object_key: str
+    size_bytes: int
+
+
+class DocumentSummary(_Body):
+    document_id: str
+    entity_id: str
+    version: int
+    ready_version: int | None
+    status: Literal["pending", "processing", "ready", "failed"]
+    step: str | None = Field(description="the ingestion step in progress (or where it failed)")
+    error: str | None = Field(description="why ingestion failed")
+    title: str | None
+    source: str | None
+    tags: list[str] | None
+    content_type: str
+    size_bytes: int | None
+    chunk_count: int | None
+    chunks_embedded: int | None = Field(description="chunks embedded for the last version")
+    chunks_reused: int | None = Field(description="chunks whose text was unchanged, so not embedded again")
+    created_at: datetime
+    updated_at: datetime
+
+
+class Document(DocumentSummary):
+    metadata: dict[str, Any] | None
+    filename: str | None
+    summary: str | None
+    unchanged: bool | None = Field(None, description="direct upload with skip_unchanged: same bytes, no new version")
+
+
+class DocumentList(_Body):
+    documents: list[DocumentSummary]
+    next_after: str | None = Field(description="pass as ?after= for the next page; null on the last page")
+
+
+class DeletedDocument(_Body):
+    deleted: Literal[True]
+    document_id: str
+    entity_id: str
+    chunks_deleted: int
+    objects_deleted: int
+    cache_entries_invalidated: int
+
+
+# --- search -----------------------------------------------------------------------------------------
+
+class Scores(_Body):
+    vector: float = Field(description="cosine similarity")
+    text: float = Field(description="BM25 share of the best possible score for the query's words")
+    trigram: float = Field(description="BM25 share of the vocabulary terms standing in for unknown words")
+    fused: float | None = Field(None, description="the blended score, when a reranker replaced it")
+    rerank: float | None = None
+
+
+class ResultDocument(_Body):
+    title: str | None
+    source: str | None
+    tags: list[str] | None
+    summary: str | None = None
+
+
+class Neighbour(_Body):
+    chunk_id: str
+    position: int
+    start_char: int
+    end_char: int
+    text: str | None = None
+
+
+class SearchResult(_Body):
+    chunk_id: str
+    document_id: str
+    entity_id: str
+    position: int
+    start_char: int
+    end_char: int
+    score: float
+    scores: Scores
+    document: ResultDocument
+    text: str | None = None
+    neighbours: list[Neighbour] | None = None
+
+
+class SearchResponse(_Body):
+    results: list[SearchResult]
+    entity_ids: list[str]
+    corrections: dict[str, list[str]] = Field(description="query words no chunk holds, and what stood in for them")
+    count: int
+    cache: Literal["exact", "semantic", "none"]
+    took_ms: float
+    timings: dict[str, float] | None = Field(None, description="embed_ms, lexical_ms, hybrid_ms, ... on a miss")
+
+
+# --- ingest worker (diagnostics) -----------------------------------------------------------------------
+
+class RunQuery(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: str = Field(description="the workflow run id")
+
+
+class RunStatus(_Body):
+    id: str
+    status: str
+    invocations: int
+    current_step: str | None
+    error: str | None
+    steps: list[dict[str, Any]]
+    executed_here: list[str]

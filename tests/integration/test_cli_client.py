@@ -1,0 +1,64 @@
+"""``edgeindex upload | search | status | keys | entities`` against the shared stack."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from edgeindex import cli
+
+from .test_sdk import FACTS, unique
+
+
+def run(capsys, stack, key: str, *argv: str) -> tuple[int, str]:
+    code = cli.main([*argv, "--upload-url", stack.url("upload"), "--search-url", stack.url("search"),
+                     "--api-key", key])
+    return code, capsys.readouterr().out
+
+
+def test_cli_tenancy_upload_search_and_status(stack, capsys, tmp_path):
+    admin = stack.admin_key
+    entity = unique("cli")
+    code, out = run(capsys, stack, admin, "entities", "create", entity, "--kind", "group", "--name", "CLI", "--json")
+    assert code == 0 and json.loads(out)["kind"] == "group"
+    code, out = run(capsys, stack, admin, "keys", "create", "cli-key", "--entity", entity, "--json")
+    key = json.loads(out)
+    assert code == 0 and key["entity_ids"] == [entity]
+    code, out = run(capsys, stack, admin, "keys", "list", "--json")
+    assert key["id"] in [k["id"] for k in json.loads(out)]
+
+    folder = tmp_path / "notes"
+    (folder / "deck").mkdir(parents=True)
+    for name, text in FACTS.items():
+        (folder / ("deck" if name != "galley" else "") / f"{name}.txt").write_text(text)
+    code, out = run(capsys, stack, key["key"], "upload", str(folder), "--entity", entity, "--concurrency", "2",
+                    "--tags", "ship", "--wait", "--wait-timeout", "120", "--json")
+    summary = json.loads(out)
+    assert code == 0, summary
+    assert (summary["files"], summary["uploaded"], summary["unchanged"], summary["failed"]) == (3, 3, 0, 0)
+    assert (summary["ready"], summary["ingest_failed"], summary["not_ready"]) == (3, 0, 0)
+    code, out = run(capsys, stack, key["key"], "upload", str(folder / "**" / "*.txt"), "--entity", entity, "--json")
+    again = json.loads(out)
+    assert (again["files"], again["uploaded"], again["unchanged"]) == (3, 0, 3)  # same bytes: skipped
+
+    code, out = run(capsys, stack, key["key"], "search", "thermostat alarm of the freezer", "--entity", entity,
+                    "-k", "2", "--tag", "ship", "--json")
+    answer = json.loads(out)
+    assert code == 0 and answer["results"][0]["document_id"] == "galley.txt"
+    code, out = run(capsys, stack, key["key"], "search", "bilge pump service", "--entity", entity)
+    assert code == 0 and "deck:pumps.txt" in out and "ninety days" in out  # the table
+
+    code, out = run(capsys, stack, key["key"], "status", "--entity", entity, "--json")
+    assert json.loads(out)["documents"] == {"ready": 3}
+    code, out = run(capsys, stack, admin, "keys", "revoke", key["id"])
+    assert code == 0
+    # workers reuse a key lookup for up to 2 s, so the revocation bites within a bound, not at once
+    deadline = time.monotonic() + 15
+    while True:
+        code = cli.main(["search", "pump", "--entity", entity, "--upload-url", stack.url("upload"),
+                         "--search-url", stack.url("search"), "--api-key", key["key"], "--json"])
+        captured = capsys.readouterr()
+        if code != 0 or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert code == 2 and "401 unauthorized" in captured.err

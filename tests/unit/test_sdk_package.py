@@ -1,0 +1,53 @@
+"""The SDK package stands alone: no torch, no server code; its request models follow the server's."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+
+def test_importing_the_client_pulls_neither_torch_nor_the_server():
+    code = ("import sys, json, edgeindex_client, edgeindex_client.models, edgeindex_client.async_client; "
+            "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('torch', 'edgeindex', 'sentence_transformers', 'numpy', 'psycopg', 'aiohttp', 'boto3'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == []
+
+
+@pytest.mark.parametrize(("client_model", "server_model"), [
+    ("SearchRequest", "edgeindex.search.request:SearchRequest"),
+    ("SearchFilters", "edgeindex.search.request:Filters"),
+    ("SearchInclude", "edgeindex.search.request:Include"),
+    ("UploadRequest", "edgeindex.uploads.models:UploadRequest"),
+    ("EntityCreate", "edgeindex.tenancy:EntityRequest"),
+    ("KeyCreate", "edgeindex.tenancy:KeyRequest"),
+])
+def test_client_request_models_have_the_servers_fields(client_model, server_model):
+    import importlib
+
+    from edgeindex_client import models
+
+    module, name = server_model.split(":")
+    server = getattr(importlib.import_module(module), name)
+    assert set(getattr(models, client_model).model_fields) == set(server.model_fields)
+
+
+def test_document_ids_from_paths(tmp_path):
+    from edgeindex_client.files import collect_files, document_id_for
+
+    (tmp_path / "a dir").mkdir()
+    (tmp_path / "a dir" / "Ünïcode note.md").write_text("x")
+    (tmp_path / "top.txt").write_text("y")
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "config").write_text("z")
+    files = collect_files([tmp_path])
+    assert sorted(f.document_id for f in files) == ["a-dir:n-code-note.md", "top.txt"]
+    assert [f.document_id for f in collect_files([str(tmp_path / "*.txt")])] == ["top.txt"]
+    # a glob names files from the folder before its wildcard, like a walk of that folder
+    assert sorted(f.document_id for f in collect_files([str(tmp_path / "**" / "*.*")])) == [
+        "a-dir:n-code-note.md", "top.txt"]
+    long = document_id_for(tmp_path / ("x" * 300 + ".md"), tmp_path)
+    assert len(long) <= 128 and long.endswith(".md")
