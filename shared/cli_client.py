@@ -12,7 +12,6 @@ import argparse
 import asyncio
 import json
 import os
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -96,7 +95,7 @@ def cmd_upload(args) -> int:
 
 
 async def _upload(args) -> int:
-    from edgeindex_client import NotFoundError, collect_files
+    from edgeindex_client import collect_files
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn
     from rich.table import Table
     from rich.text import Text

@@ -54,7 +54,7 @@ async def test_sync_client_uploads_by_every_path_and_searches(stack, admin, tmp_
         direct = client.upload_text(entity, "pumps", FACTS["pumps"], title="Pumps", tags=["engine"])
         presigned = client.upload_file(entity, tmp_path / "lights.md", mode="presigned")
         multipart = client.upload_file(entity, tmp_path / "galley.md", mode="multipart")
-        assert (direct.status, direct.version) == ("pending", 1)
+        assert (direct.status, direct.version) == ("pending", 1) and multipart.document_id == "galley.md"
         assert presigned.document_id == "lights.md" and presigned.content_type == "text/markdown"
         assert presigned.metadata == {"sha256": presigned.metadata["sha256"]} and len(presigned.metadata["sha256"]) == 64
         ready = {d: client.wait_ready(entity, d, timeout=120) for d in ("pumps", "lights.md", "galley.md")}
