@@ -109,8 +109,9 @@ async def test_killed_after_the_commit_and_delivered_twice_leaves_the_same_rows(
     sqs.send_message(QueueUrl=sqs.get_queue_url(QueueName="edgeindex-ingest")["QueueUrl"],
                      MessageBody=json.dumps(object_created("edgeindex-documents", key, size=len(TEXT))))
     await wait_for(lambda: run_status(stack, row["run_id"])["status"] == "complete", timeout=60)
-    await wait_for(lambda: stack.log_path.read_text().count(f"ingest {tenant.entity_id}/wf-idem v2: ack") >= 2,
-                   timeout=60)
+    admin = Client(stack.url("ingest"), stack.admin_key)  # the redelivered message is settled too
+    await wait_for(lambda: len(admin.get(f"/outcomes?entity_id={tenant.entity_id}&document_id=wf-idem")[1]
+                               ["outcomes"]) >= 2, timeout=60)
     assert await chunks(db, tenant.entity_id, "wf-idem") == committed
     assert await db.fetch("SELECT id::text, embedding::text FROM chunks WHERE entity_id = %s AND document_id = %s "
                           "ORDER BY id", (tenant.entity_id, "wf-idem")) == vectors
