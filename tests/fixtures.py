@@ -1,38 +1,42 @@
-"""The stack fixtures, one definition for every kind that needs a stack (each kind's conftest imports
-them, so tests/integration and tests/e2e each get a session stack of their own)."""
+"""The stack fixtures, defined once for every kind of test that needs a stack. Each kind's conftest
+takes a set with its own scope: the integration tests share one stack for the whole session; the
+end-to-end tests get one for their package, stopped before the integration tests start (moto's
+server keeps its state per process, so two live stacks in one test process would share queues)."""
 
 from __future__ import annotations
 
 import pytest
+
 from edgeindex.bindings.database import Database
 
 from .helpers import Client, new_tenant, running_stack
 
 
-@pytest.fixture(scope="session")
-def stack(tmp_path_factory):
-    with running_stack(tmp_path_factory.mktemp("state")) as started:
-        yield started
+def stack_fixtures(scope: str):
+    """(stack, db, upload_admin, search_url, tenant) fixtures whose stack lives for ``scope``."""
 
+    @pytest.fixture(scope=scope)
+    def stack(tmp_path_factory):
+        with running_stack(tmp_path_factory.mktemp("state")) as started:
+            yield started
 
-@pytest.fixture(scope="session")
-async def db(stack):
-    database = Database(stack.dsn, max_size=4)
-    await database.open()
-    yield database
-    await database.close()
+    @pytest.fixture(scope=scope)
+    async def db(stack):
+        database = Database(stack.dsn, max_size=4)
+        await database.open()
+        yield database
+        await database.close()
 
+    @pytest.fixture(scope=scope)
+    def upload_admin(stack) -> Client:
+        return Client(stack.url("upload"), stack.admin_key)
 
-@pytest.fixture(scope="session")
-def upload_admin(stack) -> Client:
-    return Client(stack.url("upload"), stack.admin_key)
+    @pytest.fixture(scope=scope)
+    def search_url(stack) -> str:
+        return stack.url("search")
 
+    @pytest.fixture
+    def tenant(stack, upload_admin):
+        return new_tenant(stack, upload_admin)
 
-@pytest.fixture(scope="session")
-def search_url(stack) -> str:
-    return stack.url("search")
-
-
-@pytest.fixture
-def tenant(stack, upload_admin):
-    return new_tenant(stack, upload_admin)
+    return stack, db, upload_admin, search_url, tenant
