@@ -74,6 +74,6 @@ def parse(model: type[M], data: Any, *, context: dict | None = None) -> M:
         raise ValidationError(message, field=field) from None
 
 
-def content_hash(data: bytes) -> str:
-    """The hash that says two bodies are the same bytes (documents, tool definitions)."""
-    return hashlib.sha256(data).hexdigest()
+def content_hash(data: bytes | str) -> str:
+    """The one hash that says two contents are the same (documents' bytes, chunks' text, definitions)."""
+    return hashlib.sha256(data.encode("utf-8") if isinstance(data, str) else data).hexdigest()

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..config import QueueConsumer
+from ..errors import BindingError
 from . import aws
 
 log = logging.getLogger(__name__)
@@ -60,7 +61,7 @@ class SQSQueue:
             entries = [{"Id": str(i), "MessageBody": json.dumps(b)} for i, b in enumerate(bodies[start:start + 10])]
             out = await aws.call(self._sqs.send_message_batch, QueueUrl=url, Entries=entries)
             if out.get("Failed"):
-                raise RuntimeError(f"queue {self.name}: {len(out['Failed'])} message(s) not sent: {out['Failed'][0]}")
+                raise BindingError(f"queue {self.name}: {len(out['Failed'])} message(s) not sent: {out['Failed'][0]}")
 
     async def receive(self, *, max_messages: int, wait_seconds: int, visibility_timeout: int) -> list[dict]:
         out = await aws.call(

@@ -13,11 +13,12 @@ always ``text[start:end]``, so step outputs only carry positions and hashes.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from typing import Any
 
 from semantic_text_splitter import MarkdownSplitter, TextSplitter
+
+from ..validation import content_hash
 
 MAX_CHARS_PER_TOKEN = 16  # no real token is longer: a bound on a chunk's characters (see Chunker._bounded)
 CHARS_PER_TOKEN = 4  # fallback capacity when the embedder has no tokenizer
@@ -41,10 +42,6 @@ class Chunk:
     def from_row(cls, position: int, row: list) -> Chunk:
         start, end, tokens, digest = row
         return cls(position, start, end, tokens, digest)
-
-
-def content_hash(content: str) -> str:
-    return hashlib.sha256(content.encode("utf-8")).hexdigest()
 
 
 class Chunker:

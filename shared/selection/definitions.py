@@ -7,7 +7,6 @@ field (``tools[3].parameters``), never a half-registered catalogue.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from typing import Any
 from jsonschema import SchemaError
 from jsonschema.validators import validator_for
 
+from .. import validation
 from ..errors import ValidationError
 from .text import split_identifier
 
@@ -66,12 +66,12 @@ class ToolDef:
     def definition_hash(self) -> str:
         payload = {"function": self.function(), "category": self.category, "tags": list(self.tags),
                    "requires": list(self.requires), "examples": list(self.examples)}
-        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+        return validation.content_hash(json.dumps(payload, sort_keys=True))
 
 
 def content_hash(text: str, model_id: str) -> str:
     """Hash of an embedded text and the model that embeds it: either changing means a new vector."""
-    return hashlib.sha256(f"{model_id}\n{text}".encode()).hexdigest()
+    return validation.content_hash(f"{model_id}\n{text}")
 
 
 @lru_cache(maxsize=1)

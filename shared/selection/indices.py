@@ -8,7 +8,6 @@ scoring as tools and says what matched and whether the first choice is confident
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import time
@@ -18,7 +17,7 @@ from typing import Any
 import numpy as np
 from psycopg.types.json import Jsonb
 
-from .. import sqlfiles
+from .. import sqlfiles, validation
 from ..errors import NotFound, ValidationError
 from .catalog_cache import CatalogCache, as_vector, bump
 from .scoring import Catalogue, z_cut, zscore
@@ -81,7 +80,7 @@ def part_text(index_name: str, part: str, fields: list[str]) -> str:
 def content_hash(index: IndexDef, model_id: str) -> str:
     payload = {"model": model_id, "name": index.name, "kind": index.kind, "description": index.description,
                "fields": list(index.fields), "profile": index.profile or {}}
-    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+    return validation.content_hash(json.dumps(payload, sort_keys=True))
 
 
 def parse_index(raw: Any, where: str) -> IndexDef:

@@ -77,8 +77,7 @@ def test_dev_up_health_restart_and_clean_shutdown(tmp_path):
         out = stop(first)
     assert first.returncode == 0, out
     assert "stopped" in out
-    time.sleep(0.5)
-    assert leftovers(state) == []
+    _no_leftovers(state)
 
     second = start_dev(state, ports)
     try:
@@ -93,5 +92,12 @@ def test_dev_up_health_restart_and_clean_shutdown(tmp_path):
         assert status == 200 and "keepme" in {e["id"] for e in body["entities"]}
     finally:
         stop(second)
-    time.sleep(0.5)
-    assert leftovers(state) == []
+    _no_leftovers(state)
+
+
+def _no_leftovers(state) -> None:
+    """Every process of the stack gone (bounded poll: the last ones exit just after dev does)."""
+    deadline = time.monotonic() + 15
+    while (found := leftovers(state)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert found == []
