@@ -8,10 +8,11 @@ from dataclasses import dataclass
 
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
+from edgeindex.errors import EdgeIndexError, RateLimited
 from edgeindex.mcp_server.asgi import call_asgi
-from edgeindex.mcp_server.server import PRINCIPAL, build_server
+from edgeindex.mcp_server.server import CONTEXT, PRINCIPAL, build_server
 from edgeindex.mcp_server.service import McpTools
-from edgeindex.runtime.http import Routes, read_body
+from edgeindex.runtime.http import Routes, error_body, json_response, read_body, request_id
 from edgeindex.search.service import SearchService, SearchSettings
 from edgeindex.tenancy import RateLimiter, Tenancy
 from edgeindex.uploads.service import UploadLimits, UploadService
@@ -40,7 +41,7 @@ async def startup(env) -> Services:
         part_bytes=env.var("MAX_UPLOAD_BYTES", int), allowed_types=["text/plain", "text/markdown", "text/html"],
         presign_expires=env.BUCKET.presign_expires)
     uploads = UploadService(db=env.DB, bucket=env.BUCKET, kv=env.KV, limits=limits, signer=None)
-    server = build_server(McpTools(db=env.DB, search=search, uploads=uploads, background=None))
+    server = build_server(McpTools(db=env.DB, search=search, uploads=uploads))
     # Stateless: any process of this worker answers any request; no session to pin or expire.
     sessions = StreamableHTTPSessionManager(server, json_response=True, stateless=True,
                                             max_request_body_size=MAX_BODY_BYTES)
@@ -63,10 +64,25 @@ async def fetch(request, services: Services, ctx):
 
 
 async def mcp(request, services: Services, ctx):
-    # The boundary authenticates, as every HTTP route does: a bad key is a 401 JSON error before MCP.
-    principal = await services.tenancy.authenticate(request.headers)
+    # The boundary authenticates, as every HTTP route does: a bad key is refused before MCP, with a
+    # JSON-RPC error (which MCP clients show) carrying the HTTP API's error body in its data.
+    try:
+        principal = await services.tenancy.authenticate(request.headers)
+    except EdgeIndexError as exc:
+        return jsonrpc_refusal(exc, request_id(request))
     body = await read_body(request, max_bytes=MAX_BODY_BYTES)
-    return await call_asgi(services.sessions.handle_request, request, body, extra_scope={PRINCIPAL: principal})
+    return await call_asgi(services.sessions.handle_request, request, body,
+                           extra_scope={PRINCIPAL: principal, CONTEXT: ctx})
+
+
+def jsonrpc_refusal(exc: EdgeIndexError, rid: str):
+    data = error_body(exc.code, exc.message, field=exc.field, request_id=rid)
+    headers = {"WWW-Authenticate": 'Bearer realm="edgeindex"'} if exc.status == 401 else {}
+    if isinstance(exc, RateLimited):
+        headers["Retry-After"] = str(max(1, round(exc.retry_after)))
+    return json_response({"jsonrpc": "2.0", "id": None,
+                          "error": {"code": -32001, "message": f"{exc.code}: {exc.message}", "data": data}},
+                         exc.status, headers=headers)
 
 
 for _method in ("post", "get", "delete"):

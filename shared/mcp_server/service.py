@@ -24,13 +24,13 @@ class McpTools:
     db: Database
     search: SearchService
     uploads: UploadService
-    background: Any = None  # the worker's ctx: search stores its cache entries after answering
 
-    async def call(self, principal: Principal, name: str, arguments: dict[str, Any]) -> dict:
+    async def call(self, principal: Principal, name: str, arguments: dict[str, Any], *, background) -> dict:
+        """``background`` is the worker's ctx: search stores its cache entries after answering."""
         if name not in TOOLS:
             raise NotFound(f"no tool {name!r}; tools: {', '.join(TOOLS)}", field="name")
         if name == "search":  # the search service parses and checks the grant, as POST /search does
-            return await self.search.search(principal, arguments, background=self.background)
+            return await self.search.search(principal, arguments, background=background)
         model, _ = TOOLS[name]
         args = parse(model, arguments)
         principal.check([args.entity_id], field="entity_id")

@@ -51,7 +51,19 @@ def main(url: str, api_key: str) -> int:
 
     try:
         anyio.run(serve_stdio, url, api_key)
-    except BridgeError as exc:
-        print(f"edgeindex mcp: {exc}", file=sys.stderr)
+    except BaseException as exc:  # the SDK's task groups wrap what is raised inside them
+        refused = _find(exc, BridgeError)
+        if refused is None:
+            raise
+        print(f"edgeindex mcp: {refused}", file=sys.stderr)
         return 2
     return 0
+
+
+def _find(exc: BaseException, kind: type[BaseException]) -> BaseException | None:
+    if isinstance(exc, kind):
+        return exc
+    for inner in getattr(exc, "exceptions", ()):
+        if (found := _find(inner, kind)) is not None:
+            return found
+    return None

@@ -140,10 +140,19 @@ async def test_http_refuses_an_unknown_key(stack):
     with pytest.raises(Exception) as refused:
         async with http_session(stack, "ei_not-a-key"):
             pass
-    assert "401" in str(refused.value) or "nauthori" in str(refused.value), refused.value
-    status, body = Client(stack.url("mcp"), "ei_not-a-key").post("/mcp", {"jsonrpc": "2.0", "id": 1,
-                                                                          "method": "tools/list"})
-    assert (status, body["error"], body["field"]) == (401, "unauthorized", "Authorization")
+    # the SDK's client raises the server's JSON-RPC error, with the reason
+    assert "unauthorized: unknown or revoked API key" in " | ".join(leaf_messages(refused.value))
+    for headers in ({"Authorization": "Bearer ei_not-a-key"}, {}):
+        status, body = Client(stack.url("mcp")).post("/mcp", {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                                                     headers=headers)
+        assert status == 401, body
+        assert (body["error"]["data"]["error"], body["error"]["data"]["field"]) == ("unauthorized", "Authorization")
+
+
+def leaf_messages(exc: BaseException) -> list[str]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [m for e in exc.exceptions for m in leaf_messages(e)]
+    return [str(exc)]
 
 
 async def test_http_refuses_a_foreign_entity(stack, upload_admin, indexed):
@@ -193,4 +202,4 @@ async def test_stdio_bridge_refuses_an_unknown_key_at_start(stack, tmp_path):
     with open(log, "w") as errlog, pytest.raises(Exception):
         async with stdio_session(stack, "ei_not-a-key", errlog):
             pass
-    assert "refused to start an MCP session" in log.read_text()
+    assert "refused to start an MCP session: unauthorized: unknown or revoked API key" in log.read_text()
