@@ -223,6 +223,24 @@ class RunQuery(BaseModel):
     id: str = Field(description="the workflow run id")
 
 
+class OutcomesQuery(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    entity_id: str = Field(description="the document's entity")
+    document_id: str = Field(description="the document id")
+
+
+class MessageOutcome(_Body):
+    version: int
+    action: str = Field(description="ack or retry")
+    reason: str
+
+
+class Outcomes(_Body):
+    entity_id: str
+    document_id: str
+    outcomes: list[MessageOutcome]
+
+
 class RunStatus(_Body):
     id: str
     status: str

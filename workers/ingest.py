@@ -53,3 +53,16 @@ async def run_status(request, services: Services, ctx):
     if not run_id:
         raise ValidationError("query parameter id (the run id) is required", field="id")
     return await services.ingest.run_status(run_id)
+
+
+@routes.get("/outcomes", query=api_models.OutcomesQuery, response=api_models.Outcomes, auth="admin",
+            summary="How this process settled each queue message about a document")
+async def outcomes(request, services: Services, ctx):
+    """How this process settled each queue message about a document, in order (admin; diagnostics)."""
+    await services.tenancy.require_admin(request.headers)
+    entity_id, document_id = request.query.get("entity_id"), request.query.get("document_id")
+    if not entity_id or not document_id:
+        raise ValidationError("query parameters entity_id and document_id are required",
+                              field="document_id" if entity_id else "entity_id")
+    return {"entity_id": entity_id, "document_id": document_id,
+            "outcomes": services.ingest.outcomes.get((entity_id, document_id), [])}

@@ -105,6 +105,12 @@ class LocalEmbedder:
     async def embed_query(self, text: str) -> np.ndarray:
         return await asyncio.to_thread(self.encode_query_sync, text)
 
+    async def embed_queries(self, texts: list[str]) -> np.ndarray:
+        """A few short texts in one ONNX batch when prepared (tool selection: a request and its sentences)."""
+        if self._queries is not None:
+            return await asyncio.to_thread(self._queries.encode, texts)
+        return await self.embed(texts)
+
     def tokenizer(self):
         from tokenizers import Tokenizer
 

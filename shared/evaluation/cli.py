@@ -41,8 +41,13 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser("eval", help="evaluate retrieval on a BEIR dataset (metrics, latency, baselines)",
                                    description=__doc__, epilog=EPILOG,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--dataset", required=True,
+    parser.add_argument("--dataset",
                         help="BEIR folder (corpus.jsonl, queries.jsonl, qrels/test.tsv), or a name under ../shared/data")
+    parser.add_argument("--tools", type=Path, metavar="DIR",
+                        help="tool selection instead: DIR holds tools.jsonl and queries.jsonl (see evaluation/selection.py)")
+    parser.add_argument("--indices", type=Path, metavar="DIR",
+                        help="index selection instead: DIR holds indices.jsonl and queries.jsonl "
+                             "(and optionally indices_tables.jsonl / queries_tables.jsonl)")
     parser.add_argument("--split", default="test", help="qrels file to use (default: test)")
     parser.add_argument("--qrels", type=Path, help="judgements to use instead of the dataset's qrels/<split>.tsv")
     parser.add_argument("--k", type=int, default=10, help="cutoff of every metric and results per query (default 10)")
@@ -92,6 +97,12 @@ def options_from(args) -> Options:
 
 
 def run(args) -> int:
+    if args.tools or args.indices:
+        from .selection_cli import run_selection
+
+        return run_selection(args)
+    if not args.dataset:
+        raise ValidationError("give --dataset (BEIR), --tools DIR or --indices DIR", field="dataset")
     options = options_from(args)
     dataset = beir.load(args.dataset, split=args.split, qrels=args.qrels)
     print(f"dataset {dataset.name}: {len(dataset.corpus)} documents, {len(dataset.judged_queries)} judged queries "

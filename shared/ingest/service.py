@@ -93,13 +93,18 @@ class IngestService:
         # pooled connection for its lock and borrows another per query, so the pool bounds them.
         self.limiter = asyncio.Semaphore(max(1, db.pool.max_size - 2))
         self.executed: OrderedDict[str, list[list[str]]] = OrderedDict()
+        # (entity, document) → how each message about it was settled here, in order: what the
+        # log says, for tests and operators (GET /outcomes), without reading the log
+        self.outcomes: OrderedDict[tuple[str, str], list[dict]] = OrderedDict()
         workflow.provide(self)
 
     def record_executed(self, run_id: str, steps: list[str]) -> None:
-        self.executed.setdefault(run_id, []).append(steps)
-        self.executed.move_to_end(run_id)
-        while len(self.executed) > self.EXECUTED_KEEP:
-            self.executed.popitem(last=False)
+        _remember(self.executed, run_id, steps, keep=self.EXECUTED_KEEP)
+
+    def record_outcome(self, ref: ObjectRef, outcome: Outcome) -> None:
+        _remember(self.outcomes, (ref.entity_id, ref.document_id),
+                  {"version": ref.version, "action": outcome.action, "reason": outcome.reason},
+                  keep=self.EXECUTED_KEEP)
 
     async def run_status(self, run_id: str) -> dict:
         """A run's checkpoints, and which steps this process executed for it."""
@@ -209,6 +214,7 @@ class IngestService:
             outcome = await self.ingest_object(ref, attempts=attempts, last_attempt=last)
         log.info("ingest %s v%d: %s %s", f"{ref.entity_id}/{ref.document_id}", ref.version, outcome.action,
                  outcome.reason)
+        self.record_outcome(ref, outcome)
         return outcome
 
 
@@ -228,3 +234,11 @@ class IngestService:
             if isinstance(outcome, BaseException):
                 log.warning("resuming %s failed: %s", ref.key, outcome)
         return len(refs)
+
+
+def _remember(table: OrderedDict, key, item, *, keep: int) -> None:
+    """Append ``item`` under ``key``, keeping the ``keep`` most recently touched keys."""
+    table.setdefault(key, []).append(item)
+    table.move_to_end(key)
+    while len(table) > keep:
+        table.popitem(last=False)

@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
+from .. import language, sqlfiles
 from .. import object_keys as keys
-from .. import sqlfiles
 from ..cache import Invalidation
 from ..errors import IngestError, ModelMismatchError, ValidationError
 from ..validation import content_hash
@@ -293,10 +293,13 @@ class IngestJob:
         chunks = await self.load_chunks(chunked)
         vectors = decode_vectors(await self.artifacts.load_bytes(embedded.vectors), embedded.dimension)
         text = await self.artifacts.load_text(extracted.text) if result.embed else ""
+        # full text in each new chunk's language (a reused chunk keeps the one it was stored with)
+        languages = await asyncio.to_thread(language.analyse, text, [chunks[pos].content(text) for pos in result.embed])
         new_rows = [{"entity_id": p.entity_id, "id": uuid.UUID(result.ids[pos]), "document_id": p.document_id,
                      "version": p.version, "position": pos, "start": chunks[pos].start, "end": chunks[pos].end,
                      "content": chunks[pos].content(text), "hash": chunks[pos].hash, "tokens": chunks[pos].tokens,
-                     "model_id": embedded.model_id, "embedding": vectors[i]}
+                     "model_id": embedded.model_id, "embedding": vectors[i], "language": languages[i].language,
+                     "text_config": languages[i].text_config, "segmented": languages[i].segmented}
                     for i, pos in enumerate(result.embed)]
         moved = set(result.moved)
         moves = [{"entity_id": p.entity_id, "id": cid, "position": pos, "start": chunks[pos].start,
@@ -385,7 +388,9 @@ class IngestDocument(Workflow):
         p = IngestParams(**event)
         job = IngestJob(self.service, p)
 
-        async def do(name: StepName, body, output: type[T]) -> T:
+        async def do(step_name: StepName, body, output: type[T]) -> T:
+            name = str(step_name)  # its value, as checkpoints, faults and logs name it
+
             async def attempt():
                 faults.fail(name, p.document_id)
                 result = await body()

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from .. import sqlfiles
+from .. import language, sqlfiles
 from ..bindings.database import Database
 from ..errors import BindingError
 from . import defaults
@@ -90,7 +90,7 @@ def build_params(request: SearchRequest, entity_ids: list[str], embedding: np.nd
         **filters,
         "document_filters": any(filters[name] is not None for name in DOCUMENT_FILTERS),
         "embedding": embedding,
-        "query": request.query,
+        "query": language.lexical_text(request.query),  # cut as the documents were (shared/language.py)
         "websearch": websearch,
         "use_vector": request.alpha > 0,
         "use_text": use_text,

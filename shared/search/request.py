@@ -117,6 +117,9 @@ class SearchRequest(_Strict):
     rerank: bool = False
     include: Include = Include()
     cache: bool = True
+    # "reverse": best last, for answer prompts that lose the middle of a long context (the best
+    # result then sits next to the question); part of the cache scope like every other option
+    order: Literal["best_first", "reverse"] = "best_first"
 
     @field_validator("query")
     @classmethod

@@ -210,7 +210,9 @@ class SearchService:
 
     def shape(self, ctx: SearchContext) -> dict:
         # corrections: query words the entities have never seen, and the vocabulary terms that stood in
-        return {"results": ctx.results, "entity_ids": ctx.entity_ids, "corrections": ctx.lexical.corrections}
+        # order "reverse": best last (its own cache scope, so the stored payload is already reversed)
+        results = ctx.results[::-1] if ctx.request.order == "reverse" else ctx.results
+        return {"results": results, "entity_ids": ctx.entity_ids, "corrections": ctx.lexical.corrections}
 
     async def store(self, ctx: SearchContext, payload: dict, background: Any) -> None:
         if not ctx.request.cache:

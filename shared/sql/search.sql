@@ -36,9 +36,11 @@ AND (NOT %(document_filters)s OR EXISTS (
       AND (%(updated_before)s::timestamptz IS NULL OR d.updated_at < %(updated_before)s::timestamptz)))
 
 -- name: text_query_all
--- Chunks holding every word (or matching the websearch query, which says exactly what must match).
-(CASE WHEN %(websearch)s THEN websearch_to_tsquery('english', %(query)s)
-      ELSE plainto_tsquery('english', %(query)s) END)
+-- Chunks holding every word (or matching the websearch query, which says exactly what must match),
+-- with the query parsed as the chunk's own text-search configuration: the OR of the scope's
+-- configurations for the index, then the chunk's own one (`configs` is in `lexical`).
+c.tsv @@ (SELECT tsquery_or_all(g.query_all) FROM configs g)
+AND c.tsv @@ (SELECT g.query_all FROM configs g WHERE g.config = c.text_config)
 
 -- name: documents_in_scope
 docs AS MATERIALIZED (
@@ -65,66 +67,79 @@ docs AS MATERIALIZED (
 -- name: lexical
 -- Everything that needs no embedding (it runs while the worker embeds the query): how large
 -- the scope is, which decides the vector path, and BM25 over the chunks in scope.
-WITH /*documents_in_scope*/, corpus AS MATERIALIZED (
-    -- BM25's collection statistics: chunks in the searched entities, their average length
-    -- (in distinct lexemes, what length(tsv) counts)
-    SELECT greatest(coalesce(sum(s.chunks), 0), 1)::float8 AS n,
-           greatest(coalesce(sum(s.lexemes)::float8 / nullif(sum(s.chunks), 0), 1), 1) AS avg_length
+WITH /*documents_in_scope*/, configs AS MATERIALIZED (
+    -- The text-search configurations of the chunks in scope (infra/migrations/0006_languages.sql),
+    -- each with BM25's collection statistics over its own chunks: their number and average
+    -- length (in distinct lexemes, what length(tsv) counts); and the query as a whole, parsed
+    -- with it, for the all-words candidates.
+    SELECT s.config, greatest(sum(s.chunks), 1)::float8 AS n,
+           greatest(coalesce(sum(s.lexemes)::float8 / nullif(sum(s.chunks), 0), 1), 1) AS avg_length,
+           CASE WHEN %(websearch)s THEN websearch_to_tsquery(s.config, %(query)s)
+                ELSE plainto_tsquery(s.config, %(query)s) END AS query_all
     FROM entity_stats s
-    WHERE %(use_text)s AND s.entity_id = ANY(%(entity_ids)s::text[])
+    WHERE %(use_text)s AND s.entity_id = ANY(%(entity_ids)s::text[]) AND s.chunks > 0
+    GROUP BY s.config
 ), words AS MATERIALIZED (
-    -- the query's lexemes, as full text sees them (stemmed, stop words gone), and how many
-    -- chunks of the searched entities hold each
-    SELECT q.term, coalesce(sum(s.df), 0)::float8 AS df
-    FROM unnest(tsvector_to_array(to_tsvector('english', %(query)s))) AS q (term)
-    LEFT JOIN term_stats s ON s.entity_id = ANY(%(entity_ids)s::text[]) AND s.term = q.term
-    WHERE %(use_text)s
-    GROUP BY q.term
+    -- the query's lexemes as full text sees them in each configuration (stemmed, stop words
+    -- gone), where in the query each stands, and how many chunks of that configuration in the
+    -- searched entities hold each
+    SELECT q.config, q.term, q.positions, coalesce(sum(s.df), 0)::float8 AS df
+    FROM (SELECT g.config, u.lexeme AS term, u.positions
+          FROM configs g CROSS JOIN LATERAL unnest(to_tsvector(g.config, %(query)s)) AS u) q
+    LEFT JOIN term_stats s ON s.entity_id = ANY(%(entity_ids)s::text[]) AND s.config = q.config AND s.term = q.term
+    GROUP BY q.config, q.term, q.positions
 ), fuzzy AS MATERIALIZED (
     -- A query word that no chunk in scope holds (a typo, most often) is replaced by the
-    -- entities' closest vocabulary terms, each counted at its trigram similarity: short
-    -- terms through the trigram GIN index, never word similarity over whole chunks.
-    SELECT w.term AS word, v.term, v.df, v.similarity
-    FROM (SELECT term FROM words
+    -- entities' closest vocabulary terms of the same configuration, each counted at its
+    -- trigram similarity: short terms through the trigram GIN index, never word similarity
+    -- over whole chunks. A word some configuration knows is no typo, whatever the others
+    -- make of it (all configurations share the parser, so positions line up).
+    SELECT w.config, w.term AS word, v.term, v.df, v.similarity
+    FROM (SELECT config, term FROM words
           WHERE %(use_trigram)s AND df = 0 AND length(term) >= %(fuzzy_min_chars)s
-          ORDER BY length(term) DESC, term
+            AND NOT positions && (SELECT coalesce(array_agg(p), '{}') FROM words k, unnest(k.positions) p
+                                  WHERE k.df > 0)
+          ORDER BY length(term) DESC, term, config
           LIMIT %(fuzzy_max_words)s) w
     CROSS JOIN LATERAL (
         SELECT s.term, sum(s.df)::float8 AS df, similarity(s.term, w.term) AS similarity
         FROM term_stats s
-        WHERE s.entity_id = ANY(%(entity_ids)s::text[]) AND s.term %% w.term
+        WHERE s.entity_id = ANY(%(entity_ids)s::text[]) AND s.config = w.config AND s.term %% w.term
         GROUP BY s.term
         ORDER BY similarity DESC, s.term
         LIMIT %(fuzzy_terms)s
     ) v
     WHERE v.similarity >= %(trigram_threshold)s
 ), weighed AS MATERIALIZED (
-    -- BM25 idf (Robertson/Lucene) of every query word, known or not, and of every stand-in;
-    -- weight 1, or the stand-in's similarity
-    SELECT t.term, t.df, t.weight, t.fuzzy, ln(1 + (c.n - t.df + 0.5) / (t.df + 0.5)) AS idf
-    FROM (SELECT term, df, 1.0::float8 AS weight, false AS fuzzy FROM words
+    -- BM25 idf (Robertson/Lucene) of every query word, known or not, and of every stand-in,
+    -- within its configuration; weight 1, or the stand-in's similarity
+    SELECT t.config, t.term, t.df, t.weight, t.fuzzy, ln(1 + (g.n - t.df + 0.5) / (t.df + 0.5)) AS idf
+    FROM (SELECT config, term, df, 1.0::float8 AS weight, false AS fuzzy FROM words
           UNION ALL
-          SELECT term, df, similarity, true FROM fuzzy) t
-    CROSS JOIN corpus c
+          SELECT config, term, df, similarity, true FROM fuzzy) t
+    JOIN configs g ON g.config = t.config
 ), terms AS MATERIALIZED (
     -- every term the lexical score counts (query words some chunk holds, and the stand-ins):
-    -- a one-lexeme tsquery, and its place among the terms by rarity
-    SELECT w.term, w.df, w.weight, w.fuzzy, w.idf, lexeme_query(w.term) AS query,
-           sum(w.df) OVER (ORDER BY w.df, w.term) AS running_df,
-           row_number() OVER (ORDER BY w.df, w.term) AS rarity
+    -- a one-lexeme tsquery, and its place among the terms by rarity (idf: document frequencies
+    -- of different configurations count among different numbers of chunks)
+    SELECT w.config, w.term, w.df, w.weight, w.fuzzy, w.idf, lexeme_query(w.term) AS query,
+           sum(w.df) OVER (ORDER BY w.idf DESC, w.term, w.config) AS running_df,
+           row_number() OVER (ORDER BY w.idf DESC, w.term, w.config) AS rarity
     FROM weighed w
     WHERE w.df > 0 OR w.fuzzy
-), best AS (
+), best AS MATERIALIZED (
     -- what a chunk holding every query word, many times, would score: scores are shares of it
-    SELECT greatest(sum(w.idf) * (%(bm25_k1)s + 1), 1e-9) AS score
+    -- (per configuration: a chunk is scored with the query as its own configuration parses it)
+    SELECT w.config, greatest(sum(w.idf) * (%(bm25_k1)s + 1), 1e-9) AS score
     FROM weighed w
     WHERE NOT w.fuzzy
+    GROUP BY w.config
 ), lexical_candidates AS MATERIALIZED (
     -- Which chunks BM25 scores. Ranking every chunk that shares one common word with the
     -- query does not scale, so: the chunks holding any of the rarest terms, taking terms
     -- from the rarest up while their chunks add up to `text_max_matches` (always at least
     -- the rarest) ...
-    (SELECT c.entity_id, c.id, c.tsv
+    (SELECT c.entity_id, c.id, c.text_config, c.tsv
      FROM chunks c
      WHERE %(use_text)s AND NOT %(websearch)s AND (SELECT nonempty FROM scope)
        AND c.tsv @@ (SELECT tsquery_or_all(t.query) FROM terms t
@@ -134,9 +149,9 @@ WITH /*documents_in_scope*/, corpus AS MATERIALIZED (
     UNION ALL
     -- ... and the chunks holding every word (or matching the websearch query), which the
     -- first set misses only when even the rarest term is common (then both are capped).
-    (SELECT c.entity_id, c.id, c.tsv
+    (SELECT c.entity_id, c.id, c.text_config, c.tsv
      FROM chunks c
-     WHERE %(use_text)s AND (SELECT nonempty FROM scope) AND c.tsv @@ /*text_query_all*/
+     WHERE %(use_text)s AND (SELECT nonempty FROM scope) AND /*text_query_all*/
        AND /*candidate_filter*/
      LIMIT %(text_max_matches)s)
 ), fts AS MATERIALIZED (
@@ -146,18 +161,19 @@ WITH /*documents_in_scope*/, corpus AS MATERIALIZED (
     SELECT entity_id, id, text, trigram
     FROM (
         SELECT x.entity_id, x.id,
-               coalesce(sum(s.part) FILTER (WHERE NOT s.fuzzy), 0) / (SELECT score FROM best) AS text,
-               coalesce(sum(s.part) FILTER (WHERE s.fuzzy), 0) / (SELECT score FROM best) AS trigram
-        FROM (SELECT DISTINCT ON (entity_id, id) entity_id, id, tsv FROM lexical_candidates) x
-        CROSS JOIN corpus c
+               coalesce(sum(s.part) FILTER (WHERE NOT s.fuzzy), 0) / b.score AS text,
+               coalesce(sum(s.part) FILTER (WHERE s.fuzzy), 0) / b.score AS trigram
+        FROM (SELECT DISTINCT ON (entity_id, id) entity_id, id, text_config, tsv FROM lexical_candidates) x
+        JOIN configs c ON c.config = x.text_config
+        JOIN best b ON b.config = x.text_config
         CROSS JOIN LATERAL (
             SELECT t.fuzzy, t.weight * t.idf * f.tf * (%(bm25_k1)s + 1)
                    / (f.tf + %(bm25_k1)s * (1 - %(bm25_b)s + %(bm25_b)s * length(x.tsv) / c.avg_length)) AS part
             -- OFFSET 0 keeps the planner from inlining tf into its three uses: one call, not three
             FROM terms t CROSS JOIN LATERAL (SELECT ts_rank_cd('{1,1,1,1}', x.tsv, t.query)::float8 AS tf OFFSET 0) f
-            WHERE f.tf > 0
+            WHERE t.config = x.text_config AND f.tf > 0
         ) s
-        GROUP BY x.entity_id, x.id
+        GROUP BY x.entity_id, x.id, b.score
     ) bm25
     ORDER BY text + trigram DESC, entity_id, id
     LIMIT %(n)s

@@ -14,7 +14,7 @@ from edgeindex.bindings import aws
 from edgeindex.ingest import faults
 from edgeindex.ingest.events import object_created, object_refs
 from edgeindex.ingest.recovery import LOST, requeue_unfinished_sync
-from edgeindex.object_keys import object_key
+from edgeindex.object_keys import artifacts_prefix, object_key
 
 from ..helpers import (
     TOPICS,
@@ -109,8 +109,9 @@ async def test_killed_after_the_commit_and_delivered_twice_leaves_the_same_rows(
     sqs.send_message(QueueUrl=sqs.get_queue_url(QueueName="edgeindex-ingest")["QueueUrl"],
                      MessageBody=json.dumps(object_created("edgeindex-documents", key, size=len(TEXT))))
     await wait_for(lambda: run_status(stack, row["run_id"])["status"] == "complete", timeout=60)
-    await wait_for(lambda: stack.log_path.read_text().count(f"ingest {tenant.entity_id}/wf-idem v2: ack") >= 2,
-                   timeout=60)
+    admin = Client(stack.url("ingest"), stack.admin_key)  # the redelivered message is settled too
+    await wait_for(lambda: len(admin.get(f"/outcomes?entity_id={tenant.entity_id}&document_id=wf-idem")[1]
+                               ["outcomes"]) >= 2, timeout=60)
     assert await chunks(db, tenant.entity_id, "wf-idem") == committed
     assert await db.fetch("SELECT id::text, embedding::text FROM chunks WHERE entity_id = %s AND document_id = %s "
                           "ORDER BY id", (tenant.entity_id, "wf-idem")) == vectors
@@ -168,12 +169,12 @@ async def test_large_step_outputs_live_in_the_bucket_until_the_run_ends(stack, t
                                                               "WHERE run_id = %s", (run_id,))}
     text_key = outputs["extract"]["text"]["key"]           # checkpoints hold keys, not the text...
     vectors_key = outputs["embed"]["vectors"]["key"]       # ...nor 100 vectors
-    assert text_key.startswith(f"artifacts/{tenant.entity_id}/wf-large/v1-")
+    assert text_key.startswith(artifacts_prefix(tenant.entity_id, "wf-large") + "v1-")
     assert outputs["embed"]["vectors"]["size"] == 100 * 384 * 4
     assert outputs["delete-stale"]["artifacts_deleted"] >= 2
     s3 = aws.client("s3", endpoint=stack.s3_endpoint, region="us-east-1", access_key_id="edgeindex",
                     secret_access_key="edgeindex")
-    listed = s3.list_objects_v2(Bucket="edgeindex-documents", Prefix=f"artifacts/{tenant.entity_id}/wf-large/")
+    listed = s3.list_objects_v2(Bucket="edgeindex-documents", Prefix=artifacts_prefix(tenant.entity_id, "wf-large"))
     assert listed.get("KeyCount", 0) == 0 and vectors_key  # removed once the document was ready
     rows = await chunks(db, tenant.entity_id, "wf-large")
     assert [r["content"] for r in rows] == text.split("\n\n")

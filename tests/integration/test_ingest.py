@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 import urllib.request
@@ -16,6 +17,7 @@ from edgeindex.object_keys import document_objects_prefix, object_key, run_prefi
 
 from ..helpers import (
     TOPICS,
+    Client,
     chunks,
     document,
     make_pdf,
@@ -160,10 +162,16 @@ async def test_superseded_version_is_skipped(stack, tenant, db):
     assert (doc["status"], doc["version"], doc["ready_version"]) == ("ready", 2, 2)
     rows = await chunks(db, tenant.entity_id, "racy")
     assert [c["content"] for c in rows] == ["Second version, the one that counts."]
-    # Version 1's message was acked without a run (the worker logs each message's outcome).
-    log = stack.log_path.read_text()
-    assert f"ingest {tenant.entity_id}/racy v1: ack superseded by version 2" in log
-    assert f"ingest {tenant.entity_id}/racy v2: ack ready" in log
+    # Version 1's message was acked without a run; the ingest worker says how it settled each message.
+    admin = Client(stack.url("ingest"), stack.admin_key)
+
+    def settled():
+        status, answer = admin.get(f"/outcomes?entity_id={tenant.entity_id}&document_id=racy")
+        return answer["outcomes"] if status == 200 and len(answer["outcomes"]) >= 2 else None
+
+    outcomes = await wait_for(lambda: asyncio.to_thread(settled), timeout=60)
+    assert {(o["version"], o["action"], o["reason"]) for o in outcomes} == {
+        (1, "ack", "superseded by version 2"), (2, "ack", "ready")}
 
 
 async def test_skip_unchanged_upload_keeps_the_live_version(stack, tenant, db):

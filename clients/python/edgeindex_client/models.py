@@ -195,6 +195,7 @@ class SearchRequest(_Request):
     rerank: bool | None = None
     include: SearchInclude | None = None
     cache: bool | None = None
+    order: Literal["best_first", "reverse"] | None = None
 
 
 class Scores(_Response):

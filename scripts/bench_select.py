@@ -1,0 +1,135 @@
+#!/usr/bin/env python
+"""Latency of POST /tools/select over HTTP with 1,000 tools registered.
+
+    .venv/bin/python scripts/bench_select.py [--tools DIR] [--count 1000] [--queries 500]
+        [--upload-url URL --search-url URL --admin-key KEY]
+
+Without the URLs a fresh stack is started on a temporary state folder (embedded Postgres,
+moto, three worker processes) and removed afterwards. The catalogue is ``DIR/tools.jsonl``
+when given (padded with generated tools up to ``--count``), else ``--count`` generated
+tools; queries are ``DIR/queries.jsonl`` or generated requests. Each query is sent once to
+warm up, then timed one at a time over one keep-alive connection (client wall time, k=5).
+Figures are printed, not asserted (goal: p99 < 20 ms). The last line is JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import sys
+import time
+from pathlib import Path
+
+import aiohttp
+import numpy as np
+
+VERBS = ["get", "list", "create", "update", "delete", "search", "compute", "convert", "send", "schedule",
+         "fetch", "estimate", "validate", "translate", "summarize", "book", "cancel", "track", "export", "import"]
+OBJECTS = ["invoice", "order", "weather", "flight", "hotel", "stock_price", "recipe", "calendar_event", "email",
+           "ticket", "shipment", "payment", "refund", "customer", "employee", "playlist", "route", "document",
+           "image", "repository", "pull_request", "sensor_reading", "exchange_rate", "movie", "restaurant",
+           "prescription", "course", "vehicle", "subscription", "contract", "warehouse", "tax_return",
+           "parking_spot", "energy_usage", "loan", "insurance_claim", "podcast", "dataset", "invoice_line",
+           "meeting_room", "password", "backup", "domain", "dns_record", "certificate", "lead", "campaign",
+           "survey", "timesheet", "expense"]
+
+
+def generated_tools(count: int, rng: random.Random) -> list[dict]:
+    tools = []
+    for verb in VERBS:
+        for obj in OBJECTS:
+            words = obj.replace("_", " ")
+            tools.append({"name": f"{verb}_{obj}", "description": f"{verb.capitalize()} a {words} for the user.",
+                          "parameters": {"type": "object", "properties": {
+                              f"{obj}_id": {"type": "string", "description": f"id of the {words}"},
+                              "limit": {"type": "integer"}}}})
+    rng.shuffle(tools)
+    return tools[:count]
+
+
+def generated_queries(tools: list[dict], count: int, rng: random.Random) -> list[str]:
+    picks = rng.sample(tools, min(count, len(tools)))
+    return [f"please {t['name'].split('_', 1)[0]} the {t['name'].split('_', 1)[1].replace('_', ' ')} "
+            "I mentioned yesterday" for t in picks]
+
+
+async def bench(search_url: str, upload_url: str, admin_key: str, tools: list[dict], queries: list[str]) -> dict:
+    entity = f"bench-select-{os.getpid()}-{int(time.time())}"
+    async with aiohttp.ClientSession(headers={"Authorization": f"Bearer {admin_key}"}) as admin:
+        async with admin.post(f"{upload_url}/admin/entities", json={"id": entity, "kind": "user"}) as r:
+            assert r.status == 201, await r.text()
+        async with admin.post(f"{upload_url}/admin/keys", json={"name": entity, "entity_ids": [entity]}) as r:
+            key = (await r.json())["key"]
+    connector = aiohttp.TCPConnector(limit=1, keepalive_timeout=60)
+    async with aiohttp.ClientSession(headers={"Authorization": f"Bearer {key}"}, connector=connector,
+                                     timeout=aiohttp.ClientTimeout(total=600)) as http:
+        started = time.perf_counter()
+        for start in range(0, len(tools), 200):
+            async with http.post(f"{search_url}/entities/{entity}/tools", json={"tools": tools[start:start + 200]}) as r:
+                assert r.status == 200, await r.text()
+        register_s = time.perf_counter() - started
+        print(f"registered {len(tools)} tools in {register_s:.1f} s", flush=True)
+        server, latencies, stages = [], [], {}
+        for timed in (False, True):
+            for query in queries:
+                mark = time.perf_counter()
+                async with http.post(f"{search_url}/tools/select",
+                                     json={"query": query, "entity_ids": [entity], "k": 5}) as r:
+                    body = await r.json()
+                    assert r.status == 200, body
+                if timed:
+                    latencies.append((time.perf_counter() - mark) * 1000)
+                    server.append(body["took_ms"])
+                    for stage, ms in (body.get("timings") or {}).items():
+                        stages.setdefault(stage, []).append(ms)
+    return {"tools": len(tools), "queries": len(queries), "register_s": round(register_s, 1),
+            "p50_ms": round(float(np.percentile(latencies, 50)), 2),
+            "p99_ms": round(float(np.percentile(latencies, 99)), 2),
+            "server_p50_ms": round(float(np.percentile(server, 50)), 2),
+            "server_p99_ms": round(float(np.percentile(server, 99)), 2),
+            "stages_p50_ms": {k: round(float(np.percentile(v, 50)), 2) for k, v in stages.items()},
+            "stages_p99_ms": {k: round(float(np.percentile(v, 99)), 2) for k, v in stages.items()},
+            "load_average": os.getloadavg()[0], "cpus": os.cpu_count()}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tools", type=Path, help="folder with tools.jsonl (and queries.jsonl)")
+    parser.add_argument("--count", type=int, default=1000)
+    parser.add_argument("--queries", type=int, default=500)
+    parser.add_argument("--upload-url")
+    parser.add_argument("--search-url")
+    parser.add_argument("--admin-key", default=os.environ.get("EDGEINDEX_ADMIN_KEY", ""))
+    args = parser.parse_args()
+    rng = random.Random(7)
+    tools = []
+    queries: list[str] = []
+    if args.tools:
+        tools = [json.loads(line) for line in (args.tools / "tools.jsonl").read_text().splitlines() if line.strip()]
+        path = args.tools / "queries.jsonl"
+        if path.exists():
+            queries = [json.loads(line)["query"] for line in path.read_text().splitlines() if line.strip()]
+    names = {t["name"] for t in tools}
+    tools += [t for t in generated_tools(len(VERBS) * len(OBJECTS), rng) if t["name"] not in names][:max(0, args.count - len(tools))]
+    tools = tools[:args.count]
+    queries = (queries or generated_queries(tools, args.queries, rng))[:args.queries]
+    if args.search_url:
+        result = asyncio.run(bench(args.search_url.rstrip("/"), args.upload_url.rstrip("/"), args.admin_key, tools, queries))
+    else:
+        from edgeindex import config as config_module
+        from edgeindex.evaluation.stack import fresh_stack
+
+        with fresh_stack(config_module.find_config(), progress=print) as endpoints:
+            result = asyncio.run(bench(endpoints.search_url, endpoints.upload_url, endpoints.admin_key, tools, queries))
+    print(f"select over HTTP with {result['tools']} tools: p50 {result['p50_ms']} ms, p99 {result['p99_ms']} ms "
+          f"(server took_ms p50 {result['server_p50_ms']}, p99 {result['server_p99_ms']}; "
+          f"load average {result['load_average']:.1f} on {result['cpus']} cpus)")
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Tool selection and index selection for agents (issue 12)."""

