@@ -85,6 +85,7 @@ def jsonrpc_refusal(exc: EdgeIndexError, rid: str):
                          exc.status, headers=headers)
 
 
-for _method in ("post", "get", "delete"):
-    getattr(routes, _method)("/mcp", summary="MCP streamable HTTP endpoint (JSON-RPC; tools: search, get_document, "
-                             "get_chunk, upload_text, document_status, list_documents)")(mcp)
+# POST only: stateless JSON mode has no session to resume (GET) or end (DELETE), and the SDK's
+# client sends neither without a session id; they get the router's JSON 405.
+routes.post("/mcp", summary="MCP streamable HTTP endpoint (JSON-RPC; tools: search, get_document, get_chunk, "
+            "upload_text, document_status, list_documents)")(mcp)

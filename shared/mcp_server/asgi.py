@@ -11,6 +11,8 @@ from typing import Any
 
 from aiohttp import web
 
+from ..runtime.http import _code_for, error_body, json_response, request_id
+
 Scope = dict[str, Any]
 
 
@@ -38,11 +40,17 @@ async def call_asgi(app, request: web.Request, body: bytes, *, extra_scope: dict
 
     response: web.StreamResponse | None = None
     start: dict | None = None
+    plain_error: list[bytes] | None = None  # a refusal the SDK wrote as plain text: made JSON below
 
     async def send(message: dict) -> None:
-        nonlocal response, start
+        nonlocal response, start, plain_error
         if message["type"] == "http.response.start":
             start = message
+            media = dict(message.get("headers", [])).get(b"content-type", b"").split(b";")[0].strip()
+            if message["status"] >= 400 and not media.endswith(b"json"):
+                plain_error = []
+        elif message["type"] == "http.response.body" and plain_error is not None:
+            plain_error.append(message.get("body", b""))
         elif message["type"] == "http.response.body":
             if response is None:
                 response = web.StreamResponse(status=start["status"])
@@ -58,6 +66,10 @@ async def call_asgi(app, request: web.Request, body: bytes, *, extra_scope: dict
         await app(scope, receive, send)
     finally:
         done.set()
+    if plain_error is not None:  # every refusal in the project's JSON error shape, as at the HTTP boundary
+        message = b"".join(plain_error).decode("utf-8", "replace").strip()[:300] or "refused"
+        return json_response(error_body(_code_for(start["status"]), message, request_id=request_id(request)),
+                             start["status"])
     if response is None:  # headers only (e.g. 202 Accepted for a notification)
         if start is None:
             return web.Response(status=500)
