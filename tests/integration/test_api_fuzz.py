@@ -44,7 +44,7 @@ def _fuzz(base_url: str, key: str) -> dict[str, int]:
     return calls
 
 
-@pytest.mark.parametrize("worker", ["search", "upload", "ingest"])
+@pytest.mark.parametrize("worker", ["search", "upload", "ingest", "mcp"])
 def test_every_route_survives_generated_input_and_answers_as_documented(stack, fuzz_key, worker):
     calls = _fuzz(stack.url(worker), fuzz_key)
     assert calls and min(calls.values()) > 0, calls  # every operation was exercised

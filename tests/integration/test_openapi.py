@@ -12,7 +12,7 @@ from openapi_spec_validator import validate
 
 from ..helpers import new_tenant, put_document, wait_document
 
-WORKERS = ["upload", "ingest", "search"]
+WORKERS = ["upload", "ingest", "search", "mcp"]
 
 
 def fetch(url: str) -> tuple[int, str, bytes]:

