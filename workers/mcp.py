@@ -6,16 +6,21 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-
 from edgeindex.errors import EdgeIndexError, RateLimited
 from edgeindex.mcp_server.asgi import call_asgi
 from edgeindex.mcp_server.server import CONTEXT, PRINCIPAL, build_server
 from edgeindex.mcp_server.service import McpTools
-from edgeindex.runtime.http import Routes, error_body, json_response, read_body, request_id
-from edgeindex.search.service import SearchService, SearchSettings
-from edgeindex.tenancy import RateLimiter, Tenancy
+from edgeindex.runtime.http import (
+    Routes,
+    error_body,
+    json_response,
+    read_body,
+    request_id,
+)
+from edgeindex.tenancy import Tenancy
 from edgeindex.uploads.service import UploadLimits, UploadService
+from edgeindex.workers._startup import search_service, tenancy
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 routes = Routes()
 MAX_BODY_BYTES = 1_000_000  # a search body or a small upload_text document, in JSON-RPC
@@ -29,13 +34,7 @@ class Services:
 
 
 async def startup(env) -> Services:
-    search = SearchService(
-        db=env.DB, kv=env.KV, embedder=env.AI.embedder, semantic_cache=env.SEMANTIC_CACHE,
-        reranker=getattr(env, "RERANKER", None),
-        settings=SearchSettings(max_k=env.var("MAX_K", int), max_query_chars=env.var("MAX_QUERY_CHARS", int),
-                                semantic_threshold=env.var("SEMANTIC_CACHE_THRESHOLD", float),
-                                cache_ttl=env.var("CACHE_TTL_SECONDS", float)))
-    search.prepare()
+    search = search_service(env)
     limits = UploadLimits(
         max_bytes=env.var("MAX_UPLOAD_BYTES", int), multipart_threshold=env.var("MAX_UPLOAD_BYTES", int),
         part_bytes=env.var("MAX_UPLOAD_BYTES", int), allowed_types=["text/plain", "text/markdown", "text/html"],
@@ -45,7 +44,7 @@ async def startup(env) -> Services:
     # Stateless: any process of this worker answers any request; no session to pin or expire.
     sessions = StreamableHTTPSessionManager(server, json_response=True, stateless=True,
                                             max_request_body_size=MAX_BODY_BYTES)
-    services = Services(Tenancy(env.DB, limiter=RateLimiter(env.var("RATE_LIMIT_PER_SECOND", float))),
+    services = Services(tenancy(env),
                         sessions, set())
     running = asyncio.Event()
 

@@ -7,9 +7,14 @@ from dataclasses import dataclass
 from edgeindex import api_models
 from edgeindex.runtime.http import Routes, read_json
 from edgeindex.search.request import SearchRequest
-from edgeindex.search.service import SearchService, SearchSettings
-from edgeindex.selection.http import MAX_REGISTER_BYTES, MAX_SELECT_BYTES, SelectionService
-from edgeindex.tenancy import RateLimiter, Tenancy
+from edgeindex.search.service import SearchService
+from edgeindex.selection.http import (
+    MAX_REGISTER_BYTES,
+    MAX_SELECT_BYTES,
+    SelectionService,
+)
+from edgeindex.tenancy import Tenancy
+from edgeindex.workers._startup import search_service, tenancy
 
 routes = Routes()
 MAX_BODY_BYTES = 256_000
@@ -23,14 +28,8 @@ class Services:
 
 
 async def startup(env) -> Services:
-    search = SearchService(
-        db=env.DB, kv=env.KV, embedder=env.AI.embedder, semantic_cache=env.SEMANTIC_CACHE,
-        reranker=getattr(env, "RERANKER", None),  # declared in wrangler.toml; bound only when its url is set
-        settings=SearchSettings(max_k=env.var("MAX_K", int), max_query_chars=env.var("MAX_QUERY_CHARS", int),
-                                semantic_threshold=env.var("SEMANTIC_CACHE_THRESHOLD", float),
-                                cache_ttl=env.var("CACHE_TTL_SECONDS", float)))
-    search.prepare()
-    return Services(Tenancy(env.DB, limiter=RateLimiter(env.var("RATE_LIMIT_PER_SECOND", float))), search,
+    search = search_service(env)
+    return Services(tenancy(env), search,
                     SelectionService(env.DB, env.AI.embedder, env.AI.llm))
 
 

@@ -9,12 +9,19 @@ from dataclasses import dataclass
 from edgeindex import api_models as out
 from edgeindex.errors import ConfigError
 from edgeindex.runtime.http import Routes, json_response, read_body, read_json
-from edgeindex.tenancy import EntityRequest, KeyRequest, RateLimiter, Tenancy
-from edgeindex.uploads.models import CompleteRequest, DirectUploadQuery, ListQuery, UploadRequest, check_size
+from edgeindex.tenancy import EntityRequest, KeyRequest, Tenancy
+from edgeindex.uploads.models import (
+    CompleteRequest,
+    DirectUploadQuery,
+    ListQuery,
+    UploadRequest,
+    check_size,
+)
 from edgeindex.uploads.service import UploadLimits, UploadService
 from edgeindex.uploads.signed_urls import UploadSigner
 from edgeindex.validation import document_id as valid_document_id
 from edgeindex.validation import parse
+from edgeindex.workers._startup import tenancy as startup_tenancy
 
 routes = Routes()
 log = logging.getLogger(__name__)
@@ -28,7 +35,7 @@ class Services:
 
 
 async def startup(env) -> Services:
-    tenancy = Tenancy(env.DB, limiter=RateLimiter(env.var("RATE_LIMIT_PER_SECOND", float)))
+    tenancy = startup_tenancy(env)
     if secret := env.secrets.get("ADMIN_KEY"):
         await tenancy.ensure_admin_key(secret)
     limits = UploadLimits(
