@@ -151,6 +151,8 @@ class Document(DocumentSummary):
     filename: str | None
     summary: str | None
     unchanged: bool | None = Field(None, description="direct upload with skip_unchanged: same bytes, no new version")
+    object_warning: str | None = Field(None, description="the object behind the ready version changed after it "
+                                                         "was ingested (the index keeps what was ingested)")
 
 
 class DocumentList(_Body):

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from .. import language, sqlfiles
+from .. import holds, language, sqlfiles
 from .. import object_keys as keys
 from ..cache import Invalidation
 from ..errors import IngestError, ModelMismatchError, ValidationError
@@ -121,6 +121,7 @@ class Extracted(StepOutput):
     text: dict | None = None           # artifact reference of the extracted text
     chars: int = 0
     title: str | None = None
+    etag: str | None = None            # the object's ETag as read: a later change behind the ready version shows
 
 
 @dataclass(frozen=True)
@@ -211,12 +212,17 @@ class IngestJob:
             raise IngestError(f"the uploaded object is {len(data)} bytes but this version declared "
                               f"{self.p.expected_size}; upload the document again")
         digest = content_hash(data)
+        # Read after the bytes: if the object changed in between, this is the newer ETag and the
+        # change's own event finds it equal (a changed object behind a ready version goes unseen only
+        # inside this window; the size check above still holds).
+        info = await self.bucket.head(self.p.object_key)
+        etag = info.etag if info is not None and info.size == len(data) else None
         if digest == self.p.previous_hash:
             # The same bytes as the live version: its chunks, vectors and summary stand as they are.
-            return Extracted(size_bytes=len(data), content_hash=digest, unchanged=True)
+            return Extracted(size_bytes=len(data), content_hash=digest, unchanged=True, etag=etag)
         extracted = await asyncio.to_thread(extract, data, self.p.content_type)
         return Extracted(text=await self.artifacts.save_text("text.txt", extracted.text), chars=len(extracted.text),
-                         size_bytes=len(data), content_hash=digest, title=extracted.title)
+                         size_bytes=len(data), content_hash=digest, title=extracted.title, etag=etag)
 
     async def chunk(self, extracted: Extracted) -> Chunked:
         text = await self.artifacts.load_text(extracted.text)
@@ -333,7 +339,7 @@ class IngestJob:
                     **self.where, "chunk_count": len(result.ids), "embedded": len(result.embed),
                     "reused": result.reused, "summary": summarized.summary,
                     "content_hash": extracted.content_hash, "size_bytes": extracted.size_bytes,
-                    "found_title": extracted.title})
+                    "found_title": extracted.title, "etag": extracted.etag})
         return Upserted(outcome="ready", chunk_count=len(result.ids), embedded=len(result.embed),
                         reused=result.reused, moved=len(result.moved), stale=len(result.stale),
                         cache_entries_invalidated=invalidation.dropped, **replaced)
@@ -354,7 +360,8 @@ class IngestJob:
                 ids = [r["id"] for r in await (await conn.execute(SQL["chunk_ids"], self.where)).fetchall()]
                 # Title, tags or source may have changed with this upload: cached results show them.
                 await invalidation.begin([p.entity_id], ids)
-                await conn.execute(SQL["reuse_live_version"], {**self.where, "size_bytes": extracted.size_bytes})
+                await conn.execute(SQL["reuse_live_version"], {**self.where, "size_bytes": extracted.size_bytes,
+                                                               "etag": extracted.etag})
         return Upserted(outcome="ready", chunk_count=len(ids), reused=len(ids), unchanged=True,
                         cache_entries_invalidated=invalidation.dropped, **replaced)
 
@@ -397,6 +404,7 @@ class IngestDocument(Workflow):
                 faults.exit_in(name, p.document_id)
                 return result.to_json()  # the checkpoint: what a replay hands back
 
+            await holds.point(self.service.db, f"ingest:{name}", p.entity_id, p.document_id)
             stored = await step.do(name, attempt, retries=POLICIES[name])
             faults.exit_after(name, p.document_id, executed=name in step.executed)
             return output.from_json(stored)
