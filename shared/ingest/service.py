@@ -160,9 +160,10 @@ class IngestService:
             await self._remove_litter(ref, generation=p.generation)
             return _ack("document deleted during ingestion")
         except Conflict:
-            # Another process runs this very version; its own message settles it (or is
-            # redelivered if that process dies), so this duplicate is done.
-            return _ack("run in progress elsewhere")
+            # Another consumer runs this very version: this copy came back because the visibility
+            # timeout lapsed under it (or was delivered twice). Keep it queued, not acked: if that
+            # consumer dies, this copy resumes the run; once the run is complete it acks at once.
+            return Outcome("retry", "run in progress elsewhere", "run in progress elsewhere")
         except Exception as exc:
             error = _error_text(exc)
             if last_attempt:

@@ -400,6 +400,7 @@ class IngestDocument(Workflow):
 
             async def attempt():
                 faults.fail(name, p.document_id)
+                await faults.slow(name, p.document_id)
                 result = await body()
                 faults.exit_in(name, p.document_id)
                 return result.to_json()  # the checkpoint: what a replay hands back

@@ -170,8 +170,13 @@ async def test_two_puts_racing_the_later_version_wins_and_the_other_is_told(stac
     assert {c["version"] for c in stored} == {3}
     outcome = await _settled(stack, tenant, doc, 2)
     assert outcome["action"] == "ack" and outcome["reason"] in ("superseded by version 3",), outcome
-    keys = await asyncio.to_thread(_bucket_keys, stack, document_objects_prefix(tenant.entity_id, doc))
-    assert len(keys) == 1 and "/v3-" in keys[0], keys  # version 2's bytes were removed by their PUT
+    # version 2's bytes were removed by their PUT; version 1's go in version 3's clean-up step
+    def one_object():
+        found = _bucket_keys(stack, document_objects_prefix(tenant.entity_id, doc))
+        return found if len(found) == 1 else None
+
+    keys = await wait_for(lambda: asyncio.to_thread(one_object), timeout=60)
+    assert "/v3-" in keys[0], keys
 
 
 async def test_a_version_being_ingested_loses_to_a_newer_upload(stack, tenant, db):
