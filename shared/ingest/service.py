@@ -43,6 +43,9 @@ from .workflow import IngestParams
 
 log = logging.getLogger(__name__)
 SQL = sqlfiles.load("ingest.sql")
+# A copy of a message whose run another consumer holds comes back after about one visibility
+# timeout: time for that run to finish (the copy then acks at once) or for its holder to be gone.
+IN_PROGRESS_RETRY_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,7 @@ class Outcome:
     action: str                 # "ack" | "retry"
     reason: str
     error: str | None = None
+    delay: float | None = None  # seconds before a retried message comes back (None: the consumer's backoff)
 
 
 def _ack(reason: str) -> Outcome:
@@ -163,7 +167,8 @@ class IngestService:
             # Another consumer runs this very version: this copy came back because the visibility
             # timeout lapsed under it (or was delivered twice). Keep it queued, not acked: if that
             # consumer dies, this copy resumes the run; once the run is complete it acks at once.
-            return Outcome("retry", "run in progress elsewhere", "run in progress elsewhere")
+            return Outcome("retry", "run in progress elsewhere", "run in progress elsewhere",
+                           delay=IN_PROGRESS_RETRY_SECONDS)
         except Exception as exc:
             error = _error_text(exc)
             if last_attempt:
@@ -251,7 +256,10 @@ class IngestService:
                 message.ack()
                 continue
             first = failures[0]
-            message.retry(error=_error_text(first) if isinstance(first, BaseException) else first.error)
+            if isinstance(first, BaseException):
+                message.retry(error=_error_text(first))
+            else:
+                message.retry(delay_seconds=first.delay, error=first.error)
 
 
     async def _limited(self, ref: ObjectRef, attempts: int, last: bool) -> Outcome:
