@@ -23,8 +23,10 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
 
+import psycopg
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
+from psycopg_pool import PoolTimeout
 
 from ..errors import EdgeIndexError, PayloadTooLarge, RateLimited, UnsupportedMediaType, ValidationError
 
@@ -270,6 +272,13 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
             raise
         response = json_response(error_body(_code_for(exc.status), exc.reason or exc.text or "", request_id=rid),
                                  exc.status)
+    except (psycopg.OperationalError, PoolTimeout) as exc:
+        # The database is restarting or out of reach (chaos: restart-db): a transient 503 the client
+        # may retry (the SDK does, honouring Retry-After), not a 500 that reads like a bug.
+        log.warning("%s %s: database unavailable [%s]: %s", request.method, loggable_path(request.path), rid,
+                    type(exc).__name__)
+        response = json_response(error_body("unavailable", "the database is unavailable for a moment; retry",
+                                            request_id=rid), 503, headers={"Retry-After": "1"})
     except Exception:
         log.exception("%s %s: unexpected error [%s]", request.method, loggable_path(request.path), rid)
         response = json_response(error_body("internal", "unexpected error; the log has the details under "
