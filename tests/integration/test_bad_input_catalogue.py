@@ -181,8 +181,10 @@ CASES = [
     Case("tools: delete unknown", "search", "DELETE", f"/entities/{T}/tools/nope", 404, "name"),
     Case("tools: select foreign entity", "search", "POST", "/tools/select", 403, "entity_ids",
          {"query": "x", "entity_ids": [O]}),
-    Case("tools: feedback without entities", "search", "POST", "/tools/feedback", 400, "entity_ids",
-         {"query": "x", "used": ["t"]}),
+    Case("tools: feedback with an empty entity list", "search", "POST", "/tools/feedback", 400, "entity_ids",
+         {"query": "x", "entity_ids": [], "used": ["t"]}),
+    Case("tools: feedback on a tool never registered", "search", "POST", "/tools/feedback", 400, "used[0]",
+         {"query": "x", "used": ["t"]}),   # an empty registry was a 500
     Case("tools: feedback foreign entity", "search", "POST", "/tools/feedback", 403, "entity_ids",
          {"query": "x", "entity_ids": [O], "used": ["t"]}),
     Case("indices: foreign entity list", "search", "GET", f"/entities/{O}/indices", 403, "entity"),
