@@ -208,6 +208,11 @@ async def _wait_ingested(client, entity_id: str, sent: dict[str, int], progress,
 
 # --- search ----------------------------------------------------------------------------------------
 
+def _collections(values: list[str] | None) -> list[str] | str | None:
+    names = _split(values)
+    return "auto" if names == ["auto"] else names
+
+
 def cmd_search(args) -> int:
     from rich.table import Table
 
@@ -218,7 +223,8 @@ def cmd_search(args) -> int:
         answer = client.search(args.query, entity_ids=_split(args.entity), k=args.k, alpha=args.alpha,
                                fusion=args.fusion, text_mode=args.text_mode, rerank=args.rerank or None,
                                dedupe=args.dedupe or None, cache=False if args.no_cache else None,
-                               filters=filters or None, include={k: v for k, v in include.items() if v})
+                               filters=filters or None, include={k: v for k, v in include.items() if v},
+                               collections=_collections(args.collection))
     if args.json:
         _dump(answer)
         return 0
@@ -412,6 +418,8 @@ def register(sub) -> None:
     se.add_argument("--rerank", action="store_true")
     se.add_argument("--dedupe", action="store_true", help="one result per document")
     se.add_argument("--no-cache", action="store_true")
+    se.add_argument("--collection", action="append", help="only these collections (comma-separated, repeatable), "
+                                                          "or 'auto': the ones index selection chooses")
     _connection(se)
     se.set_defaults(func=cmd_search)
 

@@ -12,7 +12,7 @@ from tenacity import AsyncRetrying
 
 from . import _ops as ops
 from . import models as m
-from ._base import _Settings, search_request, select_body, to_reply, transport_error
+from ._base import _Settings, search_request, select_body, to_reply, tools_from, transport_error
 from ._ops import Call, Parallel, Sleep, UploadMode
 from ._shared_api import UploadOutcome
 from .client import _as_files
@@ -108,11 +108,12 @@ class AsyncClient:
 
     async def upload_text(self, entity_id: str, document_id: str, text: str, *, content_type: str = "text/plain",
                           title: str | None = None, source: str | None = None, tags: list[str] | None = None,
-                          skip_unchanged: bool = False) -> m.Document:
+                          skip_unchanged: bool = False, collection: str | None = None) -> m.Document:
         """A small text document, uploaded directly; returns it pending (see ``wait_ready``)."""
         return await self._run(ops.upload_bytes(entity_id, document_id, text.encode(), content_type=content_type,
                                                 title=title, source=source, tags=tags,
-                                                skip_unchanged=skip_unchanged, mode="direct"))
+                                                skip_unchanged=skip_unchanged, mode="direct",
+                                                collection=collection))
 
     async def upload_bytes(self, entity_id: str, document_id: str | None, data: bytes, *, content_type: str,
                            title: str | None = None, source: str | None = None, tags: list[str] | None = None,
@@ -200,12 +201,13 @@ class AsyncClient:
                      fusion: str | None = None, vector_threshold: float | None = None,
                      text_threshold: float | None = None, trigram_threshold: float | None = None,
                      text_mode: str | None = None, dedupe: bool | None = None, rerank: bool | None = None,
-                     include: m.SearchInclude | dict | None = None, cache: bool | None = None) -> m.SearchResponse:
+                     include: m.SearchInclude | dict | None = None, cache: bool | None = None,
+               collections: list[str] | str | None = None) -> m.SearchResponse:
         """Hybrid search; options left out take the server's defaults (see POST /search)."""
         options = dict(entity_ids=entity_ids, k=k, filters=filters, alpha=alpha, fusion=fusion,
                        vector_threshold=vector_threshold, text_threshold=text_threshold,
                        trigram_threshold=trigram_threshold, text_mode=text_mode, dedupe=dedupe, rerank=rerank,
-                       include=include, cache=cache)
+                       include=include, cache=cache, collections=collections)
         return await self._run(ops.search(search_request(query, options)))
 
     async def search_request(self, request: m.SearchRequest) -> m.SearchResponse:
@@ -222,6 +224,23 @@ class AsyncClient:
         """``POST /indices/select``: a ranked shortlist of the collections to search."""
         body = select_body(m.IndexSelectRequest, query, dict(entity_ids=entity_ids, k=k, **options))
         return await self._run(ops.select("/indices/select", body))
+
+    async def register_tools(self, entity_id: str, tools: list[dict[str, Any]]) -> m.ToolRegistration:
+        """``POST /entities/{entity}/tools``: plain, OpenAI or MCP definitions (batched); unchanged ones are not
+        embedded again."""
+        return await self._run(ops.register_tools(entity_id, tools))
+
+    async def import_tools(self, entity_id: str, document: Any) -> m.ToolRegistration:
+        """Register the tools of an MCP ``tools/list`` result or an OpenAI ``tools`` array (parsed JSON)."""
+        return await self._run(ops.register_tools(entity_id, tools_from(document)))
+
+    async def list_collections(self, entity_id: str) -> m.CollectionList:
+        """The entity's collections with their profiles."""
+        return await self._run(ops.list_collections(entity_id))
+
+    async def describe_collection(self, entity_id: str, name: str, description: str) -> m.Collection:
+        """Set a collection's description (index selection reads it)."""
+        return await self._run(ops.describe_collection(entity_id, name, description))
 
     # --- service -------------------------------------------------------------------------------------
 
