@@ -112,3 +112,18 @@ async def test_mcp_selection_tools_over_both_transports(stack, upload_admin, tmp
         error, body = await call(session, "select_index", {"query": "hotel in Lisbon", "entity_ids": [tenant.entity_id]})
         assert error and body["field"] == "entity_ids"
         assert (await ok(session, "select_tools", {"query": "weather in Oslo"}))["tools"] == []
+
+
+def test_uploads_name_their_collection_from_the_cli_and_the_sdk(stack, upload_admin, capsys, tmp_path):
+    tenant = new_tenant(stack, upload_admin, prefix="imp")
+    folder = tmp_path / "manuals"
+    folder.mkdir()
+    (folder / "pump.md").write_text("# Pump\n\nBleed the pump before the first start.")
+    code, out = run_cli(capsys, stack, tenant.key, "upload", str(folder), "--entity", tenant.entity_id,
+                        "--collection", "manuals", "--json")
+    assert code == 0, out
+    with Client(tenant.key, upload_url=stack.url("upload"), search_url=stack.url("search")) as client:
+        assert client.get_document(tenant.entity_id, "pump.md").collection == "manuals"
+        client.upload_bytes(tenant.entity_id, "valve.md", b"# Valve\n\nClose the valve.", content_type="text/markdown",
+                            mode="presigned", collection="manuals")
+        assert client.get_document(tenant.entity_id, "valve.md").collection == "manuals"

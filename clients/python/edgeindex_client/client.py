@@ -125,28 +125,33 @@ class Client:
     def upload_bytes(self, entity_id: str, document_id: str | None, data: bytes, *, content_type: str,
                      title: str | None = None, source: str | None = None, tags: list[str] | None = None,
                      filename: str | None = None, metadata: dict[str, Any] | None = None,
-                     skip_unchanged: bool = False, mode: UploadMode = "auto") -> m.Document:
+                     skip_unchanged: bool = False, mode: UploadMode = "auto",
+                     collection: str | None = None) -> m.Document:
         """Any body: direct when small, else presigned (multipart above the server's threshold)."""
         return self._run(ops.upload_bytes(entity_id, document_id, data, content_type=content_type, title=title,
                                           source=source, tags=tags, filename=filename, metadata=metadata,
-                                          skip_unchanged=skip_unchanged, mode=mode))
+                                          skip_unchanged=skip_unchanged, mode=mode,
+                                          collection=collection))
 
     def upload_file(self, entity_id: str, path: str | Path, *, document_id: str | None = None,
                     content_type: str | None = None, title: str | None = None, source: str | None = None,
                     tags: list[str] | None = None, metadata: dict[str, Any] | None = None,
-                    skip_unchanged: bool = True, mode: UploadMode = "auto") -> m.Document:
+                    skip_unchanged: bool = True, mode: UploadMode = "auto",
+                    collection: str | None = None) -> m.Document:
         """A file; its document id defaults to its name, its content type to its suffix's."""
         path = Path(path)
         file = collect_files([path])[0]
         return self._run(ops.upload_bytes(entity_id, document_id or file.document_id, path.read_bytes(),
                                           content_type=content_type or guess_content_type(path), title=title,
                                           source=source, tags=tags, filename=path.name, metadata=metadata,
-                                          skip_unchanged=skip_unchanged, mode=mode))
+                                          skip_unchanged=skip_unchanged, mode=mode,
+                                          collection=collection))
 
     def upload_files(self, entity_id: str, paths: Iterable[str | Path] | Iterable[FileToUpload], *,
                      pattern: str | None = None, prefix: str = "", concurrency: int = 8,
                      skip_unchanged: bool = True, source: str | None = None, tags: list[str] | None = None,
                      mode: UploadMode = "auto",
+                     collection: str | None = None,
                      on_result: Callable[[UploadOutcome], None] | None = None) -> list[UploadOutcome]:
         """Files, folders (walked; ``pattern`` filters names) and globs, ``concurrency`` at a time.
 
@@ -158,7 +163,8 @@ class Client:
             try:
                 outcome.document = self._run(ops.upload_bytes(
                     entity_id, file.document_id, file.path.read_bytes(), content_type=guess_content_type(file.path),
-                    source=source, tags=tags, filename=file.path.name, skip_unchanged=skip_unchanged, mode=mode))
+                    source=source, tags=tags, filename=file.path.name, skip_unchanged=skip_unchanged, mode=mode,
+                    collection=collection))
             except Exception as exc:  # reported per file; the batch goes on
                 outcome.error = exc
             if on_result is not None:
