@@ -374,7 +374,9 @@
     } catch (err) {
       if (err.status === 404) {
         $("telemetry-empty").hidden = false;
-        $("telemetry-empty").textContent = "No telemetry yet. " + err.message;
+        const detail = err.message.replace(/^no telemetry yet:\s*/i, "");
+        $("telemetry-empty").replaceChildren(el("strong", {}, "No telemetry yet."), " ",
+                                             el("span", { className: "muted" }, detail));
         return;
       }
       throw err;
