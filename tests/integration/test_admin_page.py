@@ -95,7 +95,12 @@ def test_operator_flow_sign_in_tenant_key_upload_ready_search(page, stack, tmp_p
 
     # a misspelled word is corrected against the tenant's vocabulary, and the page says so
     page.search("lighthuose keeper", entity_ids=[entity])
-    assert "lighthuose" in page.text_of("#search-corrections")
+    status, direct = Client(stack.url("search"), stack.admin_key).post(
+        "/search", {"query": "lighthuose keeper", "entity_ids": [entity]})
+    assert status == 200 and direct["corrections"], direct
+    shown = page.text_of("#search-corrections")
+    for word, terms in direct["corrections"].items():
+        assert f"{word} → {', '.join(terms)}" in shown
 
     text = page.telemetry()
     if not _router_reports():
