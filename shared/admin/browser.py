@@ -37,6 +37,7 @@ def chromium(*, width: int = 1360, height: int = 1000):
     from selenium.webdriver.chrome.service import Service
 
     binary, driver_path = find_browser()
+    os.environ.setdefault("SE_OFFLINE", "true")  # Selenium Manager must never try to download anything
     options = webdriver.ChromeOptions()
     options.binary_location = binary
     for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
