@@ -134,6 +134,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .cli_client import register as register_client
 
     register_client(sub)  # upload, search, status, keys, entities (over HTTP, with the SDK)
+    from .routing.cli import register as register_router
+
+    register_router(sub)  # router train | show | rollback | report
     try:
         from .evaluation.cli import register as register_eval
     except ImportError:  # the evaluation extra is optional

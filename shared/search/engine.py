@@ -66,6 +66,7 @@ class LexicalResult:
     text: list[float] = field(default_factory=list)
     trigram: list[float] = field(default_factory=list)
     corrections: dict[str, list[str]] = field(default_factory=dict)
+    evidence: dict[str, Any] | None = None  # term statistics of the query, for the router
 
     def params(self) -> dict[str, Any]:
         return {"nonempty": self.nonempty, "exact": self.exact,
@@ -187,7 +188,7 @@ async def lexical(db: Database, request: SearchRequest, entity_ids: list[str], *
         row = await (await conn.execute(LEXICAL_SQL, params)).fetchone()
     return LexicalResult(nonempty=row["nonempty"], exact=row["exact"], entity_ids=row["entity_ids"],
                          ids=row["ids"], text=row["text"], trigram=row["trigram"],
-                         corrections=row["corrections"] or {})
+                         corrections=row["corrections"] or {}, evidence=row.get("evidence"))
 
 
 async def retrieve(db: Database, request: SearchRequest, entity_ids: list[str], embedding: np.ndarray, *,

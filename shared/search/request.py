@@ -107,6 +107,9 @@ class SearchRequest(_Strict):
     k: Annotated[int, Field(ge=1)] = defaults.K
     entity_ids: Annotated[list[EntityId], Field(min_length=1, max_length=100)] | None = None
     filters: Filters = Filters()
+    # "auto": the router picks text, vector or hybrid with an alpha per query (shared/routing/);
+    # none: the deployment's default (ROUTER_DEFAULT); alpha applies to "hybrid" only
+    strategy: Literal["auto", "hybrid", "text", "vector"] | None = None
     alpha: Score = defaults.ALPHA
     fusion: Literal["linear", "rrf"] = defaults.FUSION
     vector_threshold: Score = defaults.VECTOR_THRESHOLD

@@ -185,7 +185,21 @@ SELECT (SELECT nonempty FROM scope) AS nonempty, (SELECT exact FROM scope) AS ex
        coalesce(array_agg(text), '{}') AS text, coalesce(array_agg(trigram), '{}') AS trigram,
        (SELECT jsonb_object_agg(f.word, f.terms)
         FROM (SELECT word, jsonb_agg(term ORDER BY similarity DESC, term) AS terms FROM fuzzy GROUP BY word) f
-       ) AS corrections
+       ) AS corrections,
+       -- first-pass evidence for the router (shared/routing/features.py), from the configuration
+       -- that knows most query terms: how many terms, how many some chunk holds, how many are rare
+       -- (at most 1% of the chunks), the best idf and the number of chunks it is relative to
+       (SELECT jsonb_build_object('terms', e.terms, 'matched', e.matched, 'rare', e.rare,
+                                  'best_idf', e.best_idf, 'chunks', e.chunks)
+        FROM (SELECT count(*) AS terms, count(*) FILTER (WHERE w.df > 0) AS matched,
+                     count(*) FILTER (WHERE w.df > 0 AND w.df <= 0.01 * g.n) AS rare,
+                     max(w.idf) FILTER (WHERE w.df > 0) AS best_idf, max(g.n) AS chunks
+              FROM weighed w JOIN configs g ON g.config = w.config
+              WHERE NOT w.fuzzy
+              GROUP BY w.config
+              ORDER BY matched DESC, terms DESC, w.config
+              LIMIT 1) e
+       ) AS evidence
 FROM fts;
 
 -- name: hybrid
