@@ -188,7 +188,7 @@ SELECT (SELECT nonempty FROM scope) AS nonempty, (SELECT exact FROM scope) AS ex
        ) AS corrections,
        -- first-pass evidence for the router (shared/routing/features.py), from the configuration
        -- that knows most query terms: how many terms, how many some chunk holds, how many are rare
-       -- (at most 1% of the chunks), the best idf and the number of chunks it is relative to
+       -- (held by at most one chunk in a hundred), the best idf and the number of chunks it is relative to
        (SELECT jsonb_build_object('terms', e.terms, 'matched', e.matched, 'rare', e.rare,
                                   'best_idf', e.best_idf, 'chunks', e.chunks)
         FROM (SELECT count(*) AS terms, count(*) FILTER (WHERE w.df > 0) AS matched,

@@ -10,8 +10,8 @@ from edgeindex.routing.model import Bounds, RouterModel, ranking_reward
 
 def test_features_measure_identifiers_digits_quotes_and_script():
     vocabulary = frozenset({"invoice", "timeout", "what", "is", "the", "capital", "of", "france"})
-    ids = features("err_42 v1.2.3 timeout", None, vocabulary, Evidence())
-    assert ids["identifier_share"] == round(2 / 3, 4) and ids["digit_share"] == round(2 / 3, 4)
+    ids = features("err_42 v1.2.3 sha256 timeout", None, vocabulary, Evidence())
+    assert ids["identifier_share"] == 0.75 and ids["digit_share"] == 0.75
     prose = features("what is the capital of france?", None, vocabulary, Evidence())
     assert prose["identifier_share"] == 0 and prose["question"] == 1 and prose["oov_share"] == 0
     assert features('"exact phrase" here', None, vocabulary, Evidence())["quoted"] == 1

@@ -197,12 +197,13 @@ class AsyncClient:
 
     async def search(self, query: str, *, entity_ids: list[str] | None = None, k: int | None = None,
                      filters: m.SearchFilters | dict | None = None, alpha: float | None = None,
+                     strategy: str | None = None,
                      fusion: str | None = None, vector_threshold: float | None = None,
                      text_threshold: float | None = None, trigram_threshold: float | None = None,
                      text_mode: str | None = None, dedupe: bool | None = None, rerank: bool | None = None,
                      include: m.SearchInclude | dict | None = None, cache: bool | None = None) -> m.SearchResponse:
         """Hybrid search; options left out take the server's defaults (see POST /search)."""
-        options = dict(entity_ids=entity_ids, k=k, filters=filters, alpha=alpha, fusion=fusion,
+        options = dict(entity_ids=entity_ids, k=k, filters=filters, strategy=strategy, alpha=alpha, fusion=fusion,
                        vector_threshold=vector_threshold, text_threshold=text_threshold,
                        trigram_threshold=trigram_threshold, text_mode=text_mode, dedupe=dedupe, rerank=rerank,
                        include=include, cache=cache)

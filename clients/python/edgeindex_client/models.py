@@ -185,6 +185,7 @@ class SearchRequest(_Request):
     k: int | None = None
     entity_ids: list[str] | None = None
     filters: SearchFilters | None = None
+    strategy: Literal["auto", "hybrid", "text", "vector"] | None = None
     alpha: float | None = Field(None, ge=0, le=1)
     fusion: Literal["linear", "rrf"] | None = None
     vector_threshold: float | None = Field(None, ge=0, le=1)
@@ -243,6 +244,8 @@ class SearchResponse(_Response):
     cache: str
     took_ms: float
     timings: dict[str, float] | None = None
+    search_id: str | None = None
+    routing: dict[str, Any] | None = None
 
 
 # --- tool and index selection (routes of the tool/index-selection work; kept loose on purpose) ---
