@@ -10,8 +10,8 @@ gradient ascent: a few hundred queries and a dozen features fit in well under a 
 
 Online updates (feedback) are bounded: a learning-rate cap on every step, a trust region
 around the trained version the updates started from, and a floor that keeps the fixed
-blend's bin reachable (it never falls more than ``floor_margin`` behind the best bin on the
-typical query of the training data).
+blend's bin reachable (on the typical query of the training data it never falls more than
+``floor_margin`` further behind the best bin than it was in the trained version).
 """
 
 from __future__ import annotations
@@ -39,7 +39,8 @@ class Bounds:
     max_step: float = 0.05          # cap on any weight's change in one update
     max_drift: float = 0.5          # cap on any weight's distance from the trained version
     min_evidence: int = 20          # feedback events before any move
-    floor_margin: float = 0.5       # the fixed blend stays within this of the best bin on the typical query
+    floor_margin: float = 0.5       # the fixed blend falls at most this much further behind the best bin
+                                    # (typical query) than in the trained version
 
 
 def strategy_of(alpha: float) -> str:
@@ -115,22 +116,39 @@ class RouterModel:
     # --- learning -----------------------------------------------------------------------------
 
     def fit(self, x: np.ndarray, ndcg: np.ndarray, sample_weight: np.ndarray | None = None, *,
-            l2: float = 1e-3, steps: int = 3000, rate: float = 0.5) -> RouterModel:
-        """Weights that maximise the expected NDCG of the choice. ``x`` (queries, features),
-        ``ndcg`` (queries, bins)."""
-        n = x.shape[0]
-        xb = np.hstack([np.ones((n, 1)), x])
+            l2: float = 1e-3) -> RouterModel:
+        """Weights that maximise the expected reward (NDCG) of the choice. ``x`` (queries, features),
+        ``ndcg`` (queries, bins). L-BFGS on standardized features (so the penalty treats every
+        feature alike), folded back into weights over the raw features."""
+        from scipy.optimize import minimize
+
+        n, f = x.shape
+        bins = ndcg.shape[1]
         w = np.full(n, 1.0 / n) if sample_weight is None else sample_weight / sample_weight.sum()
-        weights = np.zeros_like(self.weights)
+        mean, std = x.mean(axis=0), x.std(axis=0)
+        std = np.where(std > 1e-9, std, 1.0)
+        z = np.hstack([np.ones((n, 1)), (x - mean) / std])
         # a gain relative to the query's mean leaves the optimum alone and steadies the steps
         gain = ndcg - ndcg.mean(axis=1, keepdims=True)
-        for _ in range(steps):
-            p = _softmax(xb @ weights.T)
-            expected = (p * gain).sum(axis=1, keepdims=True)
-            grad = ((p * (gain - expected)) * w[:, None]).T @ xb - l2 * weights
-            weights += rate * grad * 10
+
+        def objective(flat: np.ndarray) -> tuple[float, np.ndarray]:
+            weights = flat.reshape(bins, f + 1)
+            p = _softmax(z @ weights.T)
+            expected = (p * gain).sum(axis=1)
+            penalty = l2 * float((weights[:, 1:] ** 2).sum())
+            value = -float(w @ expected) + penalty
+            grad = -((p * (gain - expected[:, None])) * w[:, None]).T @ z
+            grad[:, 1:] += 2 * l2 * weights[:, 1:]
+            return value, grad.ravel()
+
+        start = np.zeros((bins, f + 1))
+        result = minimize(objective, start.ravel(), jac=True, method="L-BFGS-B", options={"maxiter": 500})
+        standardized = result.x.reshape(bins, f + 1)
+        weights = np.zeros_like(standardized)
+        weights[:, 1:] = standardized[:, 1:] / std
+        weights[:, 0] = standardized[:, 0] - (standardized[:, 1:] * (mean / std)).sum(axis=1)
         self.weights = weights
-        self.center = x.mean(axis=0)
+        self.center = mean
         return self
 
     def expected_gradient(self, values: dict[str, float], reward: np.ndarray) -> np.ndarray:
@@ -145,12 +163,15 @@ class RouterModel:
         weights = np.clip(self.weights + step, base.weights - bounds.max_drift, base.weights + bounds.max_drift)
         moved = self.copy()
         moved.weights = weights
-        center = moved.vector(dict(zip(moved.features, moved.center, strict=True)))
-        scores = weights @ center
-        shortfall = float(scores.max() - scores[moved.default_bin]) - bounds.floor_margin
+        shortfall = moved.blend_gap() - (max(base.blend_gap(), 0.0) + bounds.floor_margin)
         if shortfall > 0:
             moved.weights[moved.default_bin, 0] += shortfall
         return moved
+
+    def blend_gap(self) -> float:
+        """How far the fixed blend's bin is behind the best bin on the typical training query."""
+        scores = self.weights @ self.vector(dict(zip(self.features, self.center, strict=True)))
+        return float(scores.max() - scores[self.default_bin])
 
 
 def _softmax(z: np.ndarray) -> np.ndarray:

