@@ -112,7 +112,9 @@ def cmd_train(args) -> int:
         print(f"wrote {args.out}")
     if args.dsn and not args.no_store:
         async def add(db):
-            return await store.add(db, model, source="train", note=f"trained on {model.meta['trained_on']}")
+            current = await store.active(db)
+            return await store.add(db, model, source="train", parent=current.version if current else None,
+                                   note=f"trained on {model.meta['trained_on']}")
         version = asyncio.run(_with_db(args.dsn, add))
         print(f"stored and serving: router model version {version}")
     return 0
