@@ -1,10 +1,11 @@
-"""The system under test, reached only through its public HTTP routes.
+"""The system under test, reached only through its public HTTP routes, with the project's SDK.
 
 Documents go in through the upload worker (``PUT /entities/{e}/documents/{id}``:
 the object lands in the bucket, the bucket notifies the ingest queue, the ingest
 worker runs the durable workflow), exactly as a user's would; queries go through
 the search worker's ``POST /search`` with caching off so every timing is a real
-search.
+search. Every request goes through ``edgeindex_client.AsyncClient`` (clients/python),
+the client users get, so the latency measured here includes what theirs does.
 """
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ import asyncio
 import collections
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import aiohttp
+from edgeindex_client import AsyncClient, EdgeIndexClientError, SearchRequest
 
 from ..errors import BindingError, EdgeIndexError
 from .beir import Document
@@ -25,7 +26,7 @@ log = logging.getLogger(__name__)
 
 
 class RouteError(EdgeIndexError):
-    """A route answered with an unexpected status."""
+    """A route answered with an unexpected status or content."""
 
     code = "eval_route"
 
@@ -39,62 +40,46 @@ class IngestOutcome:
 
 
 class EdgeIndexClient:
-    """JSON over HTTP to a running stack (one keep-alive session per worker)."""
+    """The SDK's async client for one key, with what the evaluation adds: bulk ingestion and timed searches."""
 
     def __init__(self, upload_url: str, search_url: str, key: str, *, timeout: float = 120.0) -> None:
-        self.upload_url = upload_url.rstrip("/")
-        self.search_url = search_url.rstrip("/")
-        self.key = key
-        self._timeout = aiohttp.ClientTimeout(total=timeout)
-        self._session: aiohttp.ClientSession | None = None
+        # No retries: a 429 or 503 during an evaluation is a finding, not something to hide in a latency.
+        self._client = AsyncClient(key, upload_url=upload_url, search_url=search_url, timeout=timeout,
+                                   max_retries=0)
 
     async def __aenter__(self) -> EdgeIndexClient:
-        # one connection per concurrent request; keep-alive so a timed search pays no TCP handshake
-        self._session = aiohttp.ClientSession(timeout=self._timeout,
-                                              connector=aiohttp.TCPConnector(limit=32, keepalive_timeout=60),
-                                              headers={"Authorization": f"Bearer {self.key}"})
         return self
 
     async def __aexit__(self, *exc) -> None:
-        if self._session is not None:
-            await self._session.close()
+        await self._client.aclose()
 
-    async def _request(self, method: str, url: str, *, expect: Iterable[int], **kwargs) -> dict:
-        assert self._session is not None, "use the client as an async context manager"
+    async def _sdk(self, what: str, call):
+        """One SDK call; its errors become this package's (the run reports them, it does not crash on them)."""
         try:
-            async with self._session.request(method, url, **kwargs) as resp:
-                body = await resp.json(content_type=None) if resp.content_length != 0 else None
-                if resp.status not in expect:
-                    raise RouteError(f"{method} {url} answered {resp.status}: {body}")
-                return body or {}
-        except aiohttp.ClientError as exc:
-            raise BindingError(f"{method} {url} failed: {exc}") from exc
+            return await call
+        except EdgeIndexClientError as exc:
+            raise RouteError(f"{what}: {exc}") from exc
 
     # -- tenancy -------------------------------------------------------------------
 
     async def create_entity(self, entity_id: str, *, name: str = "") -> None:
-        await self._request("POST", f"{self.upload_url}/admin/entities", expect=(201,),
-                            json={"id": entity_id, "kind": "user", "name": name or entity_id})
+        await self._sdk("create entity", self._client.create_entity(entity_id, "user", name or entity_id))
 
     async def create_key(self, entity_id: str) -> str:
-        body = await self._request("POST", f"{self.upload_url}/admin/keys", expect=(201,),
-                                   json={"name": f"eval {entity_id}", "entity_ids": [entity_id]})
-        return body["key"]
+        created = await self._sdk("create key", self._client.create_key(f"eval {entity_id}", [entity_id]))
+        return created.key
 
     # -- ingestion -----------------------------------------------------------------
 
     async def put_document(self, entity_id: str, document: Document, *, source: str) -> dict:
-        params = {"source": source}
-        if document.title:
-            params["title"] = document.title
-        return await self._request(
-            "PUT", f"{self.upload_url}/entities/{entity_id}/documents/{document.id}", expect=(202,),
-            data=document.content.encode("utf-8"), params=params,
-            headers={"Content-Type": "text/plain; charset=utf-8"})
+        uploaded = await self._sdk(f"upload {document.id!r}", self._client.upload_bytes(
+            entity_id, document.id, document.content.encode("utf-8"), content_type="text/plain; charset=utf-8",
+            title=document.title or None, source=source, mode="direct"))
+        return uploaded.model_dump()
 
     async def document(self, entity_id: str, document_id: str) -> dict:
-        return await self._request("GET", f"{self.upload_url}/entities/{entity_id}/documents/{document_id}",
-                                   expect=(200,))
+        found = await self._sdk(f"status of {document_id!r}", self._client.get_document(entity_id, document_id))
+        return found.model_dump()
 
     async def ingest(self, entity_id: str, documents: list[Document], *, source: str, concurrency: int = 8,
                      window: int = 64, poll_seconds: float = 0.5, timeout: float = 3600.0, upload: bool = True,
@@ -162,13 +147,14 @@ class EdgeIndexClient:
         ``server_timings`` collects what the worker says it spent (``took_ms`` and its ``timings``),
         which tells worker time from HTTP and queueing time.
         """
+        request = SearchRequest.model_validate(body)
         started = time.perf_counter()
-        answer = await self._request("POST", f"{self.search_url}/search", expect=(200,), json=body)
+        answer = await self._sdk("POST /search", self._client.search_request(request))
         elapsed_ms = (time.perf_counter() - started) * 1000.0
-        if answer.get("cache") not in (None, "none"):
-            raise RouteError(f"POST /search served a cached answer ({answer.get('cache')}) although the "
+        if answer.cache not in (None, "none"):
+            raise RouteError(f"POST /search served a cached answer ({answer.cache}) although the "
                              "request said cache: false; the latency would not be a real search")
-        ranked = list(dict.fromkeys(r["document_id"] for r in answer.get("results", [])))
+        ranked = list(dict.fromkeys(r.document_id for r in answer.results))
         if server_timings is not None:
-            server_timings.append({"took_ms": answer.get("took_ms"), **(answer.get("timings") or {})})
+            server_timings.append({"took_ms": answer.took_ms, **(answer.timings or {})})
         return ranked, elapsed_ms
