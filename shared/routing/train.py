@@ -71,7 +71,7 @@ async def collect(dataset: Dataset, endpoints: Endpoints, *, k: int = 10, entity
 
 
 async def _search(client: EdgeIndexClient, body: dict) -> dict:
-    return await client._request("POST", f"{client.search_url}/search", expect=(200,), json=body)
+    return await client.search_answer(body)
 
 
 def matrices(collected: list[dict]) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
