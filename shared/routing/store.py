@@ -76,7 +76,8 @@ async def rollback(db: Database, *, scope: str = DEPLOYMENT, to: int | None = No
     if target is None:
         raise ValidationError("the serving version has no earlier version to roll back to", field="to")
     row = await db.fetchone(SQL["model"], {"version": target})
-    if row is None or row["scope"] != scope:
+    # an entity's first override descends from a deployment version: rolling back to it serves those weights
+    if row is None or row["scope"] not in (scope, DEPLOYMENT):
         raise NotFound(f"version {target} is not a router model of scope {scope or 'deployment'!r}")
     return await add(db, RouterModel.from_json(_weights(row["weights"])), source="rollback", scope=scope,
                      parent=current["version"], base=row["base"] or row["version"], note=f"rollback to {target}")
