@@ -44,6 +44,8 @@ def cmd_dev(args) -> int:
     for name in stack.worker_names:
         print(f"  {name:<7} {stack.url(name)}   (GET {stack.url(name)}/health)")
     print(f"  admin key: {stack.admin_key}   (also in {cfg.state_path / 'admin_key'})")
+    if "upload" in stack.worker_names:
+        print(f"  admin page: {stack.url('upload')}/admin")
     print("Press Ctrl-C to stop.\n", flush=True)
     try:
         while not stopping.wait(1.0):

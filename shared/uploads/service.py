@@ -247,6 +247,32 @@ class UploadService:
         await self.db.execute(SQL["mark_uploaded"], where)
         return await self.get_document(entity_id, document_id), True
 
+    async def retry_document(self, entity_id: str, document_id: str) -> dict:
+        """Ingest a failed document's bytes again, as its next version (the failed run stays failed; its
+        version's bytes are copied, so whatever failed transiently — a model call, the database — runs
+        anew on a fresh run). 409 if the document is not failed or its bytes never arrived."""
+        where = {"entity_id": entity_id, "document_id": document_id}
+        row = await self.db.fetchone(SQL["pending_upload"], where)
+        if row is None:
+            raise NotFound(f"no document {document_id!r} in entity {entity_id!r}", field="document_id")
+        if row["status"] != "failed":
+            raise Conflict(f"only a failed document can be retried; version {row['version']} is {row['status']}",
+                           field="document_id")
+        data = await self.bucket.get(row["object_key"]) if row["object_key"] else None
+        if not data:
+            raise Conflict(f"version {row['version']}'s bytes never arrived (or were lost): upload the document "
+                           "again", field="document_id")
+        doc = await self.get_document(entity_id, document_id)
+        # Title, source, tags and metadata are kept by create_or_bump when not given (None).
+        fields = DocumentFields.model_construct(filename=doc["filename"])
+        version, key, _ = await self._create_version(entity_id, document_id, fields, media_type=row["content_type"],
+                                                     size_bytes=len(data), metadata=None)
+        await self.bucket.put(key, data, content_type=row["content_type"])
+        await self.db.execute(SQL["mark_uploaded"], {**where, "version": version})
+        log.info("document %s/%s: failed version %d retried as version %d", entity_id, document_id,
+                 row["version"], version)
+        return await self.get_document(entity_id, document_id)
+
     async def expire_uploads(self, *, grace_seconds: float = 60.0) -> int:
         """Fail versions whose upload URL expired with nothing uploaded; abort their multipart uploads."""
         rows = await self.db.fetch(SQL["expire_uploads"], {"grace": grace_seconds})
