@@ -33,7 +33,6 @@ from .model import Bounds, RouterModel, ranking_reward, strategy_of
 
 SQL = sqlfiles.load("routing.sql")
 PRUNE_EVERY = 500        # telemetry rows between two prunes of expired ones
-MAX_FEEDBACK_IDS = 1000
 
 
 @dataclass(frozen=True)

@@ -3,10 +3,7 @@ feedback within bounds and rollback, shadow mode, telemetry (shared/routing/).""
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
-import pytest
 
 from edgeindex.bindings.ai import local_embedder
 from edgeindex.bindings.kv import DiskKV
