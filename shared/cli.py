@@ -136,6 +136,10 @@ def build_parser() -> argparse.ArgumentParser:
     from .cli_client import register as register_client
 
     register_client(sub)  # upload, search, status, keys, entities (over HTTP, with the SDK)
+    from .cli_selection import register as register_selection
+
+    register_selection(sub)  # tools import, collections
+
     from .routing.cli import register as register_router
 
     register_router(sub)  # router train | show | rollback | report

@@ -117,7 +117,8 @@ class UploadService:
             async with self.db.transaction() as conn:
                 cur = await conn.execute(SQL["create_or_bump"], {
                     "entity_id": entity_id, "document_id": document_id, "title": fields.title, "source": fields.source,
-                    "tags": fields.tags, "metadata": Jsonb(metadata) if metadata is not None else None,
+                    "tags": fields.tags, "collection": fields.collection,
+                    "metadata": Jsonb(metadata) if metadata is not None else None,
                     "content_type": media_type, "size_bytes": size_bytes, "filename": filename})
                 row = await cur.fetchone()
                 version = row["version"]
@@ -204,14 +205,15 @@ class UploadService:
                 if row is None or (row["status"], row["ready_version"], row["content_hash"], row["content_type"]) != (
                         "ready", row["version"], digest, media_type):
                     return False
-                changes = {name: value for name in ("title", "source", "tags")
+                changes = {name: value for name in ("title", "source", "tags", "collection")
                            if (value := getattr(fields, name)) is not None and value != row[name]}
                 if changes:  # cached results show these fields: invalidate around the commit
                     chunk_ids = [r["id"] for r in await (await conn.execute(SQL["chunk_ids"], where)).fetchall()]
                     await invalidation.begin([entity_id], chunk_ids)
                     await conn.execute(SQL["update_fields"], {**where, "title": changes.get("title"),
                                                               "source": changes.get("source"),
-                                                              "tags": changes.get("tags")})
+                                                              "tags": changes.get("tags"),
+                                                              "collection": changes.get("collection")})
         return True
 
     async def direct_upload(self, entity_id: str, document_id: str, data: bytes, *, raw_content_type: str | None,
