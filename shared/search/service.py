@@ -36,6 +36,7 @@ from . import defaults, engine
 from .cache_keys import CacheKeys, cache_keys
 from .request import SearchRequest, parse_request
 from ..bindings.rerank import Reranker
+from ..enhance import QueryEnhancer
 from .semantic_guard import model_vocabulary, signature
 
 SQL = sqlfiles.load("search.sql")
@@ -65,6 +66,8 @@ class SearchContext:
     sequences: tuple[int, ...] = ()
     limit: int = 0
     embedding: np.ndarray | None = None
+    vector: np.ndarray | None = None  # what retrieval searches with, when enhancement changed the query's
+    enhancement: dict | None = None
     lexical: engine.LexicalResult | None = None
     rows: list[dict] = field(default_factory=list)
     results: list[dict] = field(default_factory=list)
@@ -80,13 +83,15 @@ class SearchService:
     """Everything a search needs, given once at start-up by the search worker (or a test, the MCP server)."""
 
     def __init__(self, *, db: Database, kv: KV, embedder: Embedder, semantic_cache: PgVectorIndex,
-                 settings: SearchSettings, reranker: Reranker | None = None) -> None:
+                 settings: SearchSettings, reranker: Reranker | None = None,
+                 enhancer: QueryEnhancer | None = None) -> None:
         self.db = db
         self.kv = kv
         self.embedder = embedder
         self.semantic_cache = semantic_cache
         self.reranker = reranker
         self.settings = settings
+        self.enhancer = enhancer or QueryEnhancer(db=db, kv=kv, embedder=embedder)  # offline (PRF) only
         self.vocabulary: frozenset[str] | None = None  # the model's whole words (semantic_guard)
         self._stores = itertools.count(1)
         self._tuned = engine.tuned_connections()
@@ -116,6 +121,7 @@ class SearchService:
         except BaseException:
             _abandon(background, lexical)
             raise
+        await self.enhance(ctx)
         await self.retrieve(ctx)
         await self.rerank(ctx)
         payload = self.shape(ctx)
@@ -130,6 +136,7 @@ class SearchService:
         if ctx.request.rerank and self.reranker is None:
             raise ValidationError("rerank is not configured on this deployment (set the RERANK_URL var)",
                                   field="rerank")
+        self.enhancer.check(ctx.request)
 
     async def scope(self, ctx: SearchContext) -> None:
         ctx.entity_ids = resolve_entities(ctx.principal, ctx.request.entity_ids)
@@ -181,9 +188,21 @@ class SearchService:
         finally:
             ctx.timings["semantic_lookup_ms"] = _since(mark)
 
+    async def enhance(self, ctx: SearchContext) -> None:
+        """Query enhancement (shared/enhance/): PRF or synonym terms for a second lexical pass, a HyDE
+        vector; each behind its gate. The semantic cache keeps the plain query's vector."""
+        outcome = await self.enhancer.apply(ctx.request, ctx.entity_ids, ctx.lexical, ctx.embedding,
+                                            limit=ctx.limit, tuned=self._tuned)
+        if outcome is not None:
+            ctx.lexical = outcome.lexical or ctx.lexical
+            ctx.vector = outcome.embedding
+            ctx.enhancement = outcome.report
+            ctx.timings["enhance_ms"] = outcome.report["ms"]
+
     async def retrieve(self, ctx: SearchContext) -> None:
         mark = time.perf_counter()
-        ctx.rows = await engine.retrieve(self.db, ctx.request, ctx.entity_ids, ctx.embedding, tuned=self._tuned,
+        vector = ctx.embedding if ctx.vector is None else ctx.vector
+        ctx.rows = await engine.retrieve(self.db, ctx.request, ctx.entity_ids, vector, tuned=self._tuned,
                                          lexical_result=ctx.lexical, limit=ctx.limit,
                                          include_text=True if ctx.request.rerank else None)
         ctx.timings["hybrid_ms"] = _since(mark)
@@ -212,7 +231,10 @@ class SearchService:
         # corrections: query words the entities have never seen, and the vocabulary terms that stood in
         # order "reverse": best last (its own cache scope, so the stored payload is already reversed)
         results = ctx.results[::-1] if ctx.request.order == "reverse" else ctx.results
-        return {"results": results, "entity_ids": ctx.entity_ids, "corrections": ctx.lexical.corrections}
+        payload = {"results": results, "entity_ids": ctx.entity_ids, "corrections": ctx.lexical.corrections}
+        if ctx.enhancement is not None:
+            payload["enhancement"] = ctx.enhancement
+        return payload
 
     async def store(self, ctx: SearchContext, payload: dict, background: Any) -> None:
         if not ctx.request.cache:

@@ -196,6 +196,7 @@ class SearchRequest(_Request):
     include: SearchInclude | None = None
     cache: bool | None = None
     order: Literal["best_first", "reverse"] | None = None
+    enhance: Literal["auto", "none"] | list[Literal["prf", "synonyms", "hyde"]] | None = None
 
 
 class Scores(_Response):
@@ -243,6 +244,7 @@ class SearchResponse(_Response):
     cache: str
     took_ms: float
     timings: dict[str, float] | None = None
+    enhancement: dict[str, Any] | None = None
 
 
 # --- tool and index selection (routes of the tool/index-selection work; kept loose on purpose) ---
