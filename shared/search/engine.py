@@ -104,6 +104,7 @@ def build_params(request: SearchRequest, entity_ids: list[str], embedding: np.nd
         "text_max_matches": defaults.TEXT_MAX_MATCHES,
         "bm25_k1": defaults.BM25_K1,
         "bm25_b": defaults.BM25_B,
+        "tsv_weights": [1.0, defaults.ENRICHMENT_WEIGHT, 1.0, 1.0],
         "fuzzy_min_chars": defaults.FUZZY_MIN_CHARS,
         "fuzzy_max_words": defaults.FUZZY_MAX_WORDS,
         "fuzzy_terms": defaults.FUZZY_TERMS,

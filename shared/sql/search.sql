@@ -179,8 +179,9 @@ WITH /*documents_in_scope*/, configs AS MATERIALIZED (
      LIMIT %(text_max_matches)s)
 ), fts AS MATERIALIZED (
     -- BM25 (Robertson/Lucene idf, k1, b); the term frequency of a one-lexeme query is what
-    -- ts_rank_cd returns with unit weights. Query words count as `text`, stand-ins for
-    -- misspelled ones as `trigram`.
+    -- ts_rank_cd returns with unit weights (an occurrence in the chunk's enrichment, weight C,
+    -- counts ENRICHMENT_WEIGHT). Query words (and expansion terms) count as `text`, stand-ins
+    -- for misspelled ones as `trigram`.
     SELECT entity_id, id, text, trigram
     FROM (
         SELECT x.entity_id, x.id,
@@ -193,7 +194,8 @@ WITH /*documents_in_scope*/, configs AS MATERIALIZED (
             SELECT t.fuzzy, t.weight * t.idf * f.tf * (%(bm25_k1)s + 1)
                    / (f.tf + %(bm25_k1)s * (1 - %(bm25_b)s + %(bm25_b)s * length(x.tsv) / c.avg_length)) AS part
             -- OFFSET 0 keeps the planner from inlining tf into its three uses: one call, not three
-            FROM terms t CROSS JOIN LATERAL (SELECT ts_rank_cd('{1,1,1,1}', x.tsv, t.query)::float8 AS tf OFFSET 0) f
+            -- (weights {D, C, B, A}: a chunk's own words are D, its enrichment C: infra/migrations/0010)
+            FROM terms t CROSS JOIN LATERAL (SELECT ts_rank_cd(%(tsv_weights)s::float4[], x.tsv, t.query)::float8 AS tf OFFSET 0) f
             WHERE t.config = x.text_config AND f.tf > 0
         ) s
         GROUP BY x.entity_id, x.id, b.score

@@ -246,3 +246,43 @@ async def test_gate_skips_the_llm_where_it_cannot_gain(db, corpus, llm_server, t
     assert fake.calls == []
     skipped = answer["enhancement"]["skipped"]
     assert set(skipped) == {"synonyms", "hyde"} and all(v.startswith(reason) for v in skipped.values()), skipped
+
+
+# --- chunk enrichment -----------------------------------------------------------------------------------
+
+async def test_chunk_enrichment_is_generated_and_indexed_at_a_lower_weight(db, stack, upload_admin, llm_server):
+    from edgeindex.bindings.ai import OpenAIChat
+    from edgeindex.config import AIService
+    from edgeindex.enhance.enrich import ENRICH_PROMPT, enrich_chunks
+
+    fake, url = llm_server
+    fake.passage = "- Kubernetes\n- how are pods moved off a draining node?"
+    chat = OpenAIChat(AIService(provider="local", base_url=url, llm_model="fake-llm", timeout=30))
+    (generated,) = await enrich_chunks(chat, [UNNAMED[1]])
+    assert fake.calls[0]["messages"] == [{"role": "system", "content": ENRICH_PROMPT},
+                                         {"role": "user", "content": UNNAMED[1]}]
+    assert generated == "Kubernetes\nhow are pods moved off a draining node?"
+
+    t = new_tenant(stack, upload_admin, prefix="ec")
+    put_document(t, UNNAMED[0], UNNAMED[1])
+    put_document(t, "k8s-intro", NAMED["k8s-intro"])
+    for document_id in (UNNAMED[0], "k8s-intro"):
+        assert (await wait_document(t, document_id))["status"] == "ready"
+    before = search(t, {"query": "kubernetes", "alpha": 0, "enhance": "none"})
+    assert [r["document_id"] for r in before["results"]] == ["k8s-intro"]
+
+    # what the ingest workflow's insert_chunk writes when ENRICH_CHUNKS is on (shared/sql/ingest.sql)
+    await db.execute("UPDATE chunks SET enrichment = %s WHERE entity_id = %s AND document_id = %s",
+                     (generated, t.entity_id, UNNAMED[0]))
+    row = await db.fetchone("SELECT tsv::text AS tsv FROM chunks WHERE entity_id = %s AND document_id = %s",
+                            (t.entity_id, UNNAMED[0]))
+    assert "'kubernet':" in row["tsv"] and row["tsv"].split("'kubernet':")[1].split()[0].endswith("C"), row
+    assert "'orchestr':" in row["tsv"] and not row["tsv"].split("'orchestr':")[1].split()[0].endswith("C")
+    df = await db.fetchone("SELECT df FROM term_stats WHERE entity_id = %s AND term = 'kubernet'", (t.entity_id,))
+    assert df["df"] == 2  # the term statistics count the enriched chunk too
+
+    after = search(t, {"query": "kubernetes", "alpha": 0, "enhance": "none"})
+    scores = {r["document_id"]: r["scores"]["text"] for r in after["results"]}
+    # found through its enrichment, below the chunk that says the word itself
+    assert [r["document_id"] for r in after["results"]] == ["k8s-intro", UNNAMED[0]], after
+    assert 0 < scores[UNNAMED[0]] < 0.8 * scores["k8s-intro"], scores
