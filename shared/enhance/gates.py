@@ -22,7 +22,8 @@ _IDENTIFIER = re.compile(r"^(?=.*\d)[\w.:/-]+$|^\w+[_./:-]\w+")
 @dataclass(frozen=True)
 class Evidence:
     words: int          # words in the query
-    identifiers: int    # words that look like identifiers or numbers (no synonym helps them)
+    tokens: int         # space-separated tokens ("4711-ab" is one)
+    identifiers: int    # tokens that look like identifiers or numbers (no synonym helps them)
     quoted: bool        # the query quotes a phrase: it means exactly that
     top: float          # the first pass's best lexical score (0..1), 0 when nothing matched
     matched: int        # chunks the first pass found
@@ -30,11 +31,12 @@ class Evidence:
 
 def evidence(query: str, lexical: LexicalResult | None) -> Evidence:
     words = _WORD.findall(query)
-    identifiers = sum(1 for w in query.split() if _IDENTIFIER.search(w))
+    tokens = query.split()
+    identifiers = sum(1 for w in tokens if _IDENTIFIER.search(w))
     top = 0.0
     if lexical is not None and lexical.ids:
         top = max(t + g for t, g in zip(lexical.text, lexical.trigram, strict=True))
-    return Evidence(words=len(words), identifiers=identifiers, quoted='"' in query, top=top,
+    return Evidence(words=len(words), tokens=len(tokens), identifiers=identifiers, quoted='"' in query, top=top,
                     matched=len(lexical.ids) if lexical is not None else 0)
 
 
@@ -53,7 +55,7 @@ def llm(e: Evidence, max_top: float = defaults.LLM_GATE_MAX_TOP) -> str | None:
         return f"query length {e.words} words"
     if e.quoted:
         return "quoted phrase"
-    if e.identifiers * 2 >= e.words:
+    if e.identifiers * 2 >= e.tokens:
         return "identifiers"  # order numbers and codes have no synonyms, nor a hypothetical answer
     if e.top >= max_top:
         return f"first pass strong (best {e.top:.2f} >= {max_top})"

@@ -111,6 +111,7 @@ class FakeLLM:
 
     def __init__(self) -> None:
         self.calls: list[dict] = []
+        self.clients: list = []  # the chat clients of this test, closed with the server
         self.synonyms = "container orchestration platform"
         self.passage = UNNAMED[1]
         self.delay = 0.0
@@ -138,6 +139,8 @@ async def llm_server():
     await site.start()
     port = site._server.sockets[0].getsockname()[1]
     yield fake, f"http://127.0.0.1:{port}/v1"
+    for client in fake.clients:
+        await client.close()
     await runner.cleanup()
 
 
@@ -149,11 +152,17 @@ class Background:
         self.tasks.append(asyncio.ensure_future(coro))
 
 
-def service(db, tmp_path, base_url: str, *, budget: float = 5.0) -> SearchService:
+def chat_client(fake: FakeLLM, base_url: str):
     from edgeindex.bindings.ai import OpenAIChat
     from edgeindex.config import AIService
 
     chat = OpenAIChat(AIService(provider="local", base_url=base_url, llm_model="fake-llm", timeout=30))
+    fake.clients.append(chat)
+    return chat
+
+
+def service(db, tmp_path, fake: FakeLLM, base_url: str, *, budget: float = 5.0) -> SearchService:
+    chat = chat_client(fake, base_url)
     kv = DiskKV(tmp_path / "kv", namespace="search")
     embedder = local_embedder()
     enhancer = QueryEnhancer(db=db, kv=kv, embedder=embedder, llm=chat, settings=EnhanceSettings(llm_budget=budget))
@@ -169,7 +178,7 @@ async def run(svc: SearchService, entity: str, body: dict) -> dict:
 
 async def test_synonyms_are_requested_and_or_ed_into_the_full_text_query(db, corpus, llm_server, tmp_path):
     fake, url = llm_server
-    svc = service(db, tmp_path, url)
+    svc = service(db, tmp_path, fake, url)
     # neither word is in any chunk (nor close to one: no typo stand-ins), so plain full text finds nothing
     plain = await run(svc, corpus.entity_id, {"query": "borg supervisor", "alpha": 0, "enhance": "none"})
     assert plain["results"] == [] and fake.calls == []
@@ -185,7 +194,7 @@ async def test_synonyms_are_requested_and_or_ed_into_the_full_text_query(db, cor
 
 async def test_hyde_blends_the_hypothetical_answer_into_the_query_vector(db, corpus, llm_server, tmp_path):
     fake, url = llm_server
-    svc = service(db, tmp_path, url)
+    svc = service(db, tmp_path, fake, url)
     query = "where do my workloads go when a machine is taken down"
     plain = await run(svc, corpus.entity_id, {"query": query, "alpha": 1, "enhance": "none", "k": 12})
     hyde = await run(svc, corpus.entity_id, {"query": query, "alpha": 1, "enhance": ["hyde"], "k": 12})
@@ -199,7 +208,7 @@ async def test_hyde_blends_the_hypothetical_answer_into_the_query_vector(db, cor
     blended /= np.linalg.norm(blended)
     chunk = await db.fetchone("SELECT embedding FROM chunks WHERE entity_id = %s AND document_id = %s",
                               (corpus.entity_id, UNNAMED[0]))
-    vector = np.asarray(chunk["embedding"], dtype=np.float32)
+    vector = chunk["embedding"].to_numpy().astype(np.float32)
     scores = {r["document_id"]: r["scores"]["vector"] for r in hyde["results"]}
     assert scores[UNNAMED[0]] == pytest.approx(float(vector @ blended), abs=2e-3)
     plain_scores = {r["document_id"]: r["scores"]["vector"] for r in plain["results"]}
@@ -210,7 +219,7 @@ async def test_hyde_blends_the_hypothetical_answer_into_the_query_vector(db, cor
 async def test_llm_timeout_falls_back_to_the_plain_query(db, corpus, llm_server, tmp_path):
     fake, url = llm_server
     fake.delay = 2.0
-    svc = service(db, tmp_path, url, budget=0.3)
+    svc = service(db, tmp_path, fake, url, budget=0.3)
     body = {"query": "borg supervisor", "alpha": 0.5, "enhance": ["synonyms", "hyde"]}
     answer = await run(svc, corpus.entity_id, body)
     plain = await run(svc, corpus.entity_id, {**body, "enhance": "none"})
@@ -223,7 +232,7 @@ async def test_llm_timeout_falls_back_to_the_plain_query(db, corpus, llm_server,
 
 async def test_llm_answers_are_cached(db, corpus, llm_server, tmp_path):
     fake, url = llm_server
-    svc = service(db, tmp_path, url)
+    svc = service(db, tmp_path, fake, url)
     body = {"query": "borg supervisor", "alpha": 0.5, "enhance": ["synonyms", "hyde"]}
     first = await run(svc, corpus.entity_id, body)
     assert sorted(fake.kinds()) == ["hyde", "synonyms"]
@@ -241,7 +250,7 @@ async def test_llm_answers_are_cached(db, corpus, llm_server, tmp_path):
 ])
 async def test_gate_skips_the_llm_where_it_cannot_gain(db, corpus, llm_server, tmp_path, query, reason):
     fake, url = llm_server
-    svc = service(db, tmp_path, url)
+    svc = service(db, tmp_path, fake, url)
     answer = await run(svc, corpus.entity_id, {"query": query, "alpha": 0.5, "enhance": ["synonyms", "hyde"]})
     assert fake.calls == []
     skipped = answer["enhancement"]["skipped"]
@@ -251,13 +260,11 @@ async def test_gate_skips_the_llm_where_it_cannot_gain(db, corpus, llm_server, t
 # --- chunk enrichment -----------------------------------------------------------------------------------
 
 async def test_chunk_enrichment_is_generated_and_indexed_at_a_lower_weight(db, stack, upload_admin, llm_server):
-    from edgeindex.bindings.ai import OpenAIChat
-    from edgeindex.config import AIService
     from edgeindex.enhance.enrich import ENRICH_PROMPT, enrich_chunks
 
     fake, url = llm_server
     fake.passage = "- Kubernetes\n- how are pods moved off a draining node?"
-    chat = OpenAIChat(AIService(provider="local", base_url=url, llm_model="fake-llm", timeout=30))
+    chat = chat_client(fake, url)
     (generated,) = await enrich_chunks(chat, [UNNAMED[1]])
     assert fake.calls[0]["messages"] == [{"role": "system", "content": ENRICH_PROMPT},
                                          {"role": "user", "content": UNNAMED[1]}]
