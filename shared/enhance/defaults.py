@@ -4,7 +4,10 @@ from __future__ import annotations
 
 # What `enhance: "auto"` (the default) applies when no LLM is configured, and with one.
 # Chosen from `edgeindex eval` (results/enhance/README.md): an enhancement is on by default
-# only where the evaluation shows it helps.
+# only where the evaluation shows it helps. PRF: hybrid gained on business-reports (+0.005
+# NDCG@10) and xquad-de (+0.006), full text gained on business-reports (+0.083) but lost on
+# xquad-de (-0.012), msmarco is not measured yet, and it costs a second lexical pass: not
+# shown to help everywhere, so off by default. LLM modes: no LLM to evaluate with here.
 AUTO_OFFLINE: tuple[str, ...] = ()
 AUTO_WITH_LLM: tuple[str, ...] = ()
 
@@ -19,7 +22,9 @@ PRF_MAX_DF_SHARE = 0.5      # a term in more than this share of the scope's chun
 # Gates: enhance only where the first pass is weak -----------------------------------------
 # The first pass's best lexical score is BM25 as a share of what a chunk holding every query
 # word would score (0..1). Above the gate the query's own words already found their chunk.
-PRF_GATE_MAX_TOP = 1.0      # 1.0: always (when asked)
+PRF_GATE_MAX_TOP = 0.5      # above this, no PRF: on business-reports and xquad-de every NDCG gain of PRF was on
+                            # queries at or below it (275 of 298 and 17 of 22 queries), so it saves the second
+                            # pass where it cannot gain (results/enhance/README.md, per-query study)
 LLM_GATE_MAX_TOP = 0.4      # the LLM is asked only when the best chunk scores below this share
                             # (a chunk holding every query word once, at average length, scores 1/(1+k1) = 0.45)
 LLM_GATE_MIN_WORDS = 1      # ... and the query has at least this many words
