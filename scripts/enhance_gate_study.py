@@ -1,21 +1,32 @@
-import json, sys
-for path in sys.argv[1:]:
-    r = json.load(open(path))
-    s = r["systems"]
+"""Where does PRF gain? Per query, the NDCG@10 change of `<mode>+prf` over `<mode>`, against the first
+pass's evidence the gate reads (best lexical share `top`, query words), from `edgeindex eval` results.
+
+    .venv/bin/python scripts/enhance_gate_study.py results/enhance/*/results.json
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+
+def study(path: str) -> None:
+    systems = json.load(open(path))["systems"]
     for base in ("text", "hybrid"):
-        plain, prf = s.get(f"edgeindex-{base}"), s.get(f"edgeindex-{base}+prf")
-        if not plain or not prf: continue
-        ev = prf.get("enhancement", {}).get("per_query", {})
-        rows = []
-        for q, m in plain["per_query"].items():
-            if q not in prf["per_query"]: continue
-            d = prf["per_query"][q]["ndcg"] - m["ndcg"]
-            rows.append((ev.get(q, {}).get("top", -1), ev.get(q, {}).get("words", -1), d))
-        print(path.split("/")[-2], base, "n", len(rows), "mean delta %.4f" % (sum(x[2] for x in rows)/len(rows)),
-              "applied", prf.get("enhancement", {}).get("applied"), prf.get("enhancement", {}).get("skipped"))
-        for t in (0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.01):
-            gated = sum(x[2] for x in rows if x[0] <= t) / len(rows)
-            print(f"   gate top<={t}: mean delta {gated:+.4f}  applied {sum(1 for x in rows if x[0] <= t)}")
-        for w in (1,2,3,4,6,100):
-            gated = sum(x[2] for x in rows if x[1] <= w) / len(rows)
-            print(f"   gate words<={w}: mean delta {gated:+.4f}")
+        plain, prf = systems.get(f"edgeindex-{base}"), systems.get(f"edgeindex-{base}+prf")
+        if not plain or not prf:
+            continue
+        evidence = prf.get("enhancement", {}).get("per_query", {})
+        rows = [(evidence.get(q, {}).get("top", -1.0), evidence.get(q, {}).get("words", -1),
+                 prf["per_query"][q]["ndcg"] - m["ndcg"])
+                for q, m in plain["per_query"].items() if q in prf["per_query"]]
+        print(f"{path}: {base}, {len(rows)} queries, mean NDCG@10 change {sum(r[2] for r in rows) / len(rows):+.4f}")
+        for gate in (0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0):
+            kept = [r for r in rows if r[0] <= gate]
+            print(f"   PRF only where top <= {gate}: mean change {sum(r[2] for r in kept) / len(rows):+.4f}, "
+                  f"applied to {len(kept)}")
+
+
+if __name__ == "__main__":
+    for name in sys.argv[1:]:
+        study(name)

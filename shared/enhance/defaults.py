@@ -5,9 +5,9 @@ from __future__ import annotations
 # What `enhance: "auto"` (the default) applies when no LLM is configured, and with one.
 # Chosen from `edgeindex eval` (results/enhance/README.md): an enhancement is on by default
 # only where the evaluation shows it helps. PRF: hybrid gained on business-reports (+0.005
-# NDCG@10) and xquad-de (+0.006), full text gained on business-reports (+0.083) but lost on
-# xquad-de (-0.012), msmarco is not measured yet, and it costs a second lexical pass: not
-# shown to help everywhere, so off by default. LLM modes: no LLM to evaluate with here.
+# NDCG@10) and xquad-de (+0.006) but lost on xquad-zh (-0.004); full text gained on
+# business-reports (+0.083) but lost on xquad-de (-0.012) and xquad-zh (-0.007); msmarco not
+# measured; it costs a second lexical pass: off by default. LLM modes: no LLM to evaluate with.
 AUTO_OFFLINE: tuple[str, ...] = ()
 AUTO_WITH_LLM: tuple[str, ...] = ()
 
