@@ -217,6 +217,9 @@ class SearchResponse(_Body):
     cache: Literal["exact", "semantic", "none"]
     took_ms: float
     timings: dict[str, float] | None = Field(None, description="embed_ms, lexical_ms, route_ms, hybrid_ms, ... on a miss")
+    enhancement: dict[str, Any] | None = Field(
+        None, description="query enhancement: `applied` (prf, synonyms, hyde), `skipped` with the gate's reason, "
+                          "`terms` (PRF), `synonyms`, `llm` outcomes (llm, cache, timeout, error), `ms`")
     collections: SearchedCollections | None = Field(None, description="what `collections` made of the scope, "
                                                                       "when the request gave it")
     search_id: str = Field(description="this search, for POST /feedback")

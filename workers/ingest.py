@@ -27,7 +27,8 @@ async def startup(env) -> Services:
                               chunk_overlap_tokens=env.var("CHUNK_OVERLAP_TOKENS", int),
                               summary_sentences=env.var("SUMMARY_SENTENCES", int),
                               max_document_bytes=env.var("MAX_DOCUMENT_BYTES", int),
-                              max_retries=env.worker.queues.consumers[0].max_retries)
+                              max_retries=env.worker.queues.consumers[0].max_retries,
+                              enrich_chunks=env.var("ENRICH_CHUNKS", bool))
     ingest = IngestService(db=env.DB, bucket=env.BUCKET, kv=env.KV, embedder=env.AI.embedder,
                            llm=getattr(env.AI, "llm", None), workflow=env.INGEST_WORKFLOW, settings=settings)
     services = Services(Tenancy(env.DB), ingest, set())

@@ -39,6 +39,7 @@ from .cache_keys import CacheKeys, _digest, cache_keys
 from .request import SearchRequest, parse_request
 from ..bindings.rerank import Reranker
 from ..routing.service import Decision, Router, new_search_id, scope_hash
+from ..enhance import QueryEnhancer
 from .semantic_guard import model_vocabulary, signature
 
 SQL = sqlfiles.load("search.sql")
@@ -68,6 +69,8 @@ class SearchContext:
     sequences: tuple[int, ...] = ()
     limit: int = 0
     embedding: np.ndarray | None = None
+    vector: np.ndarray | None = None  # what retrieval searches with, when enhancement changed the query's
+    enhancement: dict | None = None
     lexical: engine.LexicalResult | None = None
     rows: list[dict] = field(default_factory=list)
     results: list[dict] = field(default_factory=list)
@@ -87,7 +90,8 @@ class SearchService:
     """Everything a search needs, given once at start-up by the search worker (or a test, the MCP server)."""
 
     def __init__(self, *, db: Database, kv: KV, embedder: Embedder, semantic_cache: PgVectorIndex,
-                 settings: SearchSettings, reranker: Reranker | None = None, router: Router | None = None) -> None:
+                 settings: SearchSettings, reranker: Reranker | None = None, router: Router | None = None,
+                 enhancer: QueryEnhancer | None = None) -> None:
         self.db = db
         self.kv = kv
         self.embedder = embedder
@@ -95,6 +99,7 @@ class SearchService:
         self.reranker = reranker
         self.settings = settings
         self.router = router
+        self.enhancer = enhancer or QueryEnhancer(db=db, kv=kv, embedder=embedder)  # offline (PRF) only
         self.vocabulary: frozenset[str] | None = None  # the model's whole words (semantic_guard)
         self._stores = itertools.count(1)
         self._tuned = engine.tuned_connections()
@@ -138,6 +143,7 @@ class SearchService:
         except BaseException:
             _abandon(background, lexical)
             raise
+        await self.enhance(ctx)
         await self.retrieve(ctx)
         await self.rerank(ctx)
         payload = self.shape(ctx)
@@ -152,6 +158,7 @@ class SearchService:
         if ctx.request.rerank and self.reranker is None:
             raise ValidationError("rerank is not configured on this deployment (set the RERANK_URL var)",
                                   field="rerank")
+        self.enhancer.check(ctx.request)
 
     def resolve(self, ctx: SearchContext) -> None:
         """The strategy a request gets (shared/routing/service.py): fixed, or "auto" to decide later."""
@@ -252,9 +259,21 @@ class SearchService:
             ctx.keys = CacheKeys(exact=ctx.keys.exact, namespace=decided.namespace)
         ctx.timings["route_ms"] = _since(mark, 3)
 
+    async def enhance(self, ctx: SearchContext) -> None:
+        """Query enhancement (shared/enhance/): PRF or synonym terms for a second lexical pass, a HyDE
+        vector; each behind its gate. The semantic cache keeps the plain query's vector."""
+        outcome = await self.enhancer.apply(ctx.request, ctx.entity_ids, ctx.lexical, ctx.embedding,
+                                            limit=ctx.limit, tuned=self._tuned)
+        if outcome is not None:
+            ctx.lexical = outcome.lexical or ctx.lexical
+            ctx.vector = outcome.embedding
+            ctx.enhancement = outcome.report
+            ctx.timings["enhance_ms"] = outcome.report["ms"]
+
     async def retrieve(self, ctx: SearchContext) -> None:
         mark = time.perf_counter()
-        ctx.rows = await engine.retrieve(self.db, ctx.request, ctx.entity_ids, ctx.embedding, tuned=self._tuned,
+        vector = ctx.embedding if ctx.vector is None else ctx.vector
+        ctx.rows = await engine.retrieve(self.db, ctx.request, ctx.entity_ids, vector, tuned=self._tuned,
                                          lexical_result=ctx.lexical, limit=ctx.limit,
                                          include_text=True if ctx.request.rerank else None)
         ctx.timings["hybrid_ms"] = _since(mark)
@@ -285,6 +304,8 @@ class SearchService:
         results = ctx.results[::-1] if ctx.request.order == "reverse" else ctx.results
         payload = {"results": results, "entity_ids": ctx.entity_ids, "corrections": ctx.lexical.corrections,
                    "routing": ctx.decision.describe()}
+        if ctx.enhancement is not None:
+            payload["enhancement"] = ctx.enhancement
         if ctx.collections is not None:
             payload["collections"] = ctx.collections
         return payload

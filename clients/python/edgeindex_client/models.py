@@ -199,6 +199,7 @@ class SearchRequest(_Request):
     include: SearchInclude | None = None
     cache: bool | None = None
     order: Literal["best_first", "reverse"] | None = None
+    enhance: Literal["auto", "none"] | list[Literal["prf", "synonyms", "hyde"]] | None = None
     collections: list[str] | Literal["auto"] | None = None
 
 
@@ -249,6 +250,7 @@ class SearchResponse(_Response):
     timings: dict[str, float] | None = None
     search_id: str | None = None
     routing: dict[str, Any] | None = None
+    enhancement: dict[str, Any] | None = None
     collections: dict[str, Any] | None = None   # what `collections` made of the scope, when given
 
 
