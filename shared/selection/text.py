@@ -56,6 +56,21 @@ def terms(text: str) -> list[str]:
     return words
 
 
+def query_terms(text: str) -> list[str]:
+    """A request's BM25 terms, plus each pair of adjacent words written as one.
+
+    People write apart what identifiers write together ("high schoolers" for ``Highschooler``,
+    "user name" for ``username``, "zip code" for ``zipcode``); a joined pair only counts where
+    the catalogue holds it as a term, so it adds nothing elsewhere.
+    """
+    words = split_identifier(text)
+    joined = [a + b for a, b in zip(words, words[1:]) if a not in STOPWORDS and b not in STOPWORDS]
+    stemmer = _stemmer()
+    if stemmer is not None and joined:
+        joined = stemmer.stemWords(joined)
+    return terms(text) + joined
+
+
 @dataclass(frozen=True)
 class Field:
     text: str
@@ -95,7 +110,7 @@ class BM25Index:
         self._inverse: dict[int, str] | None = None
 
     def query_terms(self, text: str) -> list[int]:
-        return list(dict.fromkeys(self.vocab[t] for t in terms(text) if t in self.vocab))
+        return list(dict.fromkeys(self.vocab[t] for t in query_terms(text) if t in self.vocab))
 
     def scores(self, text: str) -> tuple[np.ndarray, float]:
         """BM25 of every document, and what a document holding every known query term once would score.
