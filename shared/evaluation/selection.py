@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from edgeindex_client import AsyncClient
+from edgeindex_client import AsyncClient, EdgeIndexClientError
 from edgeindex_client._ops import Call
 
 from ..errors import ValidationError
@@ -221,7 +221,10 @@ async def evaluate_tools(folder: Path, endpoints: Endpoints, *, k: int = 5, feed
         results["edgeindex"] = {**ours.summary(), "fallbacks": fallbacks}
         extra["splits"] = {"edgeindex": _split_summaries(ours, splits)}
         if feedback:
-            extra["feedback"] = await _feedback_mode(sdk, entity, queries, ours, answers, splits, k, progress)
+            try:
+                extra["feedback"] = await _feedback_mode(sdk, entity, queries, ours, answers, splits, k, progress)
+            except EdgeIndexClientError as exc:   # reported, not fatal: the main figures stand
+                extra["feedback"] = {"error": str(exc)}
     finally:
         await sdk.close()
 
