@@ -47,13 +47,14 @@ def split_identifier(text: str) -> list[str]:
     return words
 
 
-def terms(text: str) -> list[str]:
-    """BM25 terms: split words, stop words dropped, English stems."""
+@lru_cache(maxsize=8192)
+def terms(text: str) -> tuple[str, ...]:
+    """BM25 terms: split words, stop words dropped, English stems (cached: requests are read several times)."""
     words = [w for w in split_identifier(text) if w not in STOPWORDS]
     stemmer = _stemmer()
     if stemmer is not None and words:
-        return stemmer.stemWords(words)
-    return words
+        return tuple(stemmer.stemWords(words))
+    return tuple(words)
 
 
 @lru_cache(maxsize=4096)
@@ -69,7 +70,7 @@ def query_terms(text: str) -> tuple[str, ...]:
     stemmer = _stemmer()
     if stemmer is not None and joined:
         joined = stemmer.stemWords(joined)
-    return tuple(terms(text) + joined)   # cached: a request is scored whole and per sentence, and explained
+    return terms(text) + tuple(joined)   # cached: a request is scored whole and per sentence, and explained
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import numpy as np
+import pytest
+
 from edgeindex.evaluation.selection_split import query_key, split_of
 from edgeindex.selection.text import BM25Index, Field
 from edgeindex.selection.tools import _fields
@@ -37,3 +40,16 @@ def test_the_evaluation_split_is_fixed_and_roughly_even():
     assert first == [split_of(k) for k in keys]          # same in every run and process (a hash, not random)
     assert 400 < first.count("tune") < 600 and first.count("tune") + first.count("held_out") == 1000
     assert query_key({"query": "only text"}) == "only text"
+
+
+def test_an_entry_is_as_close_as_its_closest_example():
+    from edgeindex.selection.scoring import Catalogue
+
+    eye = np.eye(4, dtype=np.float32)
+    fields = [[Field(f"tool {i}")] for i in range(3)]
+    # owners out of order, owner 0 with two examples: the closer one (eye[3]) must count
+    cat = Catalogue([("e", "a"), ("e", "b"), ("e", "c")], eye[:3], fields,
+                    example_vectors=np.vstack([eye[1] * 0.2, eye[3] * 0.9, eye[3] * 0.5, eye[3] * 0.1]),
+                    example_owner=np.asarray([2, 0, 0, 1]))
+    scores = cat.score("tool", eye[3])
+    assert scores.vector.tolist() == pytest.approx([0.9, 0.1, 0.0])
