@@ -28,7 +28,6 @@ from pathlib import Path
 import aiohttp
 import numpy as np
 from edgeindex_client import AsyncClient
-from edgeindex_client._ops import Call
 
 VERBS = ["get", "list", "create", "update", "delete", "search", "compute", "convert", "send", "schedule",
          "fetch", "estimate", "validate", "translate", "summarize", "book", "cancel", "track", "export", "import"]
@@ -60,12 +59,6 @@ def generated_queries(tools: list[dict], count: int, rng: random.Random) -> list
             "I mentioned yesterday" for t in picks]
 
 
-def _post(path: str, body: dict):
-    """Registration as an SDK operation (the SDK has no method for this route yet)."""
-    reply = yield Call("POST", path, service="search", json=body)
-    return reply.body
-
-
 def _percentiles(values: list[float]) -> dict:
     return {"p50_ms": round(float(np.percentile(values, 50)), 2), "p99_ms": round(float(np.percentile(values, 99)), 2)}
 
@@ -86,7 +79,9 @@ async def bench(search_url: str, upload_url: str, admin_key: str, tools: list[di
     try:
         started = time.perf_counter()
         for start in range(0, len(tools), 200):
-            await sdk._run(_post(f"/entities/{entity}/tools", {"tools": tools[start:start + 200]}))
+            reply = await sdk.request("POST", f"/entities/{entity}/tools", service="search",
+                                      json={"tools": tools[start:start + 200]})
+            assert reply.status == 200, reply.body
         register_s = time.perf_counter() - started
         print(f"registered {len(tools)} tools in {register_s:.1f} s", flush=True)
         server, latencies, raw_latencies, stages = [], [], [], {}

@@ -13,14 +13,13 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable, Generator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from edgeindex_client import AsyncClient, EdgeIndexClientError
-from edgeindex_client._ops import Call
 
 from ..errors import ValidationError
 from ..selection.definitions import count_tokens, parse_tool
@@ -42,12 +41,6 @@ def _percentile(values: list[float], q: float) -> float:
     return round(float(np.percentile(values, q)), 2) if values else 0.0
 
 
-def _post(path: str, body: Any) -> Generator[Call, Any, Any]:
-    """A registration or feedback call as an SDK operation (the SDK has no method for these routes yet)."""
-    reply = yield Call("POST", path, service="search", json=body)
-    return reply.body
-
-
 class _SDK:
     """The project's SDK (``edgeindex_client.AsyncClient``) for one key, without retries: a 429 or a 503
     during an evaluation is a finding, not something to hide in a latency."""
@@ -57,7 +50,11 @@ class _SDK:
                                   timeout=600.0, max_retries=0)
 
     async def post(self, path: str, body: Any) -> dict:
-        return await self.client._run(_post(path, body))
+        """Registration and feedback: routes the SDK has no method for yet, through its ``request``."""
+        reply = await self.client.request("POST", path, service="search", json=body)
+        if reply.status not in (200, 201):
+            raise ValidationError(f"POST {path} answered {reply.status}: {str(reply.body)[:400]}", field="route")
+        return reply.body
 
     async def select_tools(self, query: str, entity: str, k: int) -> dict:
         return (await self.client.select_tools(query, entity_ids=[entity], k=k)).model_dump()
@@ -223,7 +220,7 @@ async def evaluate_tools(folder: Path, endpoints: Endpoints, *, k: int = 5, feed
         if feedback:
             try:
                 extra["feedback"] = await _feedback_mode(sdk, entity, queries, ours, answers, splits, k, progress)
-            except EdgeIndexClientError as exc:   # reported, not fatal: the main figures stand
+            except (EdgeIndexClientError, ValidationError) as exc:   # reported, not fatal: the main figures stand
                 extra["feedback"] = {"error": str(exc)}
     finally:
         await sdk.close()
