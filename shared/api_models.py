@@ -15,6 +15,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .selection.models import SearchedCollections
+
 
 class _Body(BaseModel):
     # Fields may be added to an answer without breaking clients: the spec says so.
@@ -137,6 +139,7 @@ class DocumentSummary(_Body):
     title: str | None
     source: str | None
     tags: list[str] | None
+    collection: str | None = Field(None, description="the collection the document belongs to")
     content_type: str
     size_bytes: int | None
     chunk_count: int | None
@@ -213,7 +216,20 @@ class SearchResponse(_Body):
     count: int
     cache: Literal["exact", "semantic", "none"]
     took_ms: float
-    timings: dict[str, float] | None = Field(None, description="embed_ms, lexical_ms, hybrid_ms, ... on a miss")
+    timings: dict[str, float] | None = Field(None, description="embed_ms, lexical_ms, route_ms, hybrid_ms, ... on a miss")
+    collections: SearchedCollections | None = Field(None, description="what `collections` made of the scope, "
+                                                                      "when the request gave it")
+    search_id: str = Field(description="this search, for POST /feedback")
+    routing: dict[str, Any] | None = Field(None, description="the strategy and alpha served, the router's features, "
+                                           "model version and (shadow mode) the choice it logged")
+
+
+class FeedbackResponse(_Body):
+    search_id: str
+    rewards: dict[str, float] = Field(description="what each strategy bin would have earned on this feedback")
+    scope: str | None = Field(description="the entity whose model override learns from it (none: the deployment's)")
+    applied_in_version: int | None = Field(description="the model version this feedback produced, once enough "
+                                                       "evidence was in")
 
 
 # --- ingest worker (diagnostics) -----------------------------------------------------------------------

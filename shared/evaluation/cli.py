@@ -52,7 +52,8 @@ def register(subparsers) -> None:
     parser.add_argument("--qrels", type=Path, help="judgements to use instead of the dataset's qrels/<split>.tsv")
     parser.add_argument("--k", type=int, default=10, help="cutoff of every metric and results per query (default 10)")
     parser.add_argument("--modes", type=_csv(MODES, "--modes"), default=MODES,
-                        help="search modes to run: text (alpha 0), vector (alpha 1), hybrid (default alpha)")
+                        help="search modes to run: text (alpha 0), vector (alpha 1), hybrid (the fixed blend), auto (the router); "
+                             "default (what a request naming no strategy gets) always runs")
     parser.add_argument("--alpha", type=float, help="alpha of the hybrid mode (default: the search worker's)")
     parser.add_argument("--fusion", choices=("linear", "rrf"), help="fusion of every mode (default: the worker's)")
     parser.add_argument("--compare", type=_csv(BASELINES, "--compare"), default=(),

@@ -141,6 +141,11 @@ class EdgeIndexClient:
 
     # -- search --------------------------------------------------------------------
 
+    async def search_answer(self, body: dict) -> dict:
+        """The whole ``POST /search`` answer as JSON (``routing`` included): the router's training reads it."""
+        answer = await self._sdk("POST /search", self._client.search_request(SearchRequest.model_validate(body)))
+        return answer.model_dump(mode="json")
+
     async def search(self, body: dict, server_timings: list[dict] | None = None) -> tuple[list[str], float]:
         """Ranked document ids (first occurrence of each) and the client-side wall time in ms.
 

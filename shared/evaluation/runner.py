@@ -19,10 +19,18 @@ from .beir import Dataset
 from .edgeindex_client import EdgeIndexClient
 from .stack import Endpoints
 
-MODES = ("hybrid", "vector", "text")
+MODES = ("hybrid", "vector", "text", "auto")
 BASELINES = ("chroma", "bm25")
-# alpha of each mode: 1 = vector only, 0 = text only, None = the search worker's default
-MODE_ALPHA: dict[str, float | None] = {"hybrid": None, "vector": 1.0, "text": 0.0}
+# the strategy each mode names (shared/routing/): hybrid is the fixed blend (the worker's alpha or
+# --alpha), auto the router's per-query choice; "default" names none, so it gets whatever the
+# deployment serves a request that names no strategy (ROUTER_DEFAULT), and always runs
+MODE_STRATEGY: dict[str, str | None] = {"hybrid": "hybrid", "vector": "vector", "text": "text", "auto": "auto",
+                                        "default": None}
+
+
+def mode_params(mode: str, options: Options) -> dict:
+    return {"strategy": MODE_STRATEGY[mode], "alpha": options.alpha if mode == "hybrid" else None,
+            "fusion": options.fusion}
 SWEEPABLE = {"alpha": float, "vector_threshold": float, "text_threshold": float, "fusion": str}
 
 # A p99 over a few dozen samples is the slowest sample but one: time enough passes for this many
@@ -196,8 +204,8 @@ async def evaluate(dataset: Dataset, endpoints: Endpoints, options: Options,
                      f"(first: {next(iter(ingest.failed.items()))})")
         settled = await _settle(endpoints.dsn, progress)
 
-        for mode in options.modes:
-            params = {"alpha": options.alpha if mode == "hybrid" else MODE_ALPHA[mode], "fusion": options.fusion}
+        for mode in dict.fromkeys([*options.modes, "default"]):
+            params = mode_params(mode, options)
             server: list[dict] = []
 
             async def search(text: str, params=params, server=server) -> tuple[list[str], float]:

@@ -66,6 +66,7 @@ class LexicalResult:
     text: list[float] = field(default_factory=list)
     trigram: list[float] = field(default_factory=list)
     corrections: dict[str, list[str]] = field(default_factory=dict)
+    evidence: dict[str, Any] | None = None  # term statistics of the query, for the router
 
     def params(self) -> dict[str, Any]:
         return {"nonempty": self.nonempty, "exact": self.exact,
@@ -85,10 +86,13 @@ def build_params(request: SearchRequest, entity_ids: list[str], embedding: np.nd
     use_text = uses_text(request)
     # websearch syntax states exactly what must (not) match: no stand-ins for unknown words
     use_trigram = use_text and not websearch
+    # a list by now: "auto" was resolved by the search's collections stage
+    collections = request.collections if isinstance(request.collections, list) else None
     return {
         "entity_ids": sorted(set(entity_ids)),
         **filters,
-        "document_filters": any(filters[name] is not None for name in DOCUMENT_FILTERS),
+        "collections": collections,
+        "document_filters": collections is not None or any(filters[name] is not None for name in DOCUMENT_FILTERS),
         "embedding": embedding,
         "query": language.lexical_text(request.query),  # cut as the documents were (shared/language.py)
         "websearch": websearch,
@@ -187,7 +191,7 @@ async def lexical(db: Database, request: SearchRequest, entity_ids: list[str], *
         row = await (await conn.execute(LEXICAL_SQL, params)).fetchone()
     return LexicalResult(nonempty=row["nonempty"], exact=row["exact"], entity_ids=row["entity_ids"],
                          ids=row["ids"], text=row["text"], trigram=row["trigram"],
-                         corrections=row["corrections"] or {})
+                         corrections=row["corrections"] or {}, evidence=row.get("evidence"))
 
 
 async def retrieve(db: Database, request: SearchRequest, entity_ids: list[str], embedding: np.ndarray, *,

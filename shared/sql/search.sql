@@ -30,6 +30,7 @@ AND (NOT %(document_filters)s OR EXISTS (
       AND c.version <= d.ready_version
       AND (%(sources)s::text[] IS NULL OR d.source = ANY(%(sources)s::text[]))
       AND (%(tags)s::text[] IS NULL OR d.tags && %(tags)s::text[])
+      AND (%(collections)s::text[] IS NULL OR d.collection = ANY(%(collections)s::text[]))
       AND (%(created_after)s::timestamptz IS NULL OR d.created_at >= %(created_after)s::timestamptz)
       AND (%(created_before)s::timestamptz IS NULL OR d.created_at < %(created_before)s::timestamptz)
       AND (%(updated_after)s::timestamptz IS NULL OR d.updated_at >= %(updated_after)s::timestamptz)
@@ -53,6 +54,7 @@ docs AS MATERIALIZED (
       AND (%(exclude_document_ids)s::text[] IS NULL OR d.id <> ALL(%(exclude_document_ids)s::text[]))
       AND (%(sources)s::text[] IS NULL OR d.source = ANY(%(sources)s::text[]))
       AND (%(tags)s::text[] IS NULL OR d.tags && %(tags)s::text[])
+      AND (%(collections)s::text[] IS NULL OR d.collection = ANY(%(collections)s::text[]))
       AND (%(created_after)s::timestamptz IS NULL OR d.created_at >= %(created_after)s::timestamptz)
       AND (%(created_before)s::timestamptz IS NULL OR d.created_at < %(created_before)s::timestamptz)
       AND (%(updated_after)s::timestamptz IS NULL OR d.updated_at >= %(updated_after)s::timestamptz)
@@ -185,7 +187,21 @@ SELECT (SELECT nonempty FROM scope) AS nonempty, (SELECT exact FROM scope) AS ex
        coalesce(array_agg(text), '{}') AS text, coalesce(array_agg(trigram), '{}') AS trigram,
        (SELECT jsonb_object_agg(f.word, f.terms)
         FROM (SELECT word, jsonb_agg(term ORDER BY similarity DESC, term) AS terms FROM fuzzy GROUP BY word) f
-       ) AS corrections
+       ) AS corrections,
+       -- first-pass evidence for the router (shared/routing/features.py), from the configuration
+       -- that knows most query terms: how many terms, how many some chunk holds, how many are rare
+       -- (held by at most one chunk in a hundred), the best idf and the number of chunks it is relative to
+       (SELECT jsonb_build_object('terms', e.terms, 'matched', e.matched, 'rare', e.rare,
+                                  'best_idf', e.best_idf, 'chunks', e.chunks)
+        FROM (SELECT count(*) AS terms, count(*) FILTER (WHERE w.df > 0) AS matched,
+                     count(*) FILTER (WHERE w.df > 0 AND w.df <= 0.01 * g.n) AS rare,
+                     max(w.idf) FILTER (WHERE w.df > 0) AS best_idf, max(g.n) AS chunks
+              FROM weighed w JOIN configs g ON g.config = w.config
+              WHERE NOT w.fuzzy
+              GROUP BY w.config
+              ORDER BY matched DESC, terms DESC, w.config
+              LIMIT 1) e
+       ) AS evidence
 FROM fts;
 
 -- name: hybrid
