@@ -110,7 +110,7 @@ async def run_tools(folder: Path, emb: MemoEmbedder, feedback: bool) -> None:
     out = []
     for q in queries:
         expected = q["expected"] if isinstance(q["expected"], list) else [q["expected"]]
-        request = tl.parse_select({"query": q["query"], "k": 5})
+        request = tl.SelectRequest(q["query"], None, 5, tl.DEFAULT_THRESHOLD, True, True, True)
         answer = await tl.select(db, emb, ["e"], request)
         names = [t["name"] for t in answer["tools"]]
         out.append({"recall@5": sum(e in names[:5] for e in expected) / len(expected),
@@ -135,7 +135,7 @@ async def run_indices(folder: Path, emb: MemoEmbedder, tables: bool) -> None:
     out = []
     for q in queries:
         expected = q["expected"] if isinstance(q["expected"], list) else [q["expected"]]
-        answer = await ix.select(db, emb, ["e"], ix.parse_select({"query": q["query"], "k": 10}))
+        answer = await ix.select(db, emb, ["e"], ix.SelectRequest(q["query"], None, 10))
         ranked = [i["name"] for i in answer["indices"]]
         first = next((i for i, r in enumerate(ranked) if r in expected), None)
         out.append({"top1": float(first == 0), "top3": float(first is not None and first < 3),
