@@ -336,7 +336,8 @@ def main() -> int:
         with open(log_path, "w") as log:
             stack = DevStack(config, worker_output=log, environ={**os.environ, **environ,
                                                                  "EDGEINDEX_ADMIN_KEY": admin_key},
-                             ingest_processes=args.ingest_processes)
+                             ingest_processes=args.ingest_processes,
+                             workers=["upload", "ingest"])  # search workers would only share the cores
             # A throwaway stack needs no bucket snapshots, and each round lists every object.
             stack.SNAPSHOT_SECONDS = 24 * 3600
             print(f"starting a dev stack in {state} ...", flush=True)

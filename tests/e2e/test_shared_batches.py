@@ -70,9 +70,7 @@ async def test_a_crash_in_a_shared_batch_resumes_every_document_once(stack, tena
     docs = texts("crash", 8)
     with ingest_worker(stack, {faults.EXIT_AFTER_STEP: "embed@crash-5"}) as process:
         bulk(tenant, docs)
-        assert await wait_exit(process) == 137
-        stats = batcher(stack) if process.poll() is None else None
-    assert stats is None  # the process died with the batch in flight
+        assert await wait_exit(process) == 137  # died with the other runs of its batches in flight
     # The normal worker is back: it resumes the unfinished runs and settles the redelivered messages.
     await assert_each_ingested_once(db, tenant, docs)
     rows = await db.fetch("SELECT id, status FROM workflow_runs WHERE id LIKE %s ORDER BY id",
