@@ -17,7 +17,7 @@ import binascii
 import json
 from typing import Annotated, Any
 
-from pydantic import StringConstraints, model_validator
+from pydantic import StringConstraints
 
 from ..errors import EdgeIndexError, UnsupportedMediaType, ValidationError
 from ..validation import DocumentId, parse
@@ -38,11 +38,9 @@ class BulkDocument(DocumentFields):
     content_base64: str | None = None
     skip_unchanged: bool = True  # the same bytes as the live version: no new version (as a direct upload)
 
-    @model_validator(mode="after")
-    def _one_content(self) -> BulkDocument:
-        if (self.text is None) == (self.content_base64 is None):
-            raise ValueError("give exactly one of text and content_base64")
-        return self
+
+# What a direct upload calls a field, as a bulk line calls it.
+_LINE_FIELDS = {"Content-Type": "content_type", "body": "text"}
 
 
 def _payload(doc: BulkDocument) -> bytes:
@@ -108,6 +106,8 @@ async def bulk_upload(uploads, entity_id: str, body: bytes, *, check_json=None) 
             if check_json is not None:
                 check_json(line)
             doc = parse(BulkDocument, line)
+            if (doc.text is None) == (doc.content_base64 is None):
+                raise ValidationError("give exactly one of text and content_base64", field="text")
             if doc.document_id in repeated:
                 # Two versions of one document in one request: which one wins would be a race.
                 raise ValidationError(f"document_id {doc.document_id!r} appears more than once in this request",
@@ -117,7 +117,11 @@ async def bulk_upload(uploads, entity_id: str, body: bytes, *, check_json=None) 
                                                                 raw_content_type=doc.content_type,
                                                                 query=_query(doc))
         except EdgeIndexError as exc:
-            return {**result, "outcome": "failed", "status": exc.status, "error": exc.to_dict()}
+            error = exc.to_dict()
+            if isinstance(line, dict) and error.get("field") in _LINE_FIELDS:
+                field = _LINE_FIELDS[error["field"]]
+                error["field"] = "content_base64" if field == "text" and "content_base64" in line else field
+            return {**result, "outcome": "failed", "status": exc.status, "error": error}
         return {**result, "outcome": "accepted" if created else "unchanged", "status": 202 if created else 200,
                 "version": document["version"], "document_status": document["status"]}
 
