@@ -129,7 +129,10 @@ class S3Snapshot:
                 tmp = self.folder / f".{name}.tmp"
                 tmp.write_bytes(bytes(obj.value))
                 tmp.replace(self.folder / name)
-                entry = {"etag": etag, "content_type": obj.content_type, "metadata": dict(obj.metadata or {})}
+                # moto keeps headers and user metadata together; restore() wants them as S3 hands them out
+                meta = dict(obj.metadata or {})
+                entry = {"etag": etag, "content_type": meta.get("content-type"),
+                         "metadata": {k[len("x-amz-meta-"):]: v for k, v in meta.items() if k.startswith("x-amz-meta-")}}
                 written += 1
             new[key] = entry
         gone = set(old) - set(new)

@@ -20,9 +20,11 @@ from typing import Annotated, Any
 from pydantic import StringConstraints
 
 from ..errors import EdgeIndexError, UnsupportedMediaType, ValidationError
-from ..validation import DocumentId, parse
+from .. import sqlfiles
+from ..validation import DocumentId, content_hash, parse
 from .models import DocumentFields
 
+SQL = sqlfiles.load("bulk.sql")
 MAX_BULK_DOCUMENTS = 1000
 MAX_BULK_BYTES = 32 * 1024 * 1024  # each line is also held to MAX_UPLOAD_BYTES
 MEDIA_TYPES = ("application/x-ndjson", "application/ndjson", "application/jsonl")
@@ -63,6 +65,15 @@ def _query(doc: BulkDocument) -> dict[str, str]:
     return query
 
 
+def _unchanged(row: dict | None, doc: BulkDocument, data: bytes) -> bool:
+    if row is None or row["status"] != "ready" or row["ready_version"] != row["version"]:
+        return False
+    media = doc.content_type.partition(";")[0].strip().lower()
+    if (row["content_hash"], row["content_type"]) != (content_hash(data), media):
+        return False
+    return all(getattr(doc, name) is None or getattr(doc, name) == row[name] for name in ("title", "source", "tags"))
+
+
 def parse_lines(body: bytes) -> list[tuple[int, dict[str, Any] | EdgeIndexError]]:
     """(line number, JSON object or the error for that line) for every non-blank line."""
     try:
@@ -96,6 +107,9 @@ async def bulk_upload(uploads, entity_id: str, body: bytes, *, check_json=None) 
     seen: set = set()
     repeated = {i for i in ids if isinstance(i, str) and (i in seen or seen.add(i))}
     limit = asyncio.Semaphore(BULK_CONCURRENCY)
+    named = [i for i in ids if isinstance(i, str)]
+    live = {r["document_id"]: r for r in await uploads.db.fetch(SQL["live_versions"], {
+        "entity_id": entity_id, "document_ids": named})} if named else {}
 
     async def one(n: int, line: dict[str, Any] | EdgeIndexError) -> dict:
         document_id = line.get("document_id") if isinstance(line, dict) else None
@@ -112,8 +126,13 @@ async def bulk_upload(uploads, entity_id: str, body: bytes, *, check_json=None) 
                 # Two versions of one document in one request: which one wins would be a race.
                 raise ValidationError(f"document_id {doc.document_id!r} appears more than once in this request",
                                       field="document_id")
+            data = _payload(doc)
+            if doc.skip_unchanged and _unchanged(live.get(doc.document_id), doc, data):
+                # The ready version has these bytes and these fields: nothing to write at all.
+                return {**result, "outcome": "unchanged", "status": 200,
+                        "version": live[doc.document_id]["version"], "document_status": "ready"}
             async with limit:
-                document, created = await uploads.direct_upload(entity_id, doc.document_id, _payload(doc),
+                document, created = await uploads.direct_upload(entity_id, doc.document_id, data,
                                                                 raw_content_type=doc.content_type,
                                                                 query=_query(doc))
         except EdgeIndexError as exc:

@@ -32,7 +32,8 @@ def test_snapshot_copies_only_new_or_changed_objects(stack, tmp_path):
     bucket = f"snapshot-test-{os.getpid()}"
     s3.create_bucket(Bucket=bucket)
     for i in range(3):
-        s3.put_object(Bucket=bucket, Key=f"docs/d{i}/v1/a b.txt", Body=f"object {i}".encode(), ContentType="text/plain")
+        s3.put_object(Bucket=bucket, Key=f"docs/d{i}/v1/a b.txt", Body=f"object {i}".encode(), ContentType="text/plain",
+                      Metadata={"sha256": f"h{i}"})
     snapshot = S3Snapshot(NoListing(s3), bucket, tmp_path)
 
     assert snapshot.save() == 3
@@ -48,9 +49,12 @@ def test_snapshot_copies_only_new_or_changed_objects(stack, tmp_path):
     assert (folder / quote("docs/d1/v1/a b.txt", safe="")).read_bytes() == b"changed"
     assert not (folder / quote("docs/d0/v1/a b.txt", safe="")).exists()
     assert manifest["docs/d2/v1/a b.txt"]["content_type"] == "text/plain"
+    assert manifest["docs/d2/v1/a b.txt"]["metadata"] == {"sha256": "h2"}
 
     # What was saved comes back into an empty bucket, as after a restart.
     for key in list(manifest):
         s3.delete_object(Bucket=bucket, Key=key)
     assert S3Snapshot(s3, bucket, tmp_path).restore() == 3
     assert s3.get_object(Bucket=bucket, Key="docs/d3/v1/new.txt")["Body"].read() == b"new"
+    restored = s3.get_object(Bucket=bucket, Key="docs/d2/v1/a b.txt")
+    assert (restored["ContentType"], restored["Metadata"]) == ("text/plain", {"sha256": "h2"})

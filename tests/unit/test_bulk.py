@@ -43,3 +43,20 @@ def test_text_goes_as_text_and_other_bytes_as_base64():
     assert (binary.text, binary.content_base64) == (None, "JVBERv8=")
     latin1 = bulk_document("c", "é".encode("latin-1"), content_type="text/plain")
     assert latin1.text is None and latin1.content_base64 == "6Q=="
+
+
+def test_a_line_is_unchanged_only_with_the_ready_versions_bytes_type_and_fields():
+    from edgeindex.uploads.bulk import BulkDocument, _unchanged
+    from edgeindex.validation import content_hash
+
+    row = {"status": "ready", "version": 2, "ready_version": 2, "content_hash": content_hash(b"same"),
+           "content_type": "text/plain", "title": "T", "source": None, "tags": ["a"]}
+    doc = BulkDocument(document_id="d", text="same")
+    assert _unchanged(row, doc, b"same")
+    assert _unchanged(row, BulkDocument(document_id="d", text="same", title="T", tags=["a"]), b"same")
+    assert not _unchanged(row, doc, b"other")
+    assert not _unchanged(row, BulkDocument(document_id="d", text="same", title="New"), b"same")
+    assert not _unchanged(row, BulkDocument(document_id="d", text="same", content_type="text/markdown"), b"same")
+    assert not _unchanged({**row, "version": 3}, doc, b"same")  # a newer version is on its way
+    assert not _unchanged({**row, "status": "processing"}, doc, b"same")
+    assert not _unchanged(None, doc, b"same")
