@@ -77,7 +77,7 @@ async def test_a_crash_in_a_shared_batch_resumes_every_document_once(stack, tena
                           (f"ingest/{tenant.entity_id}/%",))
     assert len(rows) == len(docs) and {r["status"] for r in rows} == {"complete"}, rows
     # A step checkpointed before the crash never ran again: crash-5 resumed after its embed step.
-    run_id = (await db.fetch("SELECT run_id FROM documents WHERE entity_id = %s AND document_id = %s",
+    run_id = (await db.fetch("SELECT run_id FROM documents WHERE entity_id = %s AND id = %s",
                              (tenant.entity_id, "crash-5")))[0]["run_id"]
     await wait_for(lambda: executed(stack, "ingest", run_id) != [], timeout=60)
     assert "embed" not in [s for steps in executed(stack, "ingest", run_id) for s in steps]
@@ -92,7 +92,7 @@ async def test_two_ingest_processes_on_one_queue_never_run_a_version_twice(stack
         bulk(tenant, docs)
         await assert_each_ingested_once(db, tenant, docs)
         runs = {r["document_id"]: r["run_id"] for r in await db.fetch(
-            "SELECT document_id, run_id FROM documents WHERE entity_id = %s", (tenant.entity_id,))}
+            "SELECT id AS document_id, run_id FROM documents WHERE entity_id = %s", (tenant.entity_id,))}
         by_process = {name: {d: executed(stack, name, runs[d]) for d in docs} for name in ("ingest", "ingest-2")}
     finally:
         stack.stop_worker("ingest-2")
