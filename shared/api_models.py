@@ -156,6 +156,41 @@ class Document(DocumentSummary):
     unchanged: bool | None = Field(None, description="direct upload with skip_unchanged: same bytes, no new version")
 
 
+class BulkError(_Body):
+    error: str = Field(description="the error code a single upload of this line would have answered")
+    message: str
+    field: str | None = None
+
+
+class BulkItem(_Body):
+    line: int = Field(description="1-based line number in the request body")
+    document_id: str | None
+    outcome: Literal["accepted", "unchanged", "failed"] = Field(
+        description="accepted: a new version, ingestion follows; unchanged: the same bytes as the live version, "
+                    "no new version; failed: see error, nothing stored for this line")
+    status: int = Field(description="the HTTP status a single direct upload of this line would have answered")
+    version: int | None = None
+    document_status: Literal["pending", "processing", "ready", "failed"] | None = None
+    error: BulkError | None = None
+
+
+class BulkUploadResult(_Body):
+    entity_id: str
+    accepted: int
+    unchanged: int
+    failed: int
+    results: list[BulkItem] = Field(description="one per non-blank line, in order")
+
+
+class BatcherStats(_Body):
+    calls: int = Field(description="model calls made by this ingest process")
+    texts: int = Field(description="chunk texts embedded in them")
+    isolated: int = Field(description="shared calls that failed and were retried one document at a time")
+    max_texts: int
+    linger_ms: float
+    mean_texts_per_call: float | None
+
+
 class DocumentList(_Body):
     documents: list[DocumentSummary]
     next_after: str | None = Field(description="pass as ?after= for the next page; null on the last page")

@@ -70,3 +70,11 @@ async def outcomes(request, services: Services, ctx):
                               field="document_id" if entity_id else "entity_id")
     return {"entity_id": entity_id, "document_id": document_id,
             "outcomes": services.ingest.outcomes.get((entity_id, document_id), [])}
+
+
+@routes.get("/batcher", response=api_models.BatcherStats, auth="admin",
+            summary="How this process's embedding batcher shared model calls between runs")
+async def batcher(request, services: Services, ctx):
+    """Model calls, texts and isolated (split) calls of this process (admin; diagnostics and benchmarks)."""
+    await services.tenancy.require_admin(request.headers)
+    return services.ingest.batcher.stats()
