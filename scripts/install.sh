@@ -13,3 +13,8 @@ fi
 .venv/bin/pip install --quiet --disable-pip-version-check -e ".[test,eval]"
 # The Python SDK is its own distribution (no torch, no server code); the CLI and tests use it.
 .venv/bin/pip install --quiet --disable-pip-version-check -e clients/python
+# wrk, a C HTTP load generator: scripts/load_search.py measures exact-cache hits with it (a Python
+# client on the same cores would be the bottleneck). Optional: nothing else needs it.
+if ! command -v wrk >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    apt-get install -y -qq wrk >/dev/null 2>&1 || echo "install.sh: wrk not installed (apt-get failed); load_search.py skips its wrk phase"
+fi

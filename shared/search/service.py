@@ -1,6 +1,7 @@
 """``POST /search`` as a pipeline of named stages over one context object.
 
-    parse → scope → cache → plan → retrieve → rerank → shape → store
+    parse → scope → cache (exact) → plan → embed → cache (semantic) → lexical → retrieve
+          → rerank → shape → store          (without the cache: embed ‖ lexical → retrieve → ...)
 
 Each stage is a small method of :class:`SearchService` reading and writing the
 :class:`SearchContext`; a new capability (routing, query enhancement, telemetry)
@@ -104,18 +105,21 @@ class SearchService:
         if (hit := await self.cache_exact(ctx)) is not None:
             return ctx.response(hit)
         self.plan(ctx)
-        lexical = asyncio.ensure_future(_timed(engine.lexical(self.db, ctx.request, ctx.entity_ids,
-                                                              tuned=self._tuned, limit=ctx.limit),
-                                               ctx.timings, "lexical_ms"))
-        try:
+        if ctx.request.cache:
+            # A semantic hit answers before any search statement starts (a hit then costs the
+            # embedding and one index lookup); on a miss the lexical half follows.
             await self.embed(ctx)
             if (hit := await self.cache_semantic(ctx, background)) is not None:
-                background.wait_until(lexical)  # its answer is not needed; let it finish off the request path
                 return {**ctx.response(hit), "timings": ctx.timings}
-            ctx.lexical = await lexical
-        except BaseException:
-            _abandon(background, lexical)
-            raise
+            ctx.lexical = await _timed(self._lexical(ctx), ctx.timings, "lexical_ms")
+        else:
+            lexical = asyncio.ensure_future(_timed(self._lexical(ctx), ctx.timings, "lexical_ms"))
+            try:
+                await self.embed(ctx)
+                ctx.lexical = await lexical
+            except BaseException:
+                _abandon(background, lexical)
+                raise
         await self.retrieve(ctx)
         await self.rerank(ctx)
         payload = self.shape(ctx)
@@ -149,9 +153,12 @@ class SearchService:
         """How many rows to retrieve (more than k when a reranker follows)."""
         ctx.limit = max(ctx.request.k, defaults.RERANK_CANDIDATES) if ctx.request.rerank else ctx.request.k
 
+    def _lexical(self, ctx: SearchContext) -> Awaitable[engine.LexicalResult]:
+        return engine.lexical(self.db, ctx.request, ctx.entity_ids, tuned=self._tuned, limit=ctx.limit)
+
     async def embed(self, ctx: SearchContext) -> None:
-        # The query is embedded (model, in this process) while Postgres runs the half of the
-        # search that needs no embedding (scope and BM25): on two cores they overlap.
+        # Without the cache, the query is embedded (model, in this process) while Postgres runs
+        # the half of the search that needs no embedding (scope and BM25): they overlap.
         mark = time.perf_counter()
         ctx.embedding = await self.embedder.embed_query(ctx.request.query)
         ctx.timings["embed_ms"] = _since(mark)
