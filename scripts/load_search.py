@@ -39,6 +39,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -231,7 +232,10 @@ async def drive(url: str, key: str, args) -> None:
             # a unique alpha per request gives each its own cache scope: a guaranteed miss
             alpha = round(0.7 - next(unique) * 1e-6, 6)
             uncached.append({"query": queries[i % len(queries)], "k": 10, "alpha": alpha})
+        profiler = start_profile(args.profile, agents) if args.profile and agents == max(args.agents) else None
         result = await run_phase(url, key, uncached, agents, args.max_seconds)
+        if profiler is not None:
+            stop_profile(profiler)
         report("uncached", agents, result)
         cached = result["done"]  # only what completed (and so was stored) within the time bound
         no_cache = [{"query": queries[i % len(queries)], "k": 10, "cache": False} for i in range(args.requests)]
@@ -246,6 +250,23 @@ async def drive(url: str, key: str, args) -> None:
         print(flush=True)
 
 
+def start_profile(prefix: str, agents: int) -> list[subprocess.Popen]:
+    """py-spy on each search process for the uncached phase (raw stacks: scripts/profile_breakdown.py)."""
+    spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+    return [subprocess.Popen([spy, "record", "--pid", str(p.pid), "--rate", "200", "--format", "raw",
+                              "--output", f"{prefix}-{agents}agents-{p.pid}.raw"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            for p in CPU_METER.workers]
+
+
+def stop_profile(profilers: list[subprocess.Popen]) -> None:
+    for profiler in profilers:
+        profiler.send_signal(signal.SIGINT)  # py-spy writes what it recorded, then exits
+    for profiler in profilers:
+        profiler.wait(timeout=60)
+        print(f"profile written: {profiler.args[-1]}", flush=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--chunks", type=int, default=12_000)
@@ -254,6 +275,8 @@ def main() -> int:
     parser.add_argument("--max-seconds", type=float, default=60.0, help="time bound per phase")
     parser.add_argument("--wrk-seconds", type=float, default=10.0, help="length of the wrk run, if wrk is installed (0: no wrk run)")
     parser.add_argument("--processes", type=int, default=1, help="search processes on the one port")
+    parser.add_argument("--profile", help="record the search processes with py-spy during the uncached phase "
+                                          "at the highest concurrency, into PROFILE-<agents>agents-<pid>.raw")
     args = parser.parse_args()
     args.agents = [int(a) for a in args.agents.split(",")]
 
