@@ -41,7 +41,7 @@ async def test_a_semantic_hit_runs_no_search_statement(stack, upload_admin, db):
 async def test_semantic_lookup_uses_the_hnsw_index_for_a_large_scope(db):
     index = PgVectorIndex(db, "hnsw-test", model_id="sentence-transformers/all-MiniLM-L6-v2", dimension=384)
     rng = np.random.default_rng(7)
-    vectors = rng.normal(size=(3000, 384)).astype(np.float32)
+    vectors = rng.normal(size=(2000, 384)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     async with db.connection() as conn:
         async with conn.cursor() as cur:
