@@ -219,9 +219,11 @@ async def load_chunks(dsn: str, chunks: int) -> None:
         await db.close()
 
 
+UNIQUE = itertools.count()  # across runs on one stack: every uncached request has a scope never seen
+
+
 async def drive(url: str, key: str, args) -> None:
     queries = [json.loads(line)["text"] for line in open(DATA / "queries.jsonl", encoding="utf-8")]
-    unique = itertools.count()
     print(f"\nqueries: {len(queries)} MS MARCO queries, cycled; k = 10; {args.requests} requests per phase "
           f"(at most {args.max_seconds:.0f}s)\n", flush=True)
     # warm-up: the model, the pool, the plan cache
@@ -230,7 +232,7 @@ async def drive(url: str, key: str, args) -> None:
         uncached = []
         for i in range(args.requests):
             # a unique alpha per request gives each its own cache scope: a guaranteed miss
-            alpha = round(0.7 - next(unique) * 1e-6, 6)
+            alpha = round(0.7 - next(UNIQUE) * 1e-6, 6)
             uncached.append({"query": queries[i % len(queries)], "k": 10, "alpha": alpha})
         profiler = start_profile(args.profile, agents) if args.profile and agents == max(args.agents) else None
         result = await run_phase(url, key, uncached, agents, args.max_seconds)
@@ -274,11 +276,13 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=400, help="requests per phase")
     parser.add_argument("--max-seconds", type=float, default=60.0, help="time bound per phase")
     parser.add_argument("--wrk-seconds", type=float, default=10.0, help="length of the wrk run, if wrk is installed (0: no wrk run)")
-    parser.add_argument("--processes", type=int, default=1, help="search processes on the one port")
+    parser.add_argument("--processes", default="1", help="comma-separated numbers of search processes on the "
+                                                          "one port, each measured in turn on the same stack and data")
     parser.add_argument("--profile", help="record the search processes with py-spy during the uncached phase "
                                           "at the highest concurrency, into PROFILE-<agents>agents-<pid>.raw")
     args = parser.parse_args()
     args.agents = [int(a) for a in args.agents.split(",")]
+    args.processes = [int(p) for p in args.processes.split(",")]
 
     sys.path.insert(0, str(ROOT))
     from edgeindex import config as config_module
@@ -288,7 +292,7 @@ def main() -> int:
         environ = {**os.environ, "EDGEINDEX_STATE_DIR": state}
         for name in ("upload", "ingest", "search"):
             environ[f"EDGEINDEX_{name.upper()}_PORT"] = str(free_port())
-        environ["EDGEINDEX_SEARCH_PROCESSES"] = str(args.processes)
+        environ["EDGEINDEX_SEARCH_PROCESSES"] = str(args.processes[0])
         config = config_module.load(ROOT / "wrangler.toml", environ=environ)
         log_path = Path(state) / "workers.log"
         with open(log_path, "w") as log:
@@ -310,17 +314,25 @@ def main() -> int:
                     key = json.loads(resp.read())["key"]
                 url = stack.url("search")
                 assert url.startswith("http://127.0.0.1:"), url  # loopback only
-                pids = search_pids(url, args.processes, first=stack.processes["search"].pid)
                 global CPU_METER
                 pgdata = Path(state) / "pgdata"
-                CPU_METER = CPU(pids, pgdata if pgdata.exists() else None)
-                print(f"search processes: {args.processes} (pids {pids}); load average before: "
-                      f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}", flush=True)
-                asyncio.run(drive(url, key, args))
+                for index, processes in enumerate(args.processes):
+                    if index:  # the same stack and data, the search worker restarted with more copies
+                        stack.stop_worker("search")
+                        stack.start_worker("search", extra_env={"EDGEINDEX_SEARCH_PROCESSES": str(processes)})
+                        stack.wait_healthy("search")
+                    pids = search_pids(url, processes, first=stack.processes["search"].pid)
+                    CPU_METER = CPU(pids, pgdata if pgdata.exists() else None)
+                    print(f"\n=== search processes: {processes} (pids {pids}); load average before: "
+                          f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}", flush=True)
+                    first = len(SUMMARY)
+                    asyncio.run(drive(url, key, args))
+                    for line in SUMMARY[first:]:
+                        line["processes"] = processes
             finally:
                 stack.stop()
     for line in SUMMARY:
-        print(json.dumps({**line, "processes": args.processes}), flush=True)
+        print(json.dumps(line), flush=True)
     return 0
 
 

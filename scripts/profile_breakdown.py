@@ -3,7 +3,9 @@
   py-spy record --pid PID --duration 20 --rate 250 --format raw --output /tmp/search.raw
   .venv/bin/python scripts/profile_breakdown.py /tmp/search.raw [--top 25]
 
-Each sample is a thread's stack while it ran (py-spy leaves idle threads out). A sample counts
+Each sample is a thread's stack. Samples of a thread waiting (an idle pool thread, the event loop
+in select, a condition wait: py-spy does not always tell them apart) are counted apart and left
+out of the percentages, which are of the samples that ran Python or native code. A sample counts
 for the first kind (in the order below) that one of its frames matches, innermost frame first,
 so "query embedding" includes the tokenizer and ONNX Runtime called from it, and "postgres
 driver" is psycopg's own Python (the statements run in Postgres, another process). Also prints
@@ -16,6 +18,8 @@ import argparse
 import collections
 import re
 
+IDLE = re.compile(r"^(_worker \(concurrent/futures/thread\.py|Condition\.wait|Event\.wait|\w*Selector\.select|"
+                  r"_PollLikeSelector\.select|Queue\.get|wait_async \()")
 KINDS = [  # (name, pattern matched against "function (file:line)" frames)
     ("query embedding (tokenizer + ONNX Runtime)", r"onnx_query|onnxruntime|tokenizers|query_batch"),
     ("JSON encode/decode", r"\bjson[/\\]|orjson|encode_json|json_response|read_json|check_json_value"),
@@ -36,15 +40,18 @@ def main() -> int:
     args = parser.parse_args()
     kinds: collections.Counter = collections.Counter()
     leaves: collections.Counter = collections.Counter()
-    total = 0
+    total = idle = 0
     compiled = [(name, re.compile(pattern)) for name, pattern in KINDS]
     for line in open(args.raw, encoding="utf-8"):
         stack, _, count = line.rstrip("\n").rpartition(" ")
         if not stack or not count.isdigit():
             continue
         n = int(count)
-        total += n
         frames = stack.split(";")
+        if IDLE.search(frames[-1]):
+            idle += n
+            continue
+        total += n
         leaves[frames[-1]] += n
         for frame in reversed(frames):
             kind = next((name for name, pattern in compiled if pattern.search(frame)), None)
@@ -53,7 +60,7 @@ def main() -> int:
                 break
         else:
             kinds["other Python"] += n
-    print(f"{total} samples")
+    print(f"{total} samples running, {idle} waiting (left out)")
     for name, n in kinds.most_common():
         print(f"  {100 * n / total:5.1f}%  {name}")
     print("innermost frames:")
