@@ -42,9 +42,14 @@ REQUEST_ID = web.RequestKey("request_id", str) if hasattr(web, "RequestKey") els
 _ORJSON_OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
 
 
+def _default(value: Any) -> Any:
+    # a float subclass (numpy's float64) is a number to json.dumps; orjson hands it here
+    return float(value) if isinstance(value, float) else str(value)
+
+
 def encode_json(body: Any) -> bytes:
     try:
-        return orjson.dumps(body, default=str, option=_ORJSON_OPTIONS)
+        return orjson.dumps(body, default=_default, option=_ORJSON_OPTIONS)
     except (orjson.JSONEncodeError, TypeError):  # what orjson refuses (ints over 64 bits, odd keys)
         return json.dumps(body, default=str).encode()
 
