@@ -8,7 +8,7 @@ import asyncio
 
 import numpy as np
 from edgeindex.bindings.ai import local_embedder
-from edgeindex.bindings.vectorize import PgVectorIndex
+from edgeindex.bindings.vectorize import EXACT_MAX, PgVectorIndex
 from edgeindex.evaluation.explain import executed_index_scans
 
 from ..helpers import new_tenant, put_document, wait_document, wait_for
@@ -60,7 +60,7 @@ async def test_semantic_lookup_uses_the_hnsw_index_for_a_large_scope(db):
         for namespace in ("big", "small"):
             rows = await db.fetch("EXPLAIN (ANALYZE) " + sql, {"index": "hnsw-test", "namespace": namespace,
                                                               "model": index.model_id, "embedding": vectors[5],
-                                                              "k": 3})
+                                                              "k": 3, "exact_max": EXACT_MAX})
             plans[namespace] = executed_index_scans([r["QUERY PLAN"] for r in rows])
         assert "vector_index_embedding_hnsw" in plans["big"]
         assert "vector_index_embedding_hnsw" not in plans["small"]  # one vector: the b-tree and a sort
