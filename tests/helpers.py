@@ -8,11 +8,11 @@ import asyncio
 import contextlib
 import json
 import os
-import urllib.request
 from pathlib import Path
 
 from edgeindex import config as config_module
 from edgeindex.runtime.dev import DevStack, free_port
+from edgeindex_client import Client as SDKClient
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
@@ -26,32 +26,30 @@ def make_config(state_dir: Path, **extra_env: str) -> config_module.Config:
 
 
 class Client:
-    """Minimal JSON-over-HTTP client for the workers (stdlib, so tests see raw HTTP)."""
+    """``(status, body)`` over HTTP for tests, through the SDK's raw ``request`` (the one HTTP client of the
+    project): no error raised for a 4xx/5xx and no retry, so tests see exactly what the server answered."""
 
     def __init__(self, base: str, key: str | None = None) -> None:
         self.base = base
         self.key = key
+        # api_key="" (not None): no Authorization unless this tenant has a key, never $EDGEINDEX_API_KEY
+        self._http = SDKClient(key or "", base_url=base, timeout=60.0, max_retries=0)
 
     def request(self, method: str, path: str, body=None, *, headers: dict | None = None, raw: bytes | None = None):
-        data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
-        req = urllib.request.Request(self.base + path, data=data, method=method)
-        if body is not None and raw is None:
-            req.add_header("Content-Type", "application/json")
-        if self.key:
-            req.add_header("Authorization", f"Bearer {self.key}")
-        for k, v in (headers or {}).items():
-            req.add_header(k, v)
-        try:
-            with urllib.request.urlopen(req, timeout=60) as resp:
-                payload = resp.read()
-                status = resp.status
-        except urllib.error.HTTPError as err:
-            payload = err.read()
-            status = err.code
-        try:
-            return status, json.loads(payload) if payload else None
-        except json.JSONDecodeError:
-            return status, payload
+        # header values as bytes: probes send non-ASCII ones, which go out as Latin-1 as browsers send them
+        headers = {k: v.encode("latin-1") if isinstance(v, str) else v for k, v in (headers or {}).items()}
+        absolute = path.startswith(("http://", "https://"))  # e.g. a complete_url the server handed out
+        if absolute and self.key and not any(k.lower() == "authorization" for k in headers):
+            headers["Authorization"] = f"Bearer {self.key}".encode()  # the SDK adds it only to its own URLs
+        reply = self._http.request(method, path, service=None if absolute else "upload",
+                                   json=body if raw is None else None, content=raw, headers=headers)
+        payload = reply.body
+        if isinstance(payload, bytes):
+            try:
+                payload = json.loads(payload)
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                pass  # not JSON: the bytes, for the test to look at
+        return reply.status, payload
 
     def get(self, path, **kw):
         return self.request("GET", path, **kw)

@@ -212,3 +212,26 @@ def test_retries_give_up_with_the_servers_error_and_do_not_retry_a_400():
             with pytest.raises(BadRequestError) as err:
                 client.search("q", k=0)
     assert err.value.field == "k" and len(server.seen) == 1
+
+
+def test_ids_made_of_dots_reach_their_own_document(stack, admin):
+    """'.' and '..' are valid document ids; an HTTP client resolves them as path steps unless encoded."""
+    entity, key = make_tenant(admin)
+    with Client(**clients(stack, key)) as client:
+        for document_id in ("..", ".", "..."):
+            uploaded = client.upload_text(entity, document_id, f"the id {document_id} has {len(document_id)} dots")
+            assert uploaded.document_id == document_id
+            assert client.get_document(entity, document_id).document_id == document_id
+        assert sorted(d.document_id for d in client.iter_documents(entity)) == [".", "..", "..."]
+
+
+def test_raw_request_answers_errors_as_sent_without_retrying(stack, admin):
+    entity, key = make_tenant(admin)
+    with Client(**clients(stack, key)) as client:
+        missing = client.request("GET", f"/entities/{entity}/documents/nothing-here")
+        assert (missing.status, missing.body["error"]) == (404, "not_found")
+        assert missing.headers["content-type"].startswith("application/json")
+        foreign = client.request("GET", f"/entities/{entity}/documents", headers={"Authorization": "Bearer ei_nope"})
+        assert foreign.status == 401
+        found = client.request("POST", "/search", service="search", json={"query": "dots", "entity_ids": [entity]})
+        assert found.status == 200 and found.body["results"] == []

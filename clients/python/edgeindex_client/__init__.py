@@ -5,22 +5,44 @@ pydantic model (``edgeindex_client.models``); errors carry the server's code and
 (``edgeindex_client.errors``).
 """
 
+from ._ops import RawResponse, path_segment
 from ._shared_api import UploadOutcome
 from .async_client import AsyncClient
 from .client import Client
-from .errors import (APIConnectionError, APIError, APITimeoutError, AuthenticationError, BadRequestError,
-                     ConflictError, DocumentFailedError, EdgeIndexClientError, NotFoundError, PayloadTooLargeError,
-                     PermissionDeniedError, RateLimitError, ServerError, UnprocessableError,
-                     UnsupportedMediaTypeError, WaitTimeoutError)
+from .errors import (
+                     APIConnectionError,
+                     APIError,
+                     APITimeoutError,
+                     AuthenticationError,
+                     BadRequestError,
+                     ConflictError,
+                     DocumentFailedError,
+                     EdgeIndexClientError,
+                     NotFoundError,
+                     PayloadTooLargeError,
+                     PermissionDeniedError,
+                     RateLimitError,
+                     ServerError,
+                     UnprocessableError,
+                     UnsupportedMediaTypeError,
+                     WaitTimeoutError,
+)
 from .files import collect_files, document_id_for, guess_content_type
-from .models import Document, SearchFilters, SearchInclude, SearchRequest, SearchResponse, SearchResult
+from .models import (
+                     Document,
+                     SearchFilters,
+                     SearchInclude,
+                     SearchRequest,
+                     SearchResponse,
+                     SearchResult,
+)
 
 __version__ = "0.1.0"
 __all__ = [
     "APIConnectionError", "APIError", "APITimeoutError", "AsyncClient", "AuthenticationError", "BadRequestError",
     "Client", "ConflictError", "Document", "DocumentFailedError", "EdgeIndexClientError", "NotFoundError",
-    "PayloadTooLargeError", "PermissionDeniedError", "RateLimitError", "SearchFilters", "SearchInclude",
+    "PayloadTooLargeError", "PermissionDeniedError", "RateLimitError", "RawResponse", "SearchFilters", "SearchInclude",
     "SearchRequest", "SearchResponse", "SearchResult", "ServerError", "UnprocessableError",
     "UnsupportedMediaTypeError", "UploadOutcome", "WaitTimeoutError", "collect_files", "document_id_for",
-    "guess_content_type",
+    "guess_content_type", "path_segment",
 ]

@@ -6,10 +6,15 @@ import os
 from typing import Any
 
 import httpx
-from tenacity import retry_if_exception, stop_after_attempt, wait_exponential, wait_random
+from tenacity import (
+    retry_if_exception,
+    stop_after_attempt,
+    wait_exponential,
+    wait_random,
+)
 
 from . import models as m
-from ._ops import Call, Reply
+from ._ops import Call, RawResponse, Reply
 from .errors import APIConnectionError, APIError, APITimeoutError, error_from_response
 
 DEFAULT_UPLOAD_URL = "http://127.0.0.1:8787"
@@ -39,7 +44,8 @@ class _Settings:
         # Presigned URLs carry their own signature; our key must never travel to object storage.
         if call.service is not None:
             url = self.urls[call.service] + call.path
-            if self.api_key:
+            # a header the caller set itself wins (probes send wrong or foreign keys on purpose)
+            if self.api_key and not any(name.lower() == "authorization" for name in headers):
                 headers["Authorization"] = f"Bearer {self.api_key}"
         else:
             url = call.path
@@ -85,6 +91,24 @@ def to_reply(response: httpx.Response) -> Reply:
         error.retry_after = float(after) if after and after.replace(".", "", 1).isdigit() else None  # type: ignore[attr-defined]
         raise error
     return Reply(response.status_code, {k.lower(): v for k, v in response.headers.items()}, body)
+
+
+def raw_response(response: httpx.Response) -> RawResponse:
+    body: Any = response.content or None
+    if body is not None and "json" in response.headers.get("content-type", ""):
+        try:
+            body = response.json()
+        except ValueError:
+            pass  # not JSON after all: the bytes, as sent
+    return RawResponse(response.status_code, {k.lower(): v for k, v in response.headers.items()}, body)
+
+
+def raw_call(method: str, path: str, service: str | None, json: Any, content: bytes | None,
+             params: dict[str, str] | None, headers: dict[str, str] | None) -> Call:
+    if json is not None and content is not None:
+        raise ValueError("send either json or content, not both")
+    return Call(method.upper(), path, service=service, json=json, content=content, params=params,
+                headers=dict(headers or {}))
 
 
 def transport_error(exc: httpx.TransportError, url: str) -> APIConnectionError:

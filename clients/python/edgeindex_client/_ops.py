@@ -42,6 +42,15 @@ class Reply:
 
 
 @dataclass
+class RawResponse:
+    """A reply as the server sent it (``Client.request``): nothing raised, nothing retried."""
+
+    status: int
+    headers: dict[str, str]  # names in lower case
+    body: Any  # parsed JSON when the reply is JSON, else the raw bytes (None when empty)
+
+
+@dataclass
 class Parallel:
     calls: list[Call]
 
@@ -54,8 +63,15 @@ class Sleep:
 Op = Generator[Call | Parallel | Sleep, Any, Any]
 
 
-def _seg(value: str) -> str:
-    return quote(value, safe="")
+def path_segment(value: str) -> str:
+    """One id as one URL path segment: everything but unreserved characters percent-encoded, and ids
+    made of dots only ("." or "..", valid document ids) as %2E, which HTTP clients would otherwise
+    resolve as relative path steps (RFC 3986, section 5.2.4) and send to another route."""
+    encoded = quote(value, safe="")
+    return encoded.replace(".", "%2E") if encoded.strip(".") == "" else encoded
+
+
+_seg = path_segment
 
 
 def _doc_path(entity_id: str, document_id: str) -> str:

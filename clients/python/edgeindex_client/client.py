@@ -13,8 +13,8 @@ from tenacity import Retrying
 
 from . import _ops as ops
 from . import models as m
-from ._base import _Settings, search_request, select_body, to_reply, transport_error
-from ._ops import Call, Parallel, Sleep, UploadMode
+from ._base import _Settings, raw_call, raw_response, search_request, select_body, to_reply, transport_error
+from ._ops import Call, Parallel, RawResponse, Sleep, UploadMode
 from ._shared_api import UploadOutcome
 from .files import FileToUpload, collect_files, guess_content_type
 
@@ -217,6 +217,19 @@ class Client:
         return self._run(ops.select("/indices/select", body))
 
     # --- service -------------------------------------------------------------------------------------
+
+    def request(self, method: str, path: str, *, service: ops.Service | None = "upload", json: Any = None,
+                content: bytes | None = None, params: dict[str, str] | None = None,
+                headers: dict[str, str] | None = None) -> RawResponse:
+        """Any route, answered as sent: no error raised for a 4xx or 5xx and no retry.
+
+        For routes this client has no method for yet, and for probes and tests that must see the
+        raw status. ``path`` is relative to the ``service``'s URL (``service=None``: an absolute URL)."""
+        args = self._settings.request_args(raw_call(method, path, service, json, content, params, headers))
+        try:
+            return raw_response(self._http.request(**args))
+        except httpx.TransportError as exc:
+            raise transport_error(exc, args["url"]) from exc
 
     def health(self, service: ops.Service = "upload") -> dict:
         return self._run(ops.get_json(service, "/health"))
