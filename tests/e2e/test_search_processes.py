@@ -45,9 +45,9 @@ def test_two_search_processes_serve_one_port(stack, upload_admin):
         assert pids == {first.pid, *copies}
 
         tenant = new_tenant(stack, upload_admin)
-        client = Client(url, tenant.key)
-        for _ in range(10):  # each on a new connection, so both processes take some
-            status, body = client.post("/search", {"query": "rotate the oncall schedule", "cache": False})
+        for _ in range(10):  # a client (so a connection) each: the kernel spreads them over both processes
+            status, body = Client(url, tenant.key).post("/search", {"query": "rotate the oncall schedule",
+                                                                     "cache": False})
             assert status == 200, body
             assert body["results"] == []  # a new tenant holds nothing
     finally:
