@@ -13,6 +13,18 @@ fi
 .venv/bin/pip install --quiet --disable-pip-version-check -e ".[test,eval]"
 # The Python SDK is its own distribution (no torch, no server code); the CLI and tests use it.
 .venv/bin/pip install --quiet --disable-pip-version-check -e clients/python
+# The admin page's browser tests drive Debian's chromium through its chromium-driver (selenium); both
+# come from the system's packages, never downloaded by a test. Skipped when already there.
+if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq >/dev/null
+        apt-get install -y -qq chromium chromium-driver >/dev/null
+    else
+        echo "install.sh: chromium and chromium-driver are missing; the admin page's browser tests need them" \
+             "(as root: apt-get install chromium chromium-driver)" >&2
+    fi
+fi
 # wrk, a C HTTP load generator: scripts/load_search.py measures exact-cache hits with it (a Python
 # client on the same cores would be the bottleneck). Optional: nothing else needs it.
 if ! command -v wrk >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then

@@ -15,6 +15,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .selection.models import SearchedCollections
+
 
 class _Body(BaseModel):
     # Fields may be added to an answer without breaking clients: the spec says so.
@@ -137,6 +139,7 @@ class DocumentSummary(_Body):
     title: str | None
     source: str | None
     tags: list[str] | None
+    collection: str | None = Field(None, description="the collection the document belongs to")
     content_type: str
     size_bytes: int | None
     chunk_count: int | None
@@ -214,6 +217,8 @@ class SearchResponse(_Body):
     cache: Literal["exact", "semantic", "none"]
     took_ms: float
     timings: dict[str, float] | None = Field(None, description="embed_ms, lexical_ms, hybrid_ms, ... on a miss")
+    collections: SearchedCollections | None = Field(None, description="what `collections` made of the scope, "
+                                                                      "when the request gave it")
 
 
 # --- ingest worker (diagnostics) -----------------------------------------------------------------------

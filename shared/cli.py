@@ -44,6 +44,8 @@ def cmd_dev(args) -> int:
     for name in stack.worker_names:
         print(f"  {name:<7} {stack.url(name)}   (GET {stack.url(name)}/health)")
     print(f"  admin key: {stack.admin_key}   (also in {cfg.state_path / 'admin_key'})")
+    if "upload" in stack.worker_names:
+        print(f"  admin page: {stack.url('upload')}/admin")
     print("Press Ctrl-C to stop.\n", flush=True)
     try:
         while not stopping.wait(1.0):
@@ -133,6 +135,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .cli_client import register as register_client
 
     register_client(sub)  # upload, search, status, keys, entities (over HTTP, with the SDK)
+    from .cli_selection import register as register_selection
+
+    register_selection(sub)  # tools import, collections
     try:
         from .evaluation.cli import register as register_eval
     except ImportError:  # the evaluation extra is optional

@@ -145,6 +145,7 @@ async def _upload(args) -> int:
 
             outcomes = await client.upload_files(args.entity, files, concurrency=args.concurrency,
                                                  skip_unchanged=not args.force, source=args.source, tags=tags,
+                                                 collection=args.collection,
                                                  on_result=on_result)
             upload_seconds = time.perf_counter() - started
             progress.stop_task(task)  # its rate is then over the upload's time only
@@ -208,6 +209,11 @@ async def _wait_ingested(client, entity_id: str, sent: dict[str, int], progress,
 
 # --- search ----------------------------------------------------------------------------------------
 
+def _collections(values: list[str] | None) -> list[str] | str | None:
+    names = _split(values)
+    return "auto" if names == ["auto"] else names
+
+
 def cmd_search(args) -> int:
     from rich.table import Table
 
@@ -218,7 +224,8 @@ def cmd_search(args) -> int:
         answer = client.search(args.query, entity_ids=_split(args.entity), k=args.k, alpha=args.alpha,
                                fusion=args.fusion, text_mode=args.text_mode, rerank=args.rerank or None,
                                dedupe=args.dedupe or None, cache=False if args.no_cache else None,
-                               filters=filters or None, include={k: v for k, v in include.items() if v})
+                               filters=filters or None, include={k: v for k, v in include.items() if v},
+                               collections=_collections(args.collection))
     if args.json:
         _dump(answer)
         return 0
@@ -387,6 +394,7 @@ def register(sub) -> None:
     up.add_argument("--concurrency", type=int, default=16, help="uploads in flight (default 16)")
     up.add_argument("--tags", action="append", help="tags for every document (comma-separated, repeatable)")
     up.add_argument("--source", help="source label for every document")
+    up.add_argument("--collection", help="the collection every document joins (index selection, search's collections)")
     up.add_argument("--force", action="store_true", help="upload even files whose bytes the server has already")
     up.add_argument("--hidden", action="store_true", help="include dot files and folders")
     up.add_argument("--wait", action="store_true", help="then wait until every uploaded document is ingested")
@@ -412,6 +420,8 @@ def register(sub) -> None:
     se.add_argument("--rerank", action="store_true")
     se.add_argument("--dedupe", action="store_true", help="one result per document")
     se.add_argument("--no-cache", action="store_true")
+    se.add_argument("--collection", action="append", help="only these collections (comma-separated, repeatable), "
+                                                          "or 'auto': the ones index selection chooses")
     _connection(se)
     se.set_defaults(func=cmd_search)
 

@@ -35,7 +35,11 @@ def _document_id(value: str) -> str:
     return value
 
 
+# Names of tools, indices and collections: identifiers agents and people write, usable in a route.
+NAME_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.:\-]{0,127}$"
+
 EntityId = Annotated[str, StringConstraints(pattern=ENTITY_ID_PATTERN)]
+CollectionName = Annotated[str, StringConstraints(strip_whitespace=True, pattern=NAME_PATTERN)]
 DocumentId = Annotated[str, StringConstraints(min_length=1), AfterValidator(_document_id)]
 
 M = TypeVar("M", bound=BaseModel)

@@ -103,11 +103,13 @@ def new_tenant(stack, upload_admin: Client, *, kind: str = "user", prefix: str =
 
 
 def put_document(tenant: Tenant, document_id: str, body: bytes | str, *, content_type: str = "text/plain",
-                 title: str = "", source: str = "", tags: list[str] | None = None) -> dict:
+                 title: str = "", source: str = "", tags: list[str] | None = None,
+                 collection: str | None = None) -> dict:
     """Direct upload of a small body; returns the pending document."""
     from urllib.parse import urlencode
 
-    params = {k: v for k, v in {"title": title, "source": source, "tags": ",".join(tags or [])}.items() if v}
+    params = {k: v for k, v in {"title": title, "source": source, "tags": ",".join(tags or []),
+                                "collection": collection}.items() if v}
     raw = body.encode() if isinstance(body, str) else body
     path = f"/entities/{tenant.entity_id}/documents/{document_id}" + (f"?{urlencode(params)}" if params else "")
     status, doc = tenant.upload.put(path, raw=raw, headers={"Content-Type": content_type})

@@ -9,6 +9,7 @@ from edgeindex import api_models
 from edgeindex.errors import ValidationError
 from edgeindex.ingest.service import IngestService, IngestSettings
 from edgeindex.runtime.http import Routes
+from edgeindex.selection.collections import CollectionRefresher
 from edgeindex.tenancy import Tenancy
 
 routes = Routes()
@@ -31,9 +32,11 @@ async def startup(env) -> Services:
                            llm=getattr(env.AI, "llm", None), workflow=env.INGEST_WORKFLOW, settings=settings)
     services = Services(Tenancy(env.DB), ingest, set())
     # Runs a crashed process left unfinished resume now, not after their visibility timeout.
-    task = asyncio.create_task(ingest.resume_unfinished())
-    services.background.add(task)
-    task.add_done_callback(services.background.discard)
+    # Collection profiles follow their documents (debounced; edgeindex.selection.collections).
+    for work in (ingest.resume_unfinished(), CollectionRefresher(env.DB, env.AI.embedder, env.KV).run()):
+        task = asyncio.create_task(work)
+        services.background.add(task)
+        task.add_done_callback(services.background.discard)
     return services
 
 

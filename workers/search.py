@@ -8,6 +8,7 @@ from edgeindex import api_models
 from edgeindex.runtime.http import Routes, read_json
 from edgeindex.search.request import SearchRequest
 from edgeindex.search.service import SearchService
+from edgeindex.selection import models as selection_models
 from edgeindex.selection.http import (
     MAX_REGISTER_BYTES,
     MAX_SELECT_BYTES,
@@ -30,7 +31,7 @@ class Services:
 async def startup(env) -> Services:
     search = search_service(env)
     return Services(tenancy(env), search,
-                    SelectionService(env.DB, env.AI.embedder, env.AI.llm))
+                    SelectionService(env.DB, env.AI.embedder, env.AI.llm, env.KV))
 
 
 async def fetch(request, services: Services, ctx):
@@ -47,7 +48,7 @@ async def search(request, services: Services, ctx):
 
 # Tool and index selection for agents (edgeindex.selection).
 
-@routes.post("/entities/{entity}/tools")
+@routes.post("/entities/{entity}/tools", request=selection_models.ToolsRegisterRequest, response=selection_models.ToolRegistration)
 async def register_tools(request, services: Services, ctx, entity):
     """Register or update tools (plain, OpenAI or MCP definitions); unchanged ones are not re-embedded."""
     principal = await services.tenancy.authenticate(request.headers)
@@ -55,21 +56,21 @@ async def register_tools(request, services: Services, ctx, entity):
     return await services.selection.register_tools(principal, entity, body)
 
 
-@routes.get("/entities/{entity}/tools")
+@routes.get("/entities/{entity}/tools", response=selection_models.ToolList)
 async def list_tools(request, services: Services, ctx, entity):
     """List an entity's tools with their token counts and model id."""
     principal = await services.tenancy.authenticate(request.headers)
     return await services.selection.list_tools(principal, entity)
 
 
-@routes.delete("/entities/{entity}/tools/{name}")
+@routes.delete("/entities/{entity}/tools/{name}", response=selection_models.Deleted)
 async def delete_tool(request, services: Services, ctx, entity, name):
     """Delete one tool."""
     principal = await services.tenancy.authenticate(request.headers)
     return await services.selection.delete_tool(principal, entity, name)
 
 
-@routes.post("/tools/select")
+@routes.post("/tools/select", request=selection_models.ToolSelectRequest, response=selection_models.ToolSelection)
 async def select_tools(request, services: Services, ctx):
     """Choose the tools for a request: definitions, scores, reasons and a token account."""
     principal = await services.tenancy.authenticate(request.headers)
@@ -77,7 +78,7 @@ async def select_tools(request, services: Services, ctx):
     return await services.selection.select_tools(principal, body)
 
 
-@routes.post("/tools/feedback")
+@routes.post("/tools/feedback", request=selection_models.ToolFeedbackRequest, response=selection_models.FeedbackResult)
 async def tool_feedback(request, services: Services, ctx):
     """Record which tools an agent actually used for a request (bounded learning)."""
     principal = await services.tenancy.authenticate(request.headers)
@@ -85,7 +86,8 @@ async def tool_feedback(request, services: Services, ctx):
     return await services.selection.tool_feedback(principal, body)
 
 
-@routes.post("/entities/{entity}/indices")
+@routes.post("/entities/{entity}/indices", request=selection_models.IndicesRegisterRequest,
+             response=selection_models.IndexRegistration)
 async def register_indices(request, services: Services, ctx, entity):
     """Register or update index descriptors (name, description, fields)."""
     principal = await services.tenancy.authenticate(request.headers)
@@ -93,23 +95,46 @@ async def register_indices(request, services: Services, ctx, entity):
     return await services.selection.register_indices(principal, entity, body)
 
 
-@routes.get("/entities/{entity}/indices")
+@routes.get("/entities/{entity}/indices", response=selection_models.IndexList)
 async def list_indices(request, services: Services, ctx, entity):
     """List an entity's index descriptors."""
     principal = await services.tenancy.authenticate(request.headers)
     return await services.selection.list_indices(principal, entity)
 
 
-@routes.delete("/entities/{entity}/indices/{name}")
+@routes.delete("/entities/{entity}/indices/{name}", response=selection_models.Deleted)
 async def delete_index(request, services: Services, ctx, entity, name):
     """Delete one index descriptor."""
     principal = await services.tenancy.authenticate(request.headers)
     return await services.selection.delete_index(principal, entity, name)
 
 
-@routes.post("/indices/select")
+@routes.post("/indices/select", request=selection_models.IndexSelectRequest, response=selection_models.IndexSelection)
 async def select_indices(request, services: Services, ctx):
     """Rank the indices a request should search, with evidence and confidence."""
     principal = await services.tenancy.authenticate(request.headers)
     body = await read_json(request, max_bytes=MAX_SELECT_BYTES)
     return await services.selection.select_indices(principal, body)
+
+
+@routes.get("/entities/{entity}/collections", response=selection_models.CollectionList)
+async def list_collections(request, services: Services, ctx, entity):
+    """List an entity's collections with their profiles (kept current by the ingest worker)."""
+    principal = await services.tenancy.authenticate(request.headers)
+    return await services.selection.list_collections(principal, entity)
+
+
+@routes.get("/entities/{entity}/collections/{name}", response=selection_models.CollectionDetail)
+async def get_collection(request, services: Services, ctx, entity, name):
+    """One collection with its profile."""
+    principal = await services.tenancy.authenticate(request.headers)
+    return await services.selection.get_collection(principal, entity, name)
+
+
+@routes.put("/entities/{entity}/collections/{name}", request=selection_models.CollectionDescription,
+            response=selection_models.CollectionDetail)
+async def describe_collection(request, services: Services, ctx, entity, name):
+    """Set a collection's description (index selection reads it at once)."""
+    principal = await services.tenancy.authenticate(request.headers)
+    body = await read_json(request, max_bytes=MAX_SELECT_BYTES)
+    return await services.selection.describe_collection(principal, entity, name, body)

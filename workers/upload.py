@@ -1,4 +1,4 @@
-"""Upload worker: presigned uploads, direct uploads, document status, tenancy admin."""
+"""Upload worker: presigned uploads, direct uploads, document status, tenancy admin, the admin page."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import logging
 from dataclasses import dataclass
 
 from edgeindex import api_models as out
+from edgeindex.admin import routes as admin_routes
+from edgeindex.admin.service import AdminService, search_url
 from edgeindex.errors import ConfigError
 from edgeindex.runtime.http import Routes, json_response, read_body, read_json
 from edgeindex.tenancy import EntityRequest, KeyRequest, Tenancy
@@ -25,6 +27,7 @@ from edgeindex.workers._startup import tenancy as startup_tenancy
 
 routes = Routes()
 log = logging.getLogger(__name__)
+admin_routes.register(routes)  # GET /admin, its assets, /admin/api/*
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,7 @@ class Services:
     tenancy: Tenancy
     uploads: UploadService
     background: set[asyncio.Task]
+    admin: AdminService
 
 
 async def startup(env) -> Services:
@@ -52,7 +56,8 @@ async def startup(env) -> Services:
                               key="services.s3.uploads")
         signer = UploadSigner(secret)
     uploads = UploadService(db=env.DB, bucket=env.BUCKET, kv=env.KV, limits=limits, signer=signer)
-    services = Services(tenancy, uploads, set())
+    admin = AdminService(db=env.DB, search_url=search_url(env))
+    services = Services(tenancy, uploads, set(), admin)
     task = asyncio.create_task(_expire_uploads(uploads, every=env.var("UPLOAD_SWEEP_SECONDS", float)))
     services.background.add(task)
     return services
@@ -153,6 +158,15 @@ async def direct_upload(request, services: Services, ctx, entity_id, document_id
                                                            raw_content_type=request.headers.get("Content-Type"),
                                                            query=dict(request.query))
     return json_response(answer if created else {**answer, "unchanged": True}, 202 if created else 200)
+
+
+@routes.post("/entities/{entity_id}/documents/{document_id}/retry",
+             summary="Ingest a failed document's bytes again, as its next version (409 unless it is failed "
+                     "and its bytes arrived)", response=out.Document, status=202)
+async def retry_document(request, services: Services, ctx, entity_id, document_id):
+    await _grant(request, services, entity_id)
+    document_id = valid_document_id(document_id)
+    return json_response(await services.uploads.retry_document(entity_id, document_id), 202)
 
 
 @routes.put("/uploads/{token}", summary="Receive the bytes of an upload URL this worker handed out (embedded mode)",

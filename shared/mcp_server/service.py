@@ -14,7 +14,9 @@ from ..search.service import SearchService
 from ..tenancy import Principal
 from ..uploads.service import UploadService
 from ..validation import parse
-from .tools import TOOLS, DocumentRef, GetChunkArgs, GetDocumentArgs, ListDocumentsArgs, UploadTextArgs
+from ..selection import collections
+from ..selection.http import SelectionService
+from .tools import TOOLS, DocumentRef, EntityArgs, GetChunkArgs, GetDocumentArgs, ListDocumentsArgs, UploadTextArgs
 
 SQL = sqlfiles.load("mcp.sql")
 
@@ -24,6 +26,7 @@ class McpTools:
     db: Database
     search: SearchService
     uploads: UploadService
+    selection: SelectionService
 
     async def call(self, principal: Principal, name: str, arguments: dict[str, Any], *, background) -> dict:
         """``background`` is the worker's ctx: search stores its cache entries after answering."""
@@ -31,10 +34,17 @@ class McpTools:
             raise NotFound(f"no tool {name!r}; tools: {', '.join(TOOLS)}", field="name")
         if name == "search":  # the search service parses and checks the grant, as POST /search does
             return await self.search.search(principal, arguments, background=background)
+        if name == "select_tools":  # parsed and grant-checked by the selection service, as over HTTP
+            return await self.selection.select_tools(principal, arguments)
+        if name == "select_index":
+            return await self.selection.select_indices(principal, arguments)
         model, _ = TOOLS[name]
         args = parse(model, arguments)
         principal.check([args.entity_id], field="entity_id")
         return await getattr(self, f"_{name}")(args)
+
+    async def _list_collections(self, args: EntityArgs) -> dict:
+        return await collections.list_collections(self.db, args.entity_id)
 
     async def _document_status(self, args: DocumentRef) -> dict:
         return await self.uploads.get_document(args.entity_id, args.document_id)

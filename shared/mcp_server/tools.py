@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from ..search import defaults
 from ..search.request import SearchRequest
+from ..selection.models import IndexSelectRequest, ToolSelectRequest
 from ..uploads.models import DocumentFields, ListQuery
 from ..validation import DocumentId, EntityId
 
@@ -54,6 +55,10 @@ class UploadTextArgs(DocumentFields):
     skip_unchanged: bool = True
 
 
+class EntityArgs(_Args):
+    entity_id: EntityId
+
+
 class ListDocumentsArgs(ListQuery):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
     entity_id: EntityId
@@ -85,6 +90,8 @@ SEARCH = {
     "include.summary": "Add the document summary.",
     "include.neighbours": "Add this many chunks on each side of each hit.",
     "cache": "Allow cached results.",
+    "collections": "Only documents of these collections; \"auto\": the collections select_index picks "
+                   "(see list_collections).",
 }
 GET_DOCUMENT = {
     "": "A document's metadata, summary and a page of its chunks in order (ready version).",
@@ -103,6 +110,23 @@ UPLOAD_TEXT = {
 }
 DOCUMENT_STATUS = {
     "": "A document's status: pending, processing (step), ready or failed (error).",
+}
+SELECT_TOOLS = {
+    "": "Choose the registered tools a request needs (full definitions, scores, reasons, token savings).",
+    "query": "The user's request.",
+    "k": "Tools wanted.",
+    "threshold": "Minimum fused z-score (default calibrated).",
+    "include_requirements": "Add tools the chosen ones require.",
+    "expand_categories": "Add the tools of a category the request names.",
+}
+SELECT_INDEX = {
+    "": "Rank the indices (document collections, registered descriptors) to search for a request, "
+        "with evidence and whether the first choice is confident.",
+    "query": "The user's request.",
+    "k": "Indices wanted.",
+}
+LIST_COLLECTIONS = {
+    "": "An entity's document collections with their profiles (fields, tags, terms, summary).",
 }
 LIST_DOCUMENTS = {
     "": "List an entity's documents with their status, by id; page with after.",
@@ -167,8 +191,9 @@ TOOLS: dict[str, tuple[type[BaseModel], dict[str, str]]] = {
     "upload_text": (UploadTextArgs, UPLOAD_TEXT),
     "document_status": (DocumentRef, DOCUMENT_STATUS),
     "list_documents": (ListDocumentsArgs, LIST_DOCUMENTS),
-    # Extension point: select_tools / select_index join here (model + descriptions) and in
-    # service.McpTools.call once their routes and services exist on main.
+    "list_collections": (EntityArgs, LIST_COLLECTIONS),
+    "select_tools": (ToolSelectRequest, SELECT_TOOLS),
+    "select_index": (IndexSelectRequest, SELECT_INDEX),
 }
 
 

@@ -85,10 +85,13 @@ def build_params(request: SearchRequest, entity_ids: list[str], embedding: np.nd
     use_text = uses_text(request)
     # websearch syntax states exactly what must (not) match: no stand-ins for unknown words
     use_trigram = use_text and not websearch
+    # a list by now: "auto" was resolved by the search's collections stage
+    collections = request.collections if isinstance(request.collections, list) else None
     return {
         "entity_ids": sorted(set(entity_ids)),
         **filters,
-        "document_filters": any(filters[name] is not None for name in DOCUMENT_FILTERS),
+        "collections": collections,
+        "document_filters": collections is not None or any(filters[name] is not None for name in DOCUMENT_FILTERS),
         "embedding": embedding,
         "query": language.lexical_text(request.query),  # cut as the documents were (shared/language.py)
         "websearch": websearch,

@@ -16,7 +16,7 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from ..validation import DocumentId, EntityId, parse
+from ..validation import NAME_PATTERN, CollectionName, DocumentId, EntityId, parse
 from . import defaults
 
 Label = Annotated[str, Field(min_length=1, max_length=200)]
@@ -120,6 +120,28 @@ class SearchRequest(_Strict):
     # "reverse": best last, for answer prompts that lose the middle of a long context (the best
     # result then sits next to the question); part of the cache scope like every other option
     order: Literal["best_first", "reverse"] = "best_first"
+    # only documents of these collections; "auto": the collections index selection chooses
+    # (shared/selection/collections.py: choose)
+    collections: Literal["auto"] | Annotated[list[CollectionName], Field(min_length=1, max_length=100)] | None = None
+
+    @field_validator("collections", mode="before")
+    @classmethod
+    def _collections_shape(cls, value: object) -> object:
+        # said here, before the union is tried: its per-member errors would name neither the field nor the item
+        if value is None or value == "auto":
+            return value
+        if not isinstance(value, list) or not value:
+            raise ValueError('collections must be "auto" or a non-empty list of collection names')
+        for i, name in enumerate(value):
+            if not isinstance(name, str) or not re.match(NAME_PATTERN, name.strip()):
+                raise ValueError(f"collections.{i}: {name!r} is not a collection name "
+                                 "(1-128 letters, digits or _ . : -, not starting with punctuation)")
+        return value
+
+    @field_validator("collections")
+    @classmethod
+    def _collections(cls, value: str | list[str] | None) -> str | list[str] | None:
+        return sorted(set(value)) if isinstance(value, list) else value  # canonical: one cache key
 
     @field_validator("query")
     @classmethod

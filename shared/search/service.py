@@ -32,6 +32,7 @@ from ..bindings.database import Database
 from ..bindings.kv import KV
 from ..bindings.vectorize import PgVectorIndex
 from ..errors import ValidationError
+from ..selection import collections
 from ..tenancy import Principal
 from . import defaults, engine
 from .cache_keys import CacheKeys, cache_keys
@@ -70,6 +71,7 @@ class SearchContext:
     rows: list[dict] = field(default_factory=list)
     results: list[dict] = field(default_factory=list)
     cache_outcome: str = "none"
+    collections: dict | None = None   # which collections were searched (request.collections given)
     timings: dict[str, float] = field(default_factory=dict)
 
     def response(self, payload: dict) -> dict:
@@ -104,6 +106,7 @@ class SearchService:
         await self.scope(ctx)
         if (hit := await self.cache_exact(ctx)) is not None:
             return ctx.response(hit)
+        await self.choose_collections(ctx)
         self.plan(ctx)
         if ctx.request.cache:
             # A semantic hit answers before any search statement starts (a hit then costs the
@@ -149,6 +152,23 @@ class SearchService:
             ctx.cache_outcome = "exact"
         return hit
 
+    async def choose_collections(self, ctx: SearchContext) -> None:
+        """``collections: "auto"``: index selection over the entities' collections picks the scope.
+        The query is embedded first (selection needs it; the embed stage then reuses it)."""
+        wanted = ctx.request.collections
+        if wanted is None:
+            return
+        if wanted != "auto":
+            ctx.collections = {"mode": "list", "searched": wanted, "confident": None, "shortlist": None}
+            return
+        await self.embed(ctx)
+        mark = time.perf_counter()
+        ctx.collections = await collections.choose(self.db, self.embedder, ctx.entity_ids, ctx.request.query,
+                                                   ctx.embedding)
+        # the key was made from "auto" (scope stage); the SQL filters by what was chosen
+        ctx.request = ctx.request.model_copy(update={"collections": ctx.collections["searched"]})
+        ctx.timings["collections_ms"] = _since(mark)
+
     def plan(self, ctx: SearchContext) -> None:
         """How many rows to retrieve (more than k when a reranker follows)."""
         ctx.limit = max(ctx.request.k, defaults.RERANK_CANDIDATES) if ctx.request.rerank else ctx.request.k
@@ -159,6 +179,8 @@ class SearchService:
     async def embed(self, ctx: SearchContext) -> None:
         # Without the cache, the query is embedded (model, in this process) while Postgres runs
         # the half of the search that needs no embedding (scope and BM25): they overlap.
+        if ctx.embedding is not None:   # embedded already (choose_collections)
+            return
         mark = time.perf_counter()
         ctx.embedding = await self.embedder.embed_query(ctx.request.query)
         ctx.timings["embed_ms"] = _since(mark)
@@ -219,7 +241,10 @@ class SearchService:
         # corrections: query words the entities have never seen, and the vocabulary terms that stood in
         # order "reverse": best last (its own cache scope, so the stored payload is already reversed)
         results = ctx.results[::-1] if ctx.request.order == "reverse" else ctx.results
-        return {"results": results, "entity_ids": ctx.entity_ids, "corrections": ctx.lexical.corrections}
+        payload = {"results": results, "entity_ids": ctx.entity_ids, "corrections": ctx.lexical.corrections}
+        if ctx.collections is not None:
+            payload["collections"] = ctx.collections
+        return payload
 
     async def store(self, ctx: SearchContext, payload: dict, background: Any) -> None:
         if not ctx.request.cache:

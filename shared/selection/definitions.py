@@ -2,16 +2,17 @@
 
 Everything is normalised to one shape (name, description, JSON Schema ``parameters``,
 category, tags, requires, examples) and checked; a bad definition is a 400 naming the
-field (``tools[3].parameters``), never a half-registered catalogue.
+field (``tools.3.parameters``), never a half-registered catalogue.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar
 
 from jsonschema import SchemaError
 from jsonschema.validators import validator_for
@@ -19,6 +20,8 @@ from jsonschema.validators import validator_for
 from .. import validation
 from ..errors import ValidationError
 from .text import split_identifier
+
+T = TypeVar("T")
 
 NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:\-]{0,127}$")
 MAX_TOOLS_PER_REQUEST = 1000
@@ -115,7 +118,7 @@ def _plain_parameters(items: list, where: str) -> dict:
     properties: dict[str, dict] = {}
     required: list[str] = []
     for j, item in enumerate(items):
-        at = f"{where}[{j}]"
+        at = f"{where}.{j}"
         if not isinstance(item, dict):
             raise ValidationError(f"{at} must be an object with name and type", field=at)
         name = _str(item.get("name"), f"{at}.name", required=True)
@@ -217,14 +220,22 @@ def parse_catalogue(body: dict) -> list[ToolDef]:
     if len(items) > MAX_TOOLS_PER_REQUEST:
         raise ValidationError(f"{where}: at most {MAX_TOOLS_PER_REQUEST} tools per request, got {len(items)} "
                               "(register in batches)", field=where)
-    tools: list[ToolDef] = []
+    if where == "tool":
+        return [parse_tool(items[0], where)]
+    return parse_named(items, where, parse_tool)
+
+
+def parse_named(items: list, where: str, parse_one: Callable[[Any, str], T]) -> list[T]:
+    """Each item parsed by ``parse_one(item, "where[i]")``; a name given twice is a 400 naming the
+    second one. The one register loop of tools and index descriptors."""
+    parsed: list[T] = []
     seen: dict[str, int] = {}
     for i, raw in enumerate(items):
-        at = where if where == "tool" else f"{where}[{i}]"
-        tool = parse_tool(raw, at)
-        if tool.name in seen:
-            raise ValidationError(f"{at}.name: {tool.name!r} is defined twice in this request "
-                                  f"(also {where}[{seen[tool.name]}])", field=f"{at}.name")
-        seen[tool.name] = i
-        tools.append(tool)
-    return tools
+        at = f"{where}.{i}"
+        item = parse_one(raw, at)
+        if item.name in seen:
+            raise ValidationError(f"{at}.name: {item.name!r} is listed twice in this request "
+                                  f"(also {where}.{seen[item.name]})", field=f"{at}.name")
+        seen[item.name] = i
+        parsed.append(item)
+    return parsed

@@ -10,10 +10,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ValidationError
 from ..search.service import resolve_entities
 from ..tenancy import Principal
-from . import indices, tools
+from ..validation import parse
+from . import collections, indices, tools
+from .models import (
+    CollectionDescription,
+    CollectionPath,
+    IndexSelectRequest,
+    IndicesRegisterRequest,
+    ToolFeedbackRequest,
+    ToolSelectRequest,
+    ToolsRegisterRequest,
+)
 
 MAX_REGISTER_BYTES = 8_000_000
 MAX_SELECT_BYTES = 64_000
@@ -28,9 +37,26 @@ class SelectionService:
     db: Any
     embedder: Any
     llm: Any = None          # decides between indices when the scores are not confident (optional)
+    kv: Any = None           # a collection's new description retires the entity's cached searches
+
+    async def list_collections(self, principal: Principal, entity: str) -> dict:
+        return await collections.list_collections(self.db, _one_entity(principal, entity))
+
+    async def get_collection(self, principal: Principal, entity: str, name: str) -> dict:
+        return await collections.get_collection(self.db, _one_entity(principal, entity),
+                                                parse(CollectionPath, {"name": name}).name)
+
+    async def describe_collection(self, principal: Principal, entity: str, name: str, body: dict) -> dict:
+        entity_id = _one_entity(principal, entity)
+        name = parse(CollectionPath, {"name": name}).name
+        request = parse(CollectionDescription, body)
+        return await collections.set_description(self.db, self.embedder, self.kv, entity_id, name,
+                                                 request.description)
 
     async def register_tools(self, principal: Principal, entity: str, body: dict) -> dict:
-        return await tools.register(self.db, self.embedder, _one_entity(principal, entity), body)
+        entity_id = _one_entity(principal, entity)
+        parse(ToolsRegisterRequest, body)
+        return await tools.register(self.db, self.embedder, entity_id, body)
 
     async def list_tools(self, principal: Principal, entity: str) -> dict:
         return await tools.list_tools(self.db, _one_entity(principal, entity))
@@ -39,19 +65,23 @@ class SelectionService:
         return await tools.delete_tools(self.db, _one_entity(principal, entity), [name])
 
     async def select_tools(self, principal: Principal, body: dict) -> dict:
-        request = tools.parse_select(body)
-        entity_ids = resolve_entities(principal, request.entity_ids)
+        given = parse(ToolSelectRequest, body)
+        entity_ids = resolve_entities(principal, given.entity_ids)
+        threshold = tools.DEFAULT_THRESHOLD if given.threshold is None else given.threshold
+        request = tools.SelectRequest(given.query, given.entity_ids, given.k, threshold, given.threshold is None,
+                                      given.include_requirements, given.expand_categories)
         return await tools.select(self.db, self.embedder, entity_ids, request)
 
     async def tool_feedback(self, principal: Principal, body: dict) -> dict:
-        requested = body.get("entity_ids")
-        if requested is not None and (not isinstance(requested, list) or not requested):
-            raise ValidationError("entity_ids must be a non-empty list of entity ids", field="entity_ids")
-        entity_ids = resolve_entities(principal, requested)
-        return await tools.feedback(self.db, self.embedder, entity_ids, body)
+        given = parse(ToolFeedbackRequest, body)
+        entity_ids = resolve_entities(principal, given.entity_ids)
+        return await tools.feedback(self.db, self.embedder, entity_ids, given.model_dump())
 
     async def register_indices(self, principal: Principal, entity: str, body: dict) -> dict:
-        return await indices.register(self.db, self.embedder, _one_entity(principal, entity), body)
+        entity_id = _one_entity(principal, entity)
+        given = parse(IndicesRegisterRequest, body)
+        return await indices.register(self.db, self.embedder, entity_id,
+                                      {"indices": [d.model_dump() for d in given.indices]})
 
     async def list_indices(self, principal: Principal, entity: str) -> dict:
         return await indices.list_indices(self.db, _one_entity(principal, entity))
@@ -60,6 +90,7 @@ class SelectionService:
         return await indices.delete_indices(self.db, _one_entity(principal, entity), [name])
 
     async def select_indices(self, principal: Principal, body: dict) -> dict:
-        request = indices.parse_select(body)
-        entity_ids = resolve_entities(principal, request.entity_ids)
+        given = parse(IndexSelectRequest, body)
+        entity_ids = resolve_entities(principal, given.entity_ids)
+        request = indices.SelectRequest(given.query, given.entity_ids, given.k)
         return await indices.select(self.db, self.embedder, entity_ids, request, llm=self.llm)

@@ -18,12 +18,14 @@ import numpy as np
 from psycopg.types.json import Jsonb
 
 from .. import sqlfiles, validation
-from ..errors import NotFound, ValidationError
+from ..errors import Conflict, NotFound, ValidationError
 from .catalog_cache import CatalogCache, as_vector, bump
+from .definitions import parse_named
 from .scoring import Catalogue, z_cut, zscore
 from .text import Field, split_identifier, terms
 
 SQL = sqlfiles.load("tools.sql")
+COLLECTION_SQL = sqlfiles.load("collections.sql")
 KIND = "indices"
 NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:\-]{0,127}$")
 MAX_PER_REQUEST = 2000
@@ -62,6 +64,8 @@ class IndexDef:
 
 def parts(index: IndexDef) -> dict[str, list[str]]:
     """``{"table": [columns]}`` when the fields are qualified with at least two prefixes, else {}."""
+    if index.kind == "collection":   # its fields are JSON paths ("customer.email"), not tables
+        return {}
     found: dict[str, list[str]] = {}
     for f in index.fields:
         if "." in f:
@@ -110,14 +114,14 @@ async def register(db, embedder, entity_id: str, body: dict) -> dict:
         raise ValidationError("indices must be a non-empty list of index descriptors", field="indices")
     if len(items) > MAX_PER_REQUEST:
         raise ValidationError(f"indices: at most {MAX_PER_REQUEST} per request", field="indices")
-    parsed, seen = [], {}
-    for i, raw in enumerate(items):
-        index = parse_index(raw, f"indices[{i}]")
-        if index.name in seen:
-            raise ValidationError(f"indices[{i}].name: {index.name!r} is listed twice (also indices[{seen[index.name]}])",
-                                  field=f"indices[{i}].name")
-        seen[index.name] = i
-        parsed.append(index)
+    parsed = parse_named(items, "indices", parse_index)
+    seen = {d.name: i for i, d in enumerate(parsed)}
+    taken = {r["name"] for r in await db.fetch(COLLECTION_SQL["names_taken"], {"entity_id": entity_id,
+                                                                              "names": list(seen)})}
+    if taken:
+        name = min(taken, key=seen.__getitem__)
+        raise Conflict(f"indices.{seen[name]}.name: {name!r} is a collection of this entity's documents",
+                       field=f"indices.{seen[name]}.name")
     existing = {r["name"]: r["content_hash"] for r in await db.fetch(SQL["index_hashes"], {"entity_id": entity_id})}
     if len(set(existing) | set(seen)) > MAX_PER_ENTITY:
         raise ValidationError(f"an entity holds at most {MAX_PER_ENTITY} indices", field="indices")
@@ -252,23 +256,6 @@ class SelectRequest:
     k: int
 
 
-def parse_select(body: dict) -> SelectRequest:
-    unknown = set(body) - {"query", "entity_ids", "k"}
-    if unknown:
-        raise ValidationError(f"unknown field {sorted(unknown)[0]!r}", field=sorted(unknown)[0])
-    query = body.get("query")
-    if not isinstance(query, str) or not query.strip() or len(query) > 4000:
-        raise ValidationError("query must be a non-empty string of at most 4000 characters", field="query")
-    entity_ids = body.get("entity_ids")
-    if entity_ids is not None and (not isinstance(entity_ids, list) or not entity_ids
-                                   or not all(isinstance(e, str) for e in entity_ids)):
-        raise ValidationError("entity_ids must be a non-empty list of entity ids", field="entity_ids")
-    k = body.get("k", DEFAULT_K)
-    if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
-        raise ValidationError(f"k must be an integer within 1..{MAX_K}", field="k")
-    return SelectRequest(query.strip(), entity_ids, k)
-
-
 LLM_SYSTEM = ("You pick the index that answers a request. Reply with the exact name of one index from the "
               "list and nothing else.")
 
@@ -286,14 +273,17 @@ async def llm_decide(llm, query: str, shortlist: list[dict], rows_by_name: dict[
     return answer if answer in names else None
 
 
-async def select(db, embedder, entity_ids: list[str], request: SelectRequest, *, llm=None) -> dict:
+async def select(db, embedder, entity_ids: list[str], request: SelectRequest, *, llm=None,
+                 vector: np.ndarray | None = None) -> dict:
+    """``vector``: the query's embedding when the caller has it already (search's ``collections: "auto"``)."""
     started = time.perf_counter()
     cat = await catalogue_for(db, entity_ids)
     n = cat.catalogue.size
     if n == 0:
         return {"query": request.query, "indices": [], "count": 0, "confident": False, "registry_size": 0,
                 "took_ms": round((time.perf_counter() - started) * 1000, 2)}
-    vector = await embedder.embed_query(request.query)
+    if vector is None:
+        vector = await embedder.embed_query(request.query)
     scores = cat.catalogue.score(request.query, vector)
     part_scores = cat.parts.score(request.query, vector)
     best_part = np.full(n, -np.inf, dtype=np.float32)

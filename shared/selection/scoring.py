@@ -67,7 +67,9 @@ class Catalogue:
         self.keys = list(keys)
         self.index = {key: i for i, key in enumerate(self.keys)}
         self.size = len(self.keys)
-        self.vectors = np.ascontiguousarray(vectors, dtype=np.float32).reshape(self.size, -1)
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        # (an empty catalogue keeps its (0, d) shape: reshape(0, -1) cannot infer d)
+        self.vectors = vectors.reshape(self.size, -1) if self.size else vectors.reshape(0, vectors.shape[-1])
         self.bm25 = BM25Index(fields)
         self.example_vectors = example_vectors if example_vectors is not None and len(example_vectors) else None
         self.example_owner = example_owner

@@ -219,37 +219,6 @@ class SelectRequest:
     categories: bool
 
 
-def parse_select(body: dict) -> SelectRequest:
-    unknown = set(body) - {"query", "entity_ids", "k", "threshold", "include_requirements", "expand_categories"}
-    if unknown:
-        raise ValidationError(f"unknown field {sorted(unknown)[0]!r}", field=sorted(unknown)[0])
-    query = body.get("query")
-    if not isinstance(query, str) or not query.strip():
-        raise ValidationError("query must be a non-empty string", field="query")
-    if len(query) > MAX_QUERY_CHARS:
-        raise ValidationError(f"query is longer than {MAX_QUERY_CHARS} characters", field="query")
-    entity_ids = body.get("entity_ids")
-    if entity_ids is not None and (not isinstance(entity_ids, list) or not entity_ids
-                                   or not all(isinstance(e, str) for e in entity_ids)):
-        raise ValidationError("entity_ids must be a non-empty list of entity ids", field="entity_ids")
-    k = body.get("k", DEFAULT_K)
-    if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
-        raise ValidationError(f"k must be an integer within 1..{MAX_K}", field="k")
-    threshold = body.get("threshold", DEFAULT_THRESHOLD)
-    if not isinstance(threshold, (int, float)) or isinstance(threshold, bool):
-        raise ValidationError("threshold must be a number (a fused z-score; default "
-                              f"{DEFAULT_THRESHOLD})", field="threshold")
-    flags = {}
-    for name in ("include_requirements", "expand_categories"):
-        value = body.get(name, True)
-        if not isinstance(value, bool):
-            raise ValidationError(f"{name} must be true or false", field=name)
-        flags[name] = value
-    return SelectRequest(query.strip(), entity_ids, k, float(threshold), "threshold" not in body,
-                         flags["include_requirements"],
-                         flags["expand_categories"])
-
-
 _IDENT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:\-/]*[A-Za-z0-9_]|[A-Za-z0-9_]")
 
 
@@ -436,8 +405,8 @@ async def feedback(db, embedder, entity_ids: list[str], body: dict) -> dict:
         if not hits:
             raise ValidationError(f"{where}: no tool {name!r} in entities {', '.join(entity_ids)}", field=where)
         return hits[0]
-    used_keys = [locate(u, f"used[{i}]") for i, u in enumerate(dict.fromkeys(used))]
-    shown_keys = [locate(s, f"selected[{i}]") for i, s in enumerate(dict.fromkeys(selected))]
+    used_keys = [locate(u, f"used.{i}") for i, u in enumerate(dict.fromkeys(used))]
+    shown_keys = [locate(s, f"selected.{i}") for i, s in enumerate(dict.fromkeys(selected))]
     vector = (await embedder.embed([query.strip()]))[0] if used_keys else None
     text_hash = _example_hash(query)
     async with db.transaction() as conn:

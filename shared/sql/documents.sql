@@ -5,16 +5,17 @@
 -- Omitted fields (NULL) keep their current value; the previous version stays live
 -- (ready_version, chunks) until the new one is ready.
 INSERT INTO documents (entity_id, id, version, title, source, content_type, tags, metadata, object_key,
-                       size_bytes, filename, status, upload_id)
+                       size_bytes, filename, status, upload_id, collection)
 VALUES (%(entity_id)s, %(document_id)s, 1, coalesce(%(title)s, ''), coalesce(%(source)s, 'upload'),
         %(content_type)s, coalesce(%(tags)s, '{}'::text[]), coalesce(%(metadata)s, '{}'::jsonb), '',
-        %(size_bytes)s, %(filename)s, 'pending', NULL)
+        %(size_bytes)s, %(filename)s, 'pending', NULL, %(collection)s)
 ON CONFLICT (entity_id, id) DO UPDATE
 SET version = documents.version + 1,
     title = coalesce(%(title)s, documents.title),
     source = coalesce(%(source)s, documents.source),
     tags = coalesce(%(tags)s, documents.tags),
     metadata = coalesce(%(metadata)s, documents.metadata),
+    collection = coalesce(%(collection)s, documents.collection),
     content_type = EXCLUDED.content_type,
     size_bytes = EXCLUDED.size_bytes,
     filename = EXCLUDED.filename,
@@ -41,13 +42,13 @@ SELECT version, generation, status, object_key, upload_id, content_type, size_by
 FROM documents WHERE entity_id = %(entity_id)s AND id = %(document_id)s;
 
 -- name: live_version
-SELECT version, ready_version, status, content_hash, content_type, title, source, tags
+SELECT version, ready_version, status, content_hash, content_type, title, source, tags, collection
 FROM documents WHERE entity_id = %(entity_id)s AND id = %(document_id)s FOR UPDATE;
 
 -- name: update_fields
 UPDATE documents
 SET title = coalesce(%(title)s, title), source = coalesce(%(source)s, source), tags = coalesce(%(tags)s, tags),
-    updated_at = now()
+    collection = coalesce(%(collection)s, collection), updated_at = now()
 WHERE entity_id = %(entity_id)s AND id = %(document_id)s;
 
 -- name: lock_document
@@ -61,7 +62,7 @@ SELECT d.id AS document_id, d.entity_id, d.version, d.ready_version, d.status,
             WHEN d.status = 'processing' THEN 'ingestion step ' || coalesce(r.current_step, d.step, 'extract')
        END AS waiting_for,
        CASE WHEN d.status = 'pending' AND d.uploaded_at IS NULL THEN d.upload_expires_at END AS upload_expires_at,
-       d.error, d.title, d.source, d.tags, d.metadata, d.content_type, d.size_bytes, d.filename,
+       d.error, d.title, d.source, d.tags, d.collection, d.metadata, d.content_type, d.size_bytes, d.filename,
        d.chunk_count, d.chunks_embedded, d.chunks_reused, d.summary, d.created_at, d.updated_at
 FROM documents d
 LEFT JOIN workflow_runs r ON r.id = d.run_id
@@ -70,7 +71,7 @@ WHERE d.entity_id = %(entity_id)s AND d.id = %(document_id)s;
 -- name: list_documents
 SELECT d.id AS document_id, d.entity_id, d.version, d.ready_version, d.status,
        CASE WHEN d.status = 'processing' THEN coalesce(r.current_step, d.step) ELSE d.step END AS step,
-       d.error, d.title, d.source, d.tags, d.content_type, d.size_bytes, d.chunk_count,
+       d.error, d.title, d.source, d.tags, d.collection, d.content_type, d.size_bytes, d.chunk_count,
        d.chunks_embedded, d.chunks_reused, d.created_at, d.updated_at
 FROM documents d
 LEFT JOIN workflow_runs r ON r.id = d.run_id

@@ -30,6 +30,7 @@ AND (NOT %(document_filters)s OR EXISTS (
       AND c.version <= d.ready_version
       AND (%(sources)s::text[] IS NULL OR d.source = ANY(%(sources)s::text[]))
       AND (%(tags)s::text[] IS NULL OR d.tags && %(tags)s::text[])
+      AND (%(collections)s::text[] IS NULL OR d.collection = ANY(%(collections)s::text[]))
       AND (%(created_after)s::timestamptz IS NULL OR d.created_at >= %(created_after)s::timestamptz)
       AND (%(created_before)s::timestamptz IS NULL OR d.created_at < %(created_before)s::timestamptz)
       AND (%(updated_after)s::timestamptz IS NULL OR d.updated_at >= %(updated_after)s::timestamptz)
@@ -53,6 +54,7 @@ docs AS MATERIALIZED (
       AND (%(exclude_document_ids)s::text[] IS NULL OR d.id <> ALL(%(exclude_document_ids)s::text[]))
       AND (%(sources)s::text[] IS NULL OR d.source = ANY(%(sources)s::text[]))
       AND (%(tags)s::text[] IS NULL OR d.tags && %(tags)s::text[])
+      AND (%(collections)s::text[] IS NULL OR d.collection = ANY(%(collections)s::text[]))
       AND (%(created_after)s::timestamptz IS NULL OR d.created_at >= %(created_after)s::timestamptz)
       AND (%(created_before)s::timestamptz IS NULL OR d.created_at < %(created_before)s::timestamptz)
       AND (%(updated_after)s::timestamptz IS NULL OR d.updated_at >= %(updated_after)s::timestamptz)

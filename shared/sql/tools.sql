@@ -106,14 +106,10 @@ SELECT name, kind, description, fields, profile, model_id, created_at, updated_a
 FROM index_descriptors WHERE entity_id = %(entity_id)s ORDER BY name;
 
 -- name: index_delete
-DELETE FROM index_descriptors WHERE entity_id = %(entity_id)s AND name = ANY(%(names)s) RETURNING name;
+-- Collections come and go with their documents (shared/selection/collections.py), not through this route.
+DELETE FROM index_descriptors WHERE entity_id = %(entity_id)s AND name = ANY(%(names)s) AND kind = 'external'
+RETURNING name;
 
 -- name: index_catalog
 SELECT name, kind, description, fields, profile, embedding
 FROM index_descriptors WHERE entity_id = %(entity_id)s ORDER BY name;
-
--- name: collection_documents
--- What a collection's profile is made of: its ready documents.
-SELECT d.id, d.title, d.source, d.tags, d.summary, d.metadata
-FROM documents d
-WHERE d.entity_id = %(entity_id)s AND d.collection = %(collection)s AND d.ready_version IS NOT NULL;

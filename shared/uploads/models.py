@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
 from ..errors import PayloadTooLarge, UnsupportedMediaType
-from ..validation import DocumentId, parse  # noqa: F401  (parse: re-exported for the upload worker)
+from ..validation import CollectionName, DocumentId, parse  # noqa: F401  (parse: re-exported for the upload worker)
 
 Tag = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=64,
                                        pattern=r"^[^\x00-\x1f\x7f,]+$")]
@@ -44,6 +44,8 @@ class DocumentFields(_Request):
     source: Source | None = None
     tags: Annotated[list[Tag], Field(max_length=MAX_TAGS)] | None = None
     filename: Filename | None = None
+    # the index of the tenant's documents this one belongs to (POST /indices/select, search's `collections`)
+    collection: CollectionName | None = None
 
     @field_validator("tags")
     @classmethod

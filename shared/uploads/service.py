@@ -117,7 +117,8 @@ class UploadService:
             async with self.db.transaction() as conn:
                 cur = await conn.execute(SQL["create_or_bump"], {
                     "entity_id": entity_id, "document_id": document_id, "title": fields.title, "source": fields.source,
-                    "tags": fields.tags, "metadata": Jsonb(metadata) if metadata is not None else None,
+                    "tags": fields.tags, "collection": fields.collection,
+                    "metadata": Jsonb(metadata) if metadata is not None else None,
                     "content_type": media_type, "size_bytes": size_bytes, "filename": filename})
                 row = await cur.fetchone()
                 version = row["version"]
@@ -204,14 +205,15 @@ class UploadService:
                 if row is None or (row["status"], row["ready_version"], row["content_hash"], row["content_type"]) != (
                         "ready", row["version"], digest, media_type):
                     return False
-                changes = {name: value for name in ("title", "source", "tags")
+                changes = {name: value for name in ("title", "source", "tags", "collection")
                            if (value := getattr(fields, name)) is not None and value != row[name]}
                 if changes:  # cached results show these fields: invalidate around the commit
                     chunk_ids = [r["id"] for r in await (await conn.execute(SQL["chunk_ids"], where)).fetchall()]
                     await invalidation.begin([entity_id], chunk_ids)
                     await conn.execute(SQL["update_fields"], {**where, "title": changes.get("title"),
                                                               "source": changes.get("source"),
-                                                              "tags": changes.get("tags")})
+                                                              "tags": changes.get("tags"),
+                                                              "collection": changes.get("collection")})
         return True
 
     async def direct_upload(self, entity_id: str, document_id: str, data: bytes, *, raw_content_type: str | None,
@@ -246,6 +248,32 @@ class UploadService:
             raise BindingError(f"object storage kept {stored.size if stored else 0} of the {len(data)} bytes sent")
         await self.db.execute(SQL["mark_uploaded"], where)
         return await self.get_document(entity_id, document_id), True
+
+    async def retry_document(self, entity_id: str, document_id: str) -> dict:
+        """Ingest a failed document's bytes again, as its next version (the failed run stays failed; its
+        version's bytes are copied, so whatever failed transiently — a model call, the database — runs
+        anew on a fresh run). 409 if the document is not failed or its bytes never arrived."""
+        where = {"entity_id": entity_id, "document_id": document_id}
+        row = await self.db.fetchone(SQL["pending_upload"], where)
+        if row is None:
+            raise NotFound(f"no document {document_id!r} in entity {entity_id!r}", field="document_id")
+        if row["status"] != "failed":
+            raise Conflict(f"only a failed document can be retried; version {row['version']} is {row['status']}",
+                           field="document_id")
+        data = await self.bucket.get(row["object_key"]) if row["object_key"] else None
+        if not data:
+            raise Conflict(f"version {row['version']}'s bytes never arrived (or were lost): upload the document "
+                           "again", field="document_id")
+        doc = await self.get_document(entity_id, document_id)
+        # Title, source, tags and metadata are kept by create_or_bump when not given (None).
+        fields = DocumentFields.model_construct(filename=doc["filename"])
+        version, key, _ = await self._create_version(entity_id, document_id, fields, media_type=row["content_type"],
+                                                     size_bytes=len(data), metadata=None)
+        await self.bucket.put(key, data, content_type=row["content_type"])
+        await self.db.execute(SQL["mark_uploaded"], {**where, "version": version})
+        log.info("document %s/%s: failed version %d retried as version %d", entity_id, document_id,
+                 row["version"], version)
+        return await self.get_document(entity_id, document_id)
 
     async def expire_uploads(self, *, grace_seconds: float = 60.0) -> int:
         """Fail versions whose upload URL expired with nothing uploaded; abort their multipart uploads."""

@@ -89,9 +89,9 @@ def test_tenant_isolation(stack, upload_admin, company):
 
 
 @pytest.mark.parametrize("indices, field", [
-    ([{"name": "a b"}], "indices[0].name"),
-    ([{"name": "x", "fields": "title"}], "indices[0].fields"),
-    ([{"name": "x"}, {"name": "x"}], "indices[1].name"),
+    ([{"name": "a b"}], "indices.0.name"),
+    ([{"name": "x", "fields": "title"}], "indices.0.fields"),
+    ([{"name": "x"}, {"name": "x"}], "indices.1.name"),
     ([], "indices"),
 ])
 def test_bad_descriptors_are_400_naming_the_field(stack, upload_admin, indices, field):

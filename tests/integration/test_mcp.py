@@ -18,7 +18,8 @@ from mcp.client.streamable_http import streamable_http_client
 
 from ..helpers import Client, new_tenant, paragraph, wait_for
 
-TOOL_NAMES = {"search", "get_document", "get_chunk", "upload_text", "document_status", "list_documents"}
+TOOL_NAMES = {"search", "get_document", "get_chunk", "upload_text", "document_status", "list_documents",
+              "list_collections", "select_tools", "select_index"}
 
 
 def mcp_url(stack) -> str:

@@ -215,16 +215,16 @@ def test_bulk_import_from_mcp_and_openai(stack, upload_admin):
 
 @pytest.mark.parametrize("tools, field", [
     ([CATALOGUE[0], {"name": "bad", "parameters": {"type": "object", "properties": {"x": {"type": "strnig"}}}}],
-     "tools[1].parameters"),
-    ([CATALOGUE[0], {"name": "bad", "parameters": {"type": "object", "required": "x"}}], "tools[1].parameters"),
-    ([CATALOGUE[0], {"name": "bad", "parameters": {"type": "array"}}], "tools[1].parameters"),
+     "tools.1.parameters"),
+    ([CATALOGUE[0], {"name": "bad", "parameters": {"type": "object", "required": "x"}}], "tools.1.parameters"),
+    ([CATALOGUE[0], {"name": "bad", "parameters": {"type": "array"}}], "tools.1.parameters"),
     ([CATALOGUE[0], {"type": "function", "function": {"name": "bad", "parameters": {"type": 5}}}],
-     "tools[1].function.parameters"),
-    ([CATALOGUE[0], {**CATALOGUE[1], "name": "get_weather"}], "tools[1].name"),
-    ([{"name": "has space"}], "tools[0].name"),
-    ([{"description": "no name"}], "tools[0].name"),
-    ([{"name": "x", "parameters": [{"name": "a", "type": "quaternion"}]}], "tools[0].parameters[0].type"),
-    ([{"name": "x", "requires": ["x"]}], "tools[0].requires"),
+     "tools.1.function.parameters"),
+    ([CATALOGUE[0], {**CATALOGUE[1], "name": "get_weather"}], "tools.1.name"),
+    ([{"name": "has space"}], "tools.0.name"),
+    ([{"description": "no name"}], "tools.0.name"),
+    ([{"name": "x", "parameters": [{"name": "a", "type": "quaternion"}]}], "tools.0.parameters.0.type"),
+    ([{"name": "x", "requires": ["x"]}], "tools.0.requires"),
     ([{"name": f"tool_{i}"} for i in range(1001)], "tools"),
     ([], "tools"),
 ])
@@ -272,4 +272,4 @@ def test_feedback_improves_later_selection_and_stays_bounded(stack, upload_admin
     assert 0.5 < prior < 0.75
     status, body = tenant.search.post("/tools/feedback", {"query": query, "entity_ids": [tenant.entity_id],
                                                           "used": ["no_such_tool"]})
-    assert status == 400 and body["field"] == "used[0]"
+    assert status == 400 and body["field"] == "used.0"

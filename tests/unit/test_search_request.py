@@ -134,3 +134,17 @@ def test_entities_default_to_the_grant_and_admins_must_name_them():
     with pytest.raises(ValidationError) as err:
         resolve_entities(admin, None)
     assert err.value.field == "entity_ids"
+
+
+def test_collections_are_canonical_in_the_cache_key_and_reach_the_sql():
+    one = parse_request({"query": "x", "collections": ["b", "a", "b"]}, max_k=100, max_query_chars=100)
+    two = parse_request({"query": "x", "collections": ["a", "b"]}, max_k=100, max_query_chars=100)
+    auto = parse_request({"query": "x", "collections": "auto"}, max_k=100, max_query_chars=100)
+    none = parse_request({"query": "x"}, max_k=100, max_query_chars=100)
+    keys = [cache_keys(r, ["e"]).exact for r in (one, two, auto, none)]
+    assert keys[0] == keys[1] and len(set(keys[1:])) == 3
+    params = engine.build_params(one, ["e"], None, limit=5)
+    assert params["collections"] == ["a", "b"] and params["document_filters"] is True
+    # "auto" is resolved by the search's collections stage; unresolved it filters nothing
+    assert engine.build_params(auto, ["e"], None, limit=5)["collections"] is None
+    assert engine.build_params(none, ["e"], None, limit=5)["document_filters"] is False

@@ -47,7 +47,7 @@ def test_definitions_shapes_and_tokens():
 def test_bad_schema_names_the_field():
     with pytest.raises(ValidationError) as err:
         parse_catalogue({"tools": [{"name": "x", "parameters": {"type": "object", "properties": {"a": {"type": 1}}}}]})
-    assert err.value.field == "tools[0].parameters"
+    assert err.value.field == "tools.0.parameters"
 
 
 def test_z_cut_respects_the_ceiling_of_small_catalogues():

@@ -123,3 +123,18 @@ def search_request(query: str, options: dict[str, Any]) -> m.SearchRequest:
 
 def select_body(model: type[m._Request], query: str, options: dict[str, Any]) -> dict[str, Any]:
     return model(query=query, **{k: v for k, v in options.items() if v is not None}).to_json()
+
+
+def tools_from(document: Any) -> list[dict[str, Any]]:
+    """The tool definitions of an MCP ``tools/list`` result or an OpenAI ``tools`` array.
+
+    Accepted as exported: a JSON-RPC response (``{"result": {"tools": [...]}}``), its result
+    (``{"tools": [...]}``), or a list of OpenAI (``{"type": "function", "function": {...}}``),
+    MCP or plain items. The server normalises each item (``POST /entities/{entity}/tools``)."""
+    if isinstance(document, dict) and isinstance(document.get("result"), dict):
+        document = document["result"]
+    if isinstance(document, dict) and isinstance(document.get("tools"), list):
+        document = document["tools"]
+    if not isinstance(document, list) or not all(isinstance(t, dict) for t in document):
+        raise ValueError("expected an MCP tools/list result ({\"tools\": [...]}) or an OpenAI tools array ([...])")
+    return document

@@ -144,8 +144,8 @@ def wait_ready(entity_id: str, document_id: str, *, version: int | None = None, 
 
 # --- uploads -------------------------------------------------------------------------------------------
 
-def _doc_fields(title, source, tags, filename) -> dict[str, str]:
-    fields = {"title": title, "source": source, "filename": filename,
+def _doc_fields(title, source, tags, filename, collection=None) -> dict[str, str]:
+    fields = {"title": title, "source": source, "filename": filename, "collection": collection,
               "tags": ",".join(tags) if tags is not None else None}
     return {k: v for k, v in fields.items() if v is not None}
 
@@ -154,7 +154,7 @@ def upload_bytes(entity_id: str, document_id: str | None, data: bytes, *, conten
                  title: str | None = None, source: str | None = None, tags: list[str] | None = None,
                  filename: str | None = None, metadata: dict[str, Any] | None = None,
                  skip_unchanged: bool = False, mode: UploadMode = "auto",
-                 direct_max_bytes: int = DIRECT_MAX_BYTES) -> Op:
+                 direct_max_bytes: int = DIRECT_MAX_BYTES, collection: str | None = None) -> Op:
     """Upload one document version, by the cheapest path that fits.
 
     ``direct``: one PUT to the upload worker (small bodies). ``presigned``: ask for a
@@ -168,7 +168,7 @@ def upload_bytes(entity_id: str, document_id: str | None, data: bytes, *, conten
     if mode == "direct":
         if not document_id:
             raise ValueError("a direct upload needs a document_id")
-        params = _doc_fields(title, source, tags, filename)
+        params = _doc_fields(title, source, tags, filename, collection)
         if skip_unchanged:
             params["skip_unchanged"] = "true"
         reply = yield Call("PUT", _doc_path(entity_id, document_id), content=data, params=params,
@@ -186,7 +186,7 @@ def upload_bytes(entity_id: str, document_id: str | None, data: bytes, *, conten
                 and (live.metadata or {}).get("sha256") == digest and live.content_type == content_type):
             return live.model_copy(update={"unchanged": True})
     request = m.UploadRequest(content_type=content_type, size_bytes=len(data), document_id=document_id, title=title,
-                              source=source, tags=tags, filename=filename,
+                              source=source, tags=tags, filename=filename, collection=collection,
                               metadata={**(metadata or {}), "sha256": digest},
                               multipart=True if mode == "multipart" else None)
     reply = yield Call("POST", f"/entities/{_seg(entity_id)}/uploads", json=request.to_json())
@@ -220,6 +220,32 @@ def select(route: str, body: dict[str, Any]) -> Op:
     """``POST /tools/select`` or ``/indices/select`` on the search worker (routes of the selection work)."""
     reply = yield Call("POST", route, service="search", json=body)
     return m.Selection.model_validate(reply.body)
+
+
+def register_tools(entity_id: str, tools: list[dict[str, Any]], *, batch: int = 1000) -> Op:
+    """``POST /entities/{entity}/tools`` in batches the server accepts; one answer for all of them."""
+    total: dict[str, Any] = {"entity_id": entity_id, "registered": 0, "embedded": 0, "updated_without_embedding": 0,
+                             "unchanged": 0, "unresolved_requires": [], "tools": []}
+    for start in range(0, len(tools), batch):
+        reply = yield Call("POST", f"/entities/{_seg(entity_id)}/tools", service="search",
+                           json={"tools": tools[start:start + batch]})
+        for key in ("registered", "embedded", "updated_without_embedding", "unchanged"):
+            total[key] += reply.body.get(key, 0)
+        total["tools"] += reply.body.get("tools", [])
+        total["model_id"] = reply.body.get("model_id")
+        total["unresolved_requires"] = reply.body.get("unresolved_requires", [])   # the last batch knows them all
+    return m.ToolRegistration.model_validate(total)
+
+
+def list_collections(entity_id: str) -> Op:
+    reply = yield Call("GET", f"/entities/{_seg(entity_id)}/collections", service="search")
+    return m.CollectionList.model_validate(reply.body)
+
+
+def describe_collection(entity_id: str, name: str, description: str) -> Op:
+    reply = yield Call("PUT", f"/entities/{_seg(entity_id)}/collections/{_seg(name)}", service="search",
+                       json={"description": description})
+    return m.Collection.model_validate(reply.body)
 
 
 def get_json(service: Service, path: str) -> Op:

@@ -12,7 +12,16 @@ from tenacity import AsyncRetrying
 
 from . import _ops as ops
 from . import models as m
-from ._base import _Settings, raw_call, raw_response, search_request, select_body, to_reply, transport_error
+from ._base import (
+    _Settings,
+    raw_call,
+    raw_response,
+    search_request,
+    select_body,
+    to_reply,
+    tools_from,
+    transport_error,
+)
 from ._ops import Call, Parallel, RawResponse, Sleep, UploadMode
 from ._shared_api import UploadOutcome
 from .client import _as_files
@@ -108,25 +117,29 @@ class AsyncClient:
 
     async def upload_text(self, entity_id: str, document_id: str, text: str, *, content_type: str = "text/plain",
                           title: str | None = None, source: str | None = None, tags: list[str] | None = None,
-                          skip_unchanged: bool = False) -> m.Document:
+                          skip_unchanged: bool = False, collection: str | None = None) -> m.Document:
         """A small text document, uploaded directly; returns it pending (see ``wait_ready``)."""
         return await self._run(ops.upload_bytes(entity_id, document_id, text.encode(), content_type=content_type,
                                                 title=title, source=source, tags=tags,
-                                                skip_unchanged=skip_unchanged, mode="direct"))
+                                                skip_unchanged=skip_unchanged, mode="direct",
+                                                collection=collection))
 
     async def upload_bytes(self, entity_id: str, document_id: str | None, data: bytes, *, content_type: str,
                            title: str | None = None, source: str | None = None, tags: list[str] | None = None,
                            filename: str | None = None, metadata: dict[str, Any] | None = None,
-                           skip_unchanged: bool = False, mode: UploadMode = "auto") -> m.Document:
+                           skip_unchanged: bool = False, mode: UploadMode = "auto",
+                           collection: str | None = None) -> m.Document:
         """Any body: direct when small, else presigned (multipart above the server's threshold)."""
         return await self._run(ops.upload_bytes(entity_id, document_id, data, content_type=content_type, title=title,
                                                 source=source, tags=tags, filename=filename, metadata=metadata,
-                                                skip_unchanged=skip_unchanged, mode=mode))
+                                                skip_unchanged=skip_unchanged, mode=mode,
+                                                collection=collection))
 
     async def upload_file(self, entity_id: str, path: str | Path, *, document_id: str | None = None,
                           content_type: str | None = None, title: str | None = None, source: str | None = None,
                           tags: list[str] | None = None, metadata: dict[str, Any] | None = None,
-                          skip_unchanged: bool = True, mode: UploadMode = "auto") -> m.Document:
+                          skip_unchanged: bool = True, mode: UploadMode = "auto",
+                          collection: str | None = None) -> m.Document:
         """A file; its document id defaults to its name, its content type to its suffix's."""
         path = Path(path)
         file = collect_files([path])[0]
@@ -134,12 +147,14 @@ class AsyncClient:
         return await self._run(ops.upload_bytes(entity_id, document_id or file.document_id, data,
                                                 content_type=content_type or guess_content_type(path), title=title,
                                                 source=source, tags=tags, filename=path.name, metadata=metadata,
-                                                skip_unchanged=skip_unchanged, mode=mode))
+                                                skip_unchanged=skip_unchanged, mode=mode,
+                                                collection=collection))
 
     async def upload_files(self, entity_id: str, paths: Iterable[str | Path] | Iterable[FileToUpload], *,
                            pattern: str | None = None, prefix: str = "", concurrency: int = 8,
                            skip_unchanged: bool = True, source: str | None = None, tags: list[str] | None = None,
                            mode: UploadMode = "auto",
+                           collection: str | None = None,
                            on_result: Callable[[UploadOutcome], None] | None = None) -> list[UploadOutcome]:
         """Files, folders (walked; ``pattern`` filters names) and globs, ``concurrency`` at a time.
 
@@ -154,7 +169,8 @@ class AsyncClient:
                     data = await asyncio.to_thread(file.path.read_bytes)
                     outcome.document = await self._run(ops.upload_bytes(
                         entity_id, file.document_id, data, content_type=guess_content_type(file.path),
-                        source=source, tags=tags, filename=file.path.name, skip_unchanged=skip_unchanged, mode=mode))
+                        source=source, tags=tags, filename=file.path.name, skip_unchanged=skip_unchanged, mode=mode,
+                        collection=collection))
                 except Exception as exc:  # reported per file; the batch goes on
                     outcome.error = exc
             if on_result is not None:
@@ -200,12 +216,13 @@ class AsyncClient:
                      fusion: str | None = None, vector_threshold: float | None = None,
                      text_threshold: float | None = None, trigram_threshold: float | None = None,
                      text_mode: str | None = None, dedupe: bool | None = None, rerank: bool | None = None,
-                     include: m.SearchInclude | dict | None = None, cache: bool | None = None) -> m.SearchResponse:
+                     include: m.SearchInclude | dict | None = None, cache: bool | None = None,
+               collections: list[str] | str | None = None) -> m.SearchResponse:
         """Hybrid search; options left out take the server's defaults (see POST /search)."""
         options = dict(entity_ids=entity_ids, k=k, filters=filters, alpha=alpha, fusion=fusion,
                        vector_threshold=vector_threshold, text_threshold=text_threshold,
                        trigram_threshold=trigram_threshold, text_mode=text_mode, dedupe=dedupe, rerank=rerank,
-                       include=include, cache=cache)
+                       include=include, cache=cache, collections=collections)
         return await self._run(ops.search(search_request(query, options)))
 
     async def search_request(self, request: m.SearchRequest) -> m.SearchResponse:
@@ -222,6 +239,23 @@ class AsyncClient:
         """``POST /indices/select``: a ranked shortlist of the collections to search."""
         body = select_body(m.IndexSelectRequest, query, dict(entity_ids=entity_ids, k=k, **options))
         return await self._run(ops.select("/indices/select", body))
+
+    async def register_tools(self, entity_id: str, tools: list[dict[str, Any]]) -> m.ToolRegistration:
+        """``POST /entities/{entity}/tools``: plain, OpenAI or MCP definitions (batched); unchanged ones are not
+        embedded again."""
+        return await self._run(ops.register_tools(entity_id, tools))
+
+    async def import_tools(self, entity_id: str, document: Any) -> m.ToolRegistration:
+        """Register the tools of an MCP ``tools/list`` result or an OpenAI ``tools`` array (parsed JSON)."""
+        return await self._run(ops.register_tools(entity_id, tools_from(document)))
+
+    async def list_collections(self, entity_id: str) -> m.CollectionList:
+        """The entity's collections with their profiles."""
+        return await self._run(ops.list_collections(entity_id))
+
+    async def describe_collection(self, entity_id: str, name: str, description: str) -> m.Collection:
+        """Set a collection's description (index selection reads it)."""
+        return await self._run(ops.describe_collection(entity_id, name, description))
 
     # --- service -------------------------------------------------------------------------------------
 

@@ -85,6 +85,7 @@ class UploadRequest(_Request):
     source: str | None = None
     tags: list[str] | None = None
     filename: str | None = None
+    collection: str | None = None
     metadata: dict[str, Any] | None = None
     multipart: bool | None = None
 
@@ -132,6 +133,7 @@ class Document(_Response):
     title: str | None = None
     source: str | None = None
     tags: list[str] | None = None
+    collection: str | None = None
     metadata: dict[str, Any] | None = None
     content_type: str | None = None
     size_bytes: int | None = None
@@ -196,6 +198,7 @@ class SearchRequest(_Request):
     include: SearchInclude | None = None
     cache: bool | None = None
     order: Literal["best_first", "reverse"] | None = None
+    collections: list[str] | Literal["auto"] | None = None
 
 
 class Scores(_Response):
@@ -243,6 +246,7 @@ class SearchResponse(_Response):
     cache: str
     took_ms: float
     timings: dict[str, float] | None = None
+    collections: dict[str, Any] | None = None   # what `collections` made of the scope, when given
 
 
 # --- tool and index selection (routes of the tool/index-selection work; kept loose on purpose) ---
@@ -264,3 +268,31 @@ class IndexSelectRequest(_Request):
 
 class Selection(_Response):
     """The answer of ``/tools/select`` or ``/indices/select``; fields as the server sends them."""
+
+
+class ToolRegistration(_Response):
+    entity_id: str
+    registered: int
+    embedded: int
+    updated_without_embedding: int = 0
+    unchanged: int
+    model_id: str | None = None
+    unresolved_requires: list[str] = []
+    tools: list[dict[str, Any]] = []
+
+
+class Collection(_Response):
+    """A collection of a tenant's documents with the profile the ingest worker keeps."""
+
+    name: str
+    description: str = ""
+    documents: int = 0
+    ready_documents: int = 0
+    pending: bool = False
+    profile: dict[str, Any] | None = None
+
+
+class CollectionList(_Response):
+    entity_id: str
+    count: int
+    collections: list[Collection]
