@@ -18,6 +18,7 @@ TEXT = ("To bake sourdough bread, feed the starter the night before, mix flour, 
 
 
 async def _remembered(db, query: str) -> bool:
+    # a query text no other test asks (this looks in every scope)
     row = await db.fetchone("SELECT count(*) AS n FROM vector_index WHERE index_name = 'query-cache' "
                             "AND metadata->>'query' = %(q)s", {"q": query})
     return row["n"] > 0
@@ -27,11 +28,11 @@ async def test_a_semantic_hit_runs_no_search_statement(stack, upload_admin, db):
     tenant = new_tenant(stack, upload_admin, prefix="tp")
     put_document(tenant, "bread", TEXT)
     assert (await wait_document(tenant, "bread"))["status"] == "ready"
-    status, first = tenant.search.post("/search", {"query": "how do i make sourdough"})
+    status, first = tenant.search.post("/search", {"query": "how do i bake sourdough at home"})
     assert status == 200 and first["cache"] == "none", first
     assert {"embed_ms", "semantic_lookup_ms", "lexical_ms", "hybrid_ms"} <= set(first["timings"])
-    await wait_for(lambda: _remembered(db, "how do i make sourdough"), timeout=10)
-    status, hit = tenant.search.post("/search", {"query": "how to make sourdough"})
+    await wait_for(lambda: _remembered(db, "how do i bake sourdough at home"), timeout=10)
+    status, hit = tenant.search.post("/search", {"query": "how to bake sourdough at home"})
     assert status == 200 and hit["cache"] == "semantic", hit
     assert hit["results"] == first["results"]
     # the hit is the embedding and the lookup: neither search statement was started
