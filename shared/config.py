@@ -73,6 +73,10 @@ class VectorizeIndex(_Strict):
 class Hyperdrive(_Strict):
     binding: BindingName
     id: ResourceName
+    # Ours: this worker's pool size instead of services.database.pool_max. The ingest worker wants
+    # more: each run in flight holds a connection for its lock, and more runs in flight make
+    # bigger shared embedding batches.
+    pool_max: int | None = Field(None, ge=1, le=500)
 
 
 class AIBinding(_Strict):

@@ -3,6 +3,9 @@ wrangler.toml names no entry module here)."""
 
 from __future__ import annotations
 
+from edgeindex.enhance import QueryEnhancer
+from edgeindex.routing.model import Bounds
+from edgeindex.routing.service import Router, RouterSettings
 from edgeindex.search.service import SearchService, SearchSettings
 from edgeindex.tenancy import RateLimiter, Tenancy
 
@@ -17,8 +20,26 @@ def search_service(env) -> SearchService:
     search = SearchService(
         db=env.DB, kv=env.KV, embedder=env.AI.embedder, semantic_cache=env.SEMANTIC_CACHE,
         reranker=getattr(env, "RERANKER", None),  # declared in wrangler.toml; bound only when its url is set
+        # query enhancement: offline PRF always; LLM synonyms and HyDE when services.ai.llm_model is set
+        enhancer=QueryEnhancer(db=env.DB, kv=env.KV, embedder=env.AI.embedder, llm=env.AI.llm),
         settings=SearchSettings(max_k=env.var("MAX_K", int), max_query_chars=env.var("MAX_QUERY_CHARS", int),
                                 semantic_threshold=env.var("SEMANTIC_CACHE_THRESHOLD", float),
-                                cache_ttl=env.var("CACHE_TTL_SECONDS", float)))
+                                cache_ttl=env.var("CACHE_TTL_SECONDS", float)),
+        router=router(env))
     search.prepare()
     return search
+
+
+def router(env) -> Router:
+    """The adaptive retrieval router (edgeindex.routing) from the worker's ROUTER_* vars."""
+    default = env.var("ROUTER_DEFAULT")
+    if default not in ("hybrid", "auto"):
+        from edgeindex.errors import ConfigError
+
+        raise ConfigError(f"expected hybrid or auto, got {default!r}", key="vars.ROUTER_DEFAULT")
+    return Router(env.DB, RouterSettings(
+        default=default, shadow=env.var("ROUTER_SHADOW", bool), telemetry=env.var("ROUTER_TELEMETRY", bool),
+        telemetry_days=env.var("ROUTER_TELEMETRY_DAYS", int),
+        bounds=Bounds(learning_rate=env.var("ROUTER_LEARNING_RATE", float),
+                      max_step=env.var("ROUTER_MAX_STEP", float), max_drift=env.var("ROUTER_MAX_DRIFT", float),
+                      min_evidence=env.var("ROUTER_MIN_EVIDENCE", int))))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from edgeindex import api_models
+from edgeindex.routing.feedback_model import FeedbackRequest
 from edgeindex.runtime.http import Routes, read_json
 from edgeindex.search.request import SearchRequest
 from edgeindex.search.service import SearchService
@@ -30,6 +31,7 @@ class Services:
 
 async def startup(env) -> Services:
     search = search_service(env)
+    await search.router.start()  # the built-in router model, stored as the first version
     return Services(tenancy(env), search,
                     SelectionService(env.DB, env.AI.embedder, env.AI.llm, env.KV))
 
@@ -44,6 +46,14 @@ async def search(request, services: Services, ctx):
     principal = await services.tenancy.authenticate(request.headers)
     body = await read_json(request, max_bytes=MAX_BODY_BYTES)
     return await services.search.search(principal, body, background=ctx)
+
+
+@routes.post("/feedback", summary="Which results of a search were useful: bounded online updates of the router",
+             request=FeedbackRequest, response=api_models.FeedbackResponse)
+async def feedback(request, services: Services, ctx):
+    principal = await services.tenancy.authenticate(request.headers)
+    body = await read_json(request, max_bytes=MAX_BODY_BYTES)
+    return await services.search.router.feedback(principal, body)
 
 
 # Tool and index selection for agents (edgeindex.selection).

@@ -46,6 +46,7 @@ from .diff import DiffPlan, StoredChunk, plan
 from .embedding import decode_vectors, encode_vectors
 from .extract import extract
 from .summary import summarize
+from ..enhance.enrich import enrich_chunks
 
 if TYPE_CHECKING:
     from .service import IngestService
@@ -150,6 +151,7 @@ class Embedded(StepOutput):
 class Summarized(StepOutput):
     summary: str
     method: str
+    enrichment: dict | None = None     # artifact reference: {position: keywords and questions} (ENRICH_CHUNKS)
 
 
 @dataclass(frozen=True)
@@ -259,11 +261,19 @@ class IngestJob:
         return Embedded(vectors=await self.artifacts.save_bytes("vectors.f32", encode_vectors(vectors)),
                         count=len(result.embed), model_id=self.embedder.model_id, dimension=self.embedder.dimension)
 
-    async def summarize(self, extracted: Extracted) -> Summarized:
+    async def summarize(self, extracted: Extracted, chunked: Chunked, diffed: Diffed) -> Summarized:
         text = await self.artifacts.load_text(extracted.text)
         summary, method = await summarize(text, n=self.settings.summary_sentences, llm=self.service.llm,
                                           title=extracted.title or "")
-        return Summarized(summary=summary, method=method)
+        enrichment = None
+        if self.settings.enrich_chunks and self.service.llm is not None:
+            # keywords and questions for the chunks this version adds (reused ones keep theirs)
+            result = DiffPlan.from_json(await self.artifacts.load_json(diffed.plan))
+            chunks = await self.load_chunks(chunked)
+            generated = await enrich_chunks(self.service.llm, [chunks[pos].content(text) for pos in result.embed])
+            enrichment = await self.artifacts.save_json("enrichment.json", {
+                str(pos): value for pos, value in zip(result.embed, generated, strict=True) if value})
+        return Summarized(summary=summary, method=method, enrichment=enrichment)
 
     async def _lock_current(self, conn) -> tuple[dict | None, Upserted | None]:
         """Lock the document row for the commit: (row, None) while this run's version is still the
@@ -295,11 +305,13 @@ class IngestJob:
         text = await self.artifacts.load_text(extracted.text) if result.embed else ""
         # full text in each new chunk's language (a reused chunk keeps the one it was stored with)
         languages = await asyncio.to_thread(language.analyse, text, [chunks[pos].content(text) for pos in result.embed])
+        enriched = await self.artifacts.load_json(summarized.enrichment) if summarized.enrichment else {}
         new_rows = [{"entity_id": p.entity_id, "id": uuid.UUID(result.ids[pos]), "document_id": p.document_id,
                      "version": p.version, "position": pos, "start": chunks[pos].start, "end": chunks[pos].end,
                      "content": chunks[pos].content(text), "hash": chunks[pos].hash, "tokens": chunks[pos].tokens,
                      "model_id": embedded.model_id, "embedding": vectors[i], "language": languages[i].language,
-                     "text_config": languages[i].text_config, "segmented": languages[i].segmented}
+                     "text_config": languages[i].text_config, "segmented": languages[i].segmented,
+                     "enrichment": enriched.get(str(pos))}
                     for i, pos in enumerate(result.embed)]
         moved = set(result.moved)
         moves = [{"entity_id": p.entity_id, "id": cid, "position": pos, "start": chunks[pos].start,
@@ -410,10 +422,11 @@ class IngestDocument(Workflow):
             chunked = await do(StepName.CHUNK, lambda: job.chunk(extracted), Chunked)
             diffed = await do(StepName.DIFF, lambda: job.diff(chunked), Diffed)
             embedded = await do(StepName.EMBED, lambda: job.embed(extracted, chunked, diffed), Embedded)
-            summarized = await do(StepName.SUMMARIZE, lambda: job.summarize(extracted), Summarized)
+            summarized = await do(StepName.SUMMARIZE, lambda: job.summarize(extracted, chunked, diffed), Summarized)
             upserted = await do(StepName.UPSERT, lambda: job.upsert(extracted, chunked, diffed, embedded, summarized),
                                 Upserted)
-            written = [key for output in (extracted, chunked, diffed, embedded) for key in output.artifact_keys()]
+            written = [key for output in (extracted, chunked, diffed, embedded, summarized)
+                       for key in output.artifact_keys()]
             await do(StepName.DELETE_STALE, lambda: job.delete_stale(upserted, written), StaleDeleted)
         finally:
             self.service.record_executed(p.run_id, list(step.executed))

@@ -1,7 +1,8 @@
 """``POST /search`` as a pipeline of named stages over one context object.
 
-    parse → scope → cache (exact) → plan → embed → cache (semantic) → lexical → retrieve
-          → rerank → shape → store          (without the cache: embed ‖ lexical → retrieve → ...)
+    parse → route (resolve) → scope → cache → plan → embed → cache (semantic) → lexical → route
+    (decide) → retrieve → rerank → shape → store → telemetry      (lexical runs beside the embedding,
+    before the semantic lookup, when the cache is off or the router needs its evidence)
 
 Each stage is a small method of :class:`SearchService` reading and writing the
 :class:`SearchContext`; a new capability (routing, query enhancement, telemetry)
@@ -35,9 +36,11 @@ from ..errors import ValidationError
 from ..selection import collections
 from ..tenancy import Principal
 from . import defaults, engine
-from .cache_keys import CacheKeys, cache_keys
+from .cache_keys import CacheKeys, _digest, cache_keys
 from .request import SearchRequest, parse_request
 from ..bindings.rerank import Reranker
+from ..routing.service import Decision, Router, new_search_id, scope_hash
+from ..enhance import QueryEnhancer
 from .semantic_guard import model_vocabulary, signature
 
 SQL = sqlfiles.load("search.sql")
@@ -67,29 +70,37 @@ class SearchContext:
     sequences: tuple[int, ...] = ()
     limit: int = 0
     embedding: np.ndarray | None = None
+    vector: np.ndarray | None = None  # what retrieval searches with, when enhancement changed the query's
+    enhancement: dict | None = None
     lexical: engine.LexicalResult | None = None
     rows: list[dict] = field(default_factory=list)
     results: list[dict] = field(default_factory=list)
     cache_outcome: str = "none"
     collections: dict | None = None   # which collections were searched (request.collections given)
     timings: dict[str, float] = field(default_factory=dict)
+    search_id: str = field(default_factory=new_search_id)
+    decision: Decision | None = None     # the router's (shared/routing/): strategy and alpha served
+    version: Any = None                   # the router model version that decides (auto, shadow)
 
     def response(self, payload: dict) -> dict:
         return {**payload, "count": len(payload["results"]), "cache": self.cache_outcome,
-                "took_ms": _since(self.started)}
+                "took_ms": _since(self.started), "search_id": self.search_id}
 
 
 class SearchService:
     """Everything a search needs, given once at start-up by the search worker (or a test, the MCP server)."""
 
     def __init__(self, *, db: Database, kv: KV, embedder: Embedder, semantic_cache: PgVectorIndex,
-                 settings: SearchSettings, reranker: Reranker | None = None) -> None:
+                 settings: SearchSettings, reranker: Reranker | None = None, router: Router | None = None,
+                 enhancer: QueryEnhancer | None = None) -> None:
         self.db = db
         self.kv = kv
         self.embedder = embedder
         self.semantic_cache = semantic_cache
         self.reranker = reranker
         self.settings = settings
+        self.router = router
+        self.enhancer = enhancer or QueryEnhancer(db=db, kv=kv, embedder=embedder)  # offline (PRF) only
         self.vocabulary: frozenset[str] | None = None  # the model's whole words (semantic_guard)
         self._stores = itertools.count(1)
         self._tuned = engine.tuned_connections()
@@ -98,36 +109,54 @@ class SearchService:
         """Single queries through ONNX Runtime (bindings/onnx_query.py): ~3 ms instead of ~8."""
         prepare_query_embedding(self.embedder)
         self.vocabulary = model_vocabulary(self.embedder)
+        if self.router is not None:
+            self.router.vocabulary = self.vocabulary
+            try:
+                self.router.tokenizer = self.embedder.tokenizer()
+            except Exception:  # a remote model: no tokenizer, so no fragmentation to measure
+                self.router.tokenizer = None
 
     async def search(self, principal: Principal, body: dict, *, background: Any) -> dict:
         """``background.wait_until(coro)`` keeps work alive after the answer (the worker's ``ctx``)."""
         ctx = SearchContext(principal, body)
         self.parse(ctx)
+        self.resolve(ctx)
         await self.scope(ctx)
         if (hit := await self.cache_exact(ctx)) is not None:
-            return ctx.response(hit)
+            return self.telemetry(ctx, ctx.response(hit), background)
         await self.choose_collections(ctx)
         self.plan(ctx)
-        if ctx.request.cache:
+        if ctx.request.cache and not ctx.decision.routes:
             # A semantic hit answers before any search statement starts (a hit then costs the
             # embedding and one index lookup); on a miss the lexical half follows.
             await self.embed(ctx)
             if (hit := await self.cache_semantic(ctx, background)) is not None:
-                return {**ctx.response(hit), "timings": ctx.timings}
+                return self.telemetry(ctx, {**ctx.response(hit), "timings": ctx.timings}, background)
             ctx.lexical = await _timed(self._lexical(ctx), ctx.timings, "lexical_ms")
+            self.route(ctx)
         else:
             lexical = asyncio.ensure_future(_timed(self._lexical(ctx), ctx.timings, "lexical_ms"))
             try:
                 await self.embed(ctx)
-                ctx.lexical = await lexical
+                if ctx.decision.routes:
+                    # the decision needs the lexical evidence, and a semantic hit must share the decision
+                    ctx.lexical = await lexical
+                    self.route(ctx)
+                if (hit := await self.cache_semantic(ctx, background)) is not None:
+                    background.wait_until(lexical)  # its answer is not needed; let it finish off the request path
+                    return self.telemetry(ctx, {**ctx.response(hit), "timings": ctx.timings}, background)
+                if ctx.lexical is None:
+                    ctx.lexical = await lexical
+                    self.route(ctx)
             except BaseException:
                 _abandon(background, lexical)
                 raise
+        await self.enhance(ctx)
         await self.retrieve(ctx)
         await self.rerank(ctx)
         payload = self.shape(ctx)
         await self.store(ctx, payload, background)
-        return {**ctx.response(payload), "timings": ctx.timings}
+        return self.telemetry(ctx, {**ctx.response(payload), "timings": ctx.timings}, background)
 
     # --- stages ------------------------------------------------------------------------
 
@@ -137,10 +166,26 @@ class SearchService:
         if ctx.request.rerank and self.reranker is None:
             raise ValidationError("rerank is not configured on this deployment (set the RERANK_URL var)",
                                   field="rerank")
+        self.enhancer.check(ctx.request)
+
+    def resolve(self, ctx: SearchContext) -> None:
+        """The strategy a request gets (shared/routing/service.py): fixed, or "auto" to decide later."""
+        if self.router is None:
+            ctx.decision = Decision(ctx.request.strategy or "", "hybrid", ctx.request.alpha)
+            if ctx.request.strategy not in (None, "hybrid"):
+                raise ValidationError("strategy needs the router, which this service was built without",
+                                      field="strategy")
+            return
+        ctx.request, ctx.decision = self.router.resolve(ctx.request)
 
     async def scope(self, ctx: SearchContext) -> None:
         ctx.entity_ids = resolve_entities(ctx.principal, ctx.request.entity_ids)
         ctx.keys = cache_keys(ctx.request, ctx.entity_ids)
+        if self.router is not None and (ctx.decision.routes or self.router.shadows(ctx.decision)):
+            ctx.version = await self.router.version(ctx.entity_ids)
+            if ctx.decision.routes:
+                # "auto" answers depend on the model that decides: its version is part of the key
+                ctx.keys = routed_keys(ctx.keys, ctx.version)
         # Before any lookup or database read: see the module docstring.
         ctx.sequences = await asyncio.to_thread(cache.read_sequences, self.kv, ctx.entity_ids)
 
@@ -210,9 +255,36 @@ class SearchService:
         finally:
             ctx.timings["semantic_lookup_ms"] = _since(mark)
 
+    def route(self, ctx: SearchContext) -> None:
+        """The router's choice from the query and the lexical evidence: served ("auto"), or logged
+        beside the fixed blend (shadow mode). The semantic namespace follows the served choice."""
+        if self.router is None or not (ctx.decision.routes or self.router.shadows(ctx.decision)):
+            return
+        mark = time.perf_counter()
+        routed = ctx.decision.routes
+        self.router.decide(ctx.decision, ctx.request.query, ctx.lexical,
+                           engine.candidate_count(ctx.limit, dedupe=ctx.request.dedupe), ctx.version)
+        if routed:
+            ctx.request = ctx.request.model_copy(update={"alpha": ctx.decision.alpha})
+            decided = cache_keys(ctx.request.model_copy(update={"strategy": ctx.decision.strategy}), ctx.entity_ids)
+            ctx.keys = CacheKeys(exact=ctx.keys.exact, namespace=decided.namespace)
+        ctx.timings["route_ms"] = _since(mark, 3)
+
+    async def enhance(self, ctx: SearchContext) -> None:
+        """Query enhancement (shared/enhance/): PRF or synonym terms for a second lexical pass, a HyDE
+        vector; each behind its gate. The semantic cache keeps the plain query's vector."""
+        outcome = await self.enhancer.apply(ctx.request, ctx.entity_ids, ctx.lexical, ctx.embedding,
+                                            limit=ctx.limit, tuned=self._tuned)
+        if outcome is not None:
+            ctx.lexical = outcome.lexical or ctx.lexical
+            ctx.vector = outcome.embedding
+            ctx.enhancement = outcome.report
+            ctx.timings["enhance_ms"] = outcome.report["ms"]
+
     async def retrieve(self, ctx: SearchContext) -> None:
         mark = time.perf_counter()
-        ctx.rows = await engine.retrieve(self.db, ctx.request, ctx.entity_ids, ctx.embedding, tuned=self._tuned,
+        vector = ctx.embedding if ctx.vector is None else ctx.vector
+        ctx.rows = await engine.retrieve(self.db, ctx.request, ctx.entity_ids, vector, tuned=self._tuned,
                                          lexical_result=ctx.lexical, limit=ctx.limit,
                                          include_text=True if ctx.request.rerank else None)
         ctx.timings["hybrid_ms"] = _since(mark)
@@ -241,10 +313,27 @@ class SearchService:
         # corrections: query words the entities have never seen, and the vocabulary terms that stood in
         # order "reverse": best last (its own cache scope, so the stored payload is already reversed)
         results = ctx.results[::-1] if ctx.request.order == "reverse" else ctx.results
-        payload = {"results": results, "entity_ids": ctx.entity_ids, "corrections": ctx.lexical.corrections}
+        payload = {"results": results, "entity_ids": ctx.entity_ids, "corrections": ctx.lexical.corrections,
+                   "routing": ctx.decision.describe()}
+        if ctx.enhancement is not None:
+            payload["enhancement"] = ctx.enhancement
         if ctx.collections is not None:
             payload["collections"] = ctx.collections
         return payload
+
+    def telemetry(self, ctx: SearchContext, response: dict, background: Any) -> dict:
+        """One row per search, written off the request path (unless the deployment opted out)."""
+        if self.router is not None and self.router.settings.telemetry:
+            decision = ctx.decision
+            if ctx.cache_outcome != "none" and response.get("routing"):
+                cached = response["routing"]  # the decision the cached answer was made with
+                decision = Decision(ctx.decision.requested, cached.get("strategy", ""), cached.get("alpha", 0.0),
+                                    cached.get("features"), cached.get("model_version"), cached.get("bin"))
+            background.wait_until(self.router.record(
+                ctx.search_id, entity_ids=ctx.entity_ids, scope_hash=scope_hash(ctx.entity_ids),
+                query=ctx.request.query, decision=decision, results=response["results"],
+                cache=ctx.cache_outcome, timings={"took_ms": response["took_ms"], **ctx.timings}))
+        return response
 
     async def store(self, ctx: SearchContext, payload: dict, background: Any) -> None:
         if not ctx.request.cache:
@@ -305,5 +394,10 @@ def _abandon(background: Any, task: asyncio.Future) -> None:
         task.exception()  # retrieved, so asyncio does not warn about it
 
 
-def _since(mark: float) -> float:
-    return round((time.perf_counter() - mark) * 1000, 2)
+def routed_keys(keys: CacheKeys, version: Any) -> CacheKeys:
+    number = version.version if version is not None else None
+    return CacheKeys(exact=_digest({"exact": keys.exact, "router_version": number}), namespace=keys.namespace)
+
+
+def _since(mark: float, digits: int = 2) -> float:
+    return round((time.perf_counter() - mark) * 1000, digits)

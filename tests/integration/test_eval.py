@@ -77,7 +77,9 @@ def test_eval_end_to_end_against_the_session_stack(stack, tmp_path, capsys):
     assert results["config"]["ingest"]["ready"] == 12 and not results["config"]["ingest"]["failed"]
     assert results["config"]["settled"]  # VACUUM ANALYZE after the load, before anything is timed
     systems = results["systems"]
-    assert list(systems) == ["edgeindex-hybrid", "edgeindex-vector", "edgeindex-text", "chroma", "bm25"]
+    # every mode, and "default" (what a request naming no strategy gets) always
+    assert list(systems) == ["edgeindex-hybrid", "edgeindex-vector", "edgeindex-text", "edgeindex-auto",
+                             "edgeindex-default", "chroma", "bm25"]
     for key, system in systems.items():
         assert system["queries"] == 4, key
         assert system["documents"] == 12, key
@@ -87,8 +89,10 @@ def test_eval_end_to_end_against_the_session_stack(stack, tmp_path, capsys):
     server = systems["edgeindex-hybrid"]["server_latency_ms"]
     assert server["took_ms"]["n"] == 8 and server["embed_ms"]["n"] == 8
     assert server["took_ms"]["p50"] <= systems["edgeindex-hybrid"]["latency_ms"]["p50"]
-    assert systems["edgeindex-text"]["params"]["alpha"] == 0.0
-    assert systems["edgeindex-vector"]["params"]["alpha"] == 1.0
+    assert systems["edgeindex-text"]["params"] == {"strategy": "text"}
+    assert systems["edgeindex-vector"]["params"] == {"strategy": "vector"}
+    assert systems["edgeindex-auto"]["params"] == {"strategy": "auto"} and systems["edgeindex-default"]["params"] == {}
+    assert systems["edgeindex-auto"]["server_latency_ms"]["route_ms"]["n"] == 8  # the router ran on every query
 
     # the queries are easy: the right document leads for the hybrid route
     assert systems["edgeindex-hybrid"]["metrics"]["mrr@10"] >= 0.75

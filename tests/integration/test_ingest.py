@@ -87,7 +87,10 @@ async def test_reupload_embeds_only_changed_chunks(stack, tenant, db):
     assert [c["id"] for c in third][1:] == [c["id"] for c in second][:4]
 
     # Same bytes again: nothing to chunk or embed, the live chunks stand for version 4.
-    put_document(tenant, "evolving", document(v3), title="Renamed")
+    # (skip_unchanged=false: a forced version; by default the upload worker would create none)
+    status, _ = tenant.upload.put(f"/entities/{tenant.entity_id}/documents/evolving?skip_unchanged=false&title=Renamed",
+                                  raw=document(v3).encode(), headers={"Content-Type": "text/plain"})
+    assert status == 202
     doc = await wait_document(tenant, "evolving", version=4)
     assert (doc["chunk_count"], doc["chunks_embedded"], doc["chunks_reused"]) == (5, 0, 5)
     assert (doc["ready_version"], doc["title"]) == (4, "Renamed")

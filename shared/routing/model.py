@@ -1,0 +1,203 @@
+"""The router's model: a softmax over strategy bins, linear in the features.
+
+Small and inspectable on purpose: one row of weights per bin (``text`` is alpha 0, ``vector``
+alpha 1, ``hybrid-0.5`` a blend), one column per feature plus a bias; the chosen bin is the
+row with the highest score. ``edgeindex router show`` prints the table.
+
+Fitting maximises the expected NDCG@10 of the choice, sum over queries of
+``softmax(W x)[b] * ndcg[b]`` (each dataset weighted equally, L2 on the weights), by plain
+gradient ascent: a few hundred queries and a dozen features fit in well under a second.
+
+Online updates (feedback) are bounded: a learning-rate cap on every step, a trust region
+around the trained version the updates started from, and a floor that keeps the fixed
+blend's bin reachable (on the typical query of the training data it never falls more than
+``floor_margin`` further behind the best bin than it was in the trained version).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .features import NAMES
+
+DEFAULT_BINS = (("text", 0.0), ("hybrid-0.3", 0.3), ("hybrid-0.5", 0.5), ("hybrid-0.8", 0.8), ("vector", 1.0))
+BUILTIN_PATH = Path(__file__).with_name("default_model.json")
+DEFAULT_ALPHA = 0.8  # the fixed blend (search/defaults.py ALPHA)
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """How far feedback may move a model (deployment settings, see wrangler.toml ROUTER_*)."""
+
+    learning_rate: float = 0.05     # step size of one update
+    max_step: float = 0.05          # cap on any weight's change in one update
+    max_drift: float = 0.5          # cap on any weight's distance from the trained version
+    min_evidence: int = 20          # feedback events before any move
+    floor_margin: float = 0.5       # the fixed blend falls at most this much further behind the best bin
+                                    # (typical query) than in the trained version
+
+
+def strategy_of(alpha: float) -> str:
+    return "text" if alpha <= 0 else "vector" if alpha >= 1 else "hybrid"
+
+
+@dataclass
+class RouterModel:
+    bins: list[tuple[str, float]]
+    features: list[str]
+    weights: np.ndarray                 # (bins, 1 + features): bias first
+    center: np.ndarray                  # mean feature vector of the training queries (the floor's reference)
+    default_bin: int
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    # --- construction -------------------------------------------------------------------------
+
+    @classmethod
+    def blank(cls, bins=DEFAULT_BINS, features=NAMES) -> RouterModel:
+        """Chooses the fixed blend for every query until trained."""
+        bins = [(name, float(alpha)) for name, alpha in bins]
+        default = min(range(len(bins)), key=lambda i: abs(bins[i][1] - DEFAULT_ALPHA))
+        weights = np.zeros((len(bins), 1 + len(features)))
+        weights[default, 0] = 1.0
+        return cls(bins, list(features), weights, np.zeros(len(features)), default, {"source": "blank"})
+
+    @classmethod
+    def from_json(cls, data: dict) -> RouterModel:
+        features = list(data["features"])
+        return cls([(b["name"], float(b["alpha"])) for b in data["bins"]], features,
+                   np.array(data["weights"], dtype=float),
+                   np.array(data.get("center") or [0.0] * len(features), dtype=float),
+                   int(data["default_bin"]), dict(data.get("meta") or {}))
+
+    @classmethod
+    def builtin(cls) -> RouterModel:
+        if BUILTIN_PATH.exists():
+            return cls.from_json(json.loads(BUILTIN_PATH.read_text()))
+        return cls.blank()
+
+    def to_json(self) -> dict:
+        return {"bins": [{"name": n, "alpha": a} for n, a in self.bins], "features": self.features,
+                "weights": [[round(float(v), 6) for v in row] for row in self.weights],
+                "center": [round(float(v), 6) for v in self.center], "default_bin": self.default_bin,
+                "meta": self.meta}
+
+    def copy(self) -> RouterModel:
+        return RouterModel.from_json(json.loads(json.dumps(self.to_json())))
+
+    # --- deciding -----------------------------------------------------------------------------
+
+    def vector(self, values: dict[str, float]) -> np.ndarray:
+        return np.array([1.0, *(float(values.get(name, 0.0)) for name in self.features)])
+
+    def scores(self, values: dict[str, float]) -> np.ndarray:
+        return self.weights @ self.vector(values)
+
+    def decide(self, values: dict[str, float]) -> int:
+        # a tie goes to the fixed blend, then to the lower index
+        s = self.scores(values)
+        best = float(s.max())
+        return self.default_bin if s[self.default_bin] >= best else int(np.argmax(s))
+
+    def table(self) -> str:
+        """The weights as a table: one row per feature, one column per bin."""
+        names = [n for n, _ in self.bins]
+        width = max(len(n) for n in ["bias", *self.features])
+        lines = [" " * width + "".join(f"{n:>12}" for n in names)]
+        for j, feature in enumerate(["bias", *self.features]):
+            lines.append(f"{feature:<{width}}" + "".join(f"{self.weights[i, j]:>12.3f}" for i in range(len(names))))
+        return "\n".join(lines)
+
+    # --- learning -----------------------------------------------------------------------------
+
+    def fit(self, x: np.ndarray, ndcg: np.ndarray, sample_weight: np.ndarray | None = None, *,
+            l2: float = 1e-3) -> RouterModel:
+        """Weights that maximise the expected reward (NDCG) of the choice. ``x`` (queries, features),
+        ``ndcg`` (queries, bins). L-BFGS on standardized features (so the penalty treats every
+        feature alike), folded back into weights over the raw features."""
+        from scipy.optimize import minimize
+
+        n, f = x.shape
+        bins = ndcg.shape[1]
+        w = np.full(n, 1.0 / n) if sample_weight is None else sample_weight / sample_weight.sum()
+        mean, std = x.mean(axis=0), x.std(axis=0)
+        std = np.where(std > 1e-9, std, 1.0)
+        z = np.hstack([np.ones((n, 1)), (x - mean) / std])
+        # a gain relative to the query's mean leaves the optimum alone and steadies the steps
+        gain = ndcg - ndcg.mean(axis=1, keepdims=True)
+
+        def objective(flat: np.ndarray) -> tuple[float, np.ndarray]:
+            weights = flat.reshape(bins, f + 1)
+            p = _softmax(z @ weights.T)
+            expected = (p * gain).sum(axis=1)
+            penalty = l2 * float((weights[:, 1:] ** 2).sum())
+            value = -float(w @ expected) + penalty
+            grad = -((p * (gain - expected[:, None])) * w[:, None]).T @ z
+            grad[:, 1:] += 2 * l2 * weights[:, 1:]
+            return value, grad.ravel()
+
+        start = np.zeros((bins, f + 1))
+        result = minimize(objective, start.ravel(), jac=True, method="L-BFGS-B", options={"maxiter": 500})
+        standardized = result.x.reshape(bins, f + 1)
+        weights = np.zeros_like(standardized)
+        weights[:, 1:] = standardized[:, 1:] / std
+        weights[:, 0] = standardized[:, 0] - (standardized[:, 1:] * (mean / std)).sum(axis=1)
+        self.weights = weights
+        self.center = mean
+        return self
+
+    def expected_gradient(self, values: dict[str, float], reward: np.ndarray) -> np.ndarray:
+        """d E[reward] / d weights at one query (the direction feedback moves in)."""
+        xb = self.vector(values)
+        p = _softmax(self.weights @ xb)
+        return np.outer(p * (reward - float(p @ reward)), xb)
+
+    def bounded_step(self, gradient: np.ndarray, base: RouterModel, bounds: Bounds) -> RouterModel:
+        """One feedback update: capped step, trust region around ``base``, the fixed blend's floor."""
+        step = np.clip(bounds.learning_rate * gradient, -bounds.max_step, bounds.max_step)
+        weights = np.clip(self.weights + step, base.weights - bounds.max_drift, base.weights + bounds.max_drift)
+        moved = self.copy()
+        moved.weights = weights
+        shortfall = moved.blend_gap() - (max(base.blend_gap(), 0.0) + bounds.floor_margin)
+        if shortfall > 0:
+            moved.weights[moved.default_bin, 0] += shortfall
+        return moved
+
+    def blend_gap(self) -> float:
+        """How far the fixed blend's bin is behind the best bin on the typical training query."""
+        scores = self.weights @ self.vector(dict(zip(self.features, self.center, strict=True)))
+        return float(scores.max() - scores[self.default_bin])
+
+
+def _softmax(z: np.ndarray) -> np.ndarray:
+    z = z - z.max(axis=-1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def ranking_reward(results: list[dict], useful: set[str], not_useful: set[str], alpha: float) -> float:
+    """How well the blend ``alpha`` would have ordered the returned results for this feedback:
+    the reciprocal rank of useful chunks minus that of not-useful ones, over the component
+    scores each result carries (vector min-max, lexical over its max, as the fusion does)."""
+    if not results:
+        return 0.0
+    vectors = [float(r["scores"].get("vector", 0.0)) for r in results]
+    lexical = [float(r["scores"].get("text", 0.0)) + float(r["scores"].get("trigram", 0.0)) for r in results]
+    lo, hi = min(vectors), max(vectors)
+    top = max(lexical) or 1.0
+    fused = [alpha * ((v - lo) / (hi - lo) if hi > lo else 1.0) + (1 - alpha) * (l / top)
+             for v, l in zip(vectors, lexical, strict=True)]
+    order = sorted(range(len(results)), key=lambda i: -fused[i])
+    reward = 0.0
+    for rank, i in enumerate(order, start=1):
+        chunk = results[i]["chunk_id"]
+        if chunk in useful:
+            reward += 1.0 / math.log2(rank + 1)
+        elif chunk in not_useful:
+            reward -= 1.0 / math.log2(rank + 1)
+    return reward / max(len(useful) + len(not_useful), 1)

@@ -1,0 +1,225 @@
+"""The router as the search pipeline uses it.
+
+- ``resolve`` (before the cache keys): which strategy a request gets. A named fixed strategy
+  sets alpha (text 0, vector 1, hybrid: the request's); none takes the deployment default
+  (``ROUTER_DEFAULT``: hybrid, the fixed blend, or auto); in shadow mode (``ROUTER_SHADOW``)
+  a request naming none is served the fixed blend while the router's choice is logged.
+- ``decide`` (after the lexical statement and the embedding, before retrieval): features,
+  then the serving model's bin. Under a millisecond (``route_ms`` in the worker timings).
+- ``record`` (off the request path): one telemetry row per search, pruned past the retention.
+- ``feedback``: ``POST /feedback``; bounded updates once enough evidence is in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from psycopg.types.json import Jsonb
+
+from .. import sqlfiles
+from ..bindings.database import Database
+from ..errors import NotFound, ValidationError
+from ..tenancy import Principal
+from ..validation import parse
+from . import store
+from .features import Evidence, features
+from .model import Bounds, RouterModel, ranking_reward, strategy_of
+
+SQL = sqlfiles.load("routing.sql")
+PRUNE_EVERY = 500        # telemetry rows between two prunes of expired ones
+
+
+@dataclass(frozen=True)
+class RouterSettings:
+    default: str = "hybrid"          # the strategy of a request that names none: "hybrid" or "auto"
+    shadow: bool = False             # decide and log, serve the fixed blend (requests naming no strategy)
+    telemetry: bool = True
+    telemetry_days: int = 30
+    refresh_seconds: float = 5.0
+    bounds: Bounds = field(default_factory=Bounds)
+
+
+@dataclass
+class Decision:
+    requested: str                    # what the request named ("" for nothing)
+    strategy: str                     # served: text | vector | hybrid | auto (until decided)
+    alpha: float
+    features: dict[str, float] | None = None
+    model_version: int | None = None
+    bin: str | None = None
+    shadow: tuple[str, float, str] | None = None   # (strategy, alpha, bin) the router chose while the default served
+
+    @property
+    def routes(self) -> bool:
+        return self.strategy == "auto"
+
+    def describe(self) -> dict:
+        out: dict[str, Any] = {"requested": self.requested or None, "strategy": self.strategy,
+                               "alpha": self.alpha, "model_version": self.model_version}
+        if self.bin is not None:
+            out["bin"] = self.bin
+        if self.features is not None:
+            out["features"] = self.features
+        if self.shadow is not None:
+            out["shadow"] = {"strategy": self.shadow[0], "alpha": self.shadow[1], "bin": self.shadow[2]}
+        return out
+
+
+class Router:
+    def __init__(self, db: Database, settings: RouterSettings, *, tokenizer: Any | None = None,
+                 vocabulary: frozenset[str] | None = None) -> None:
+        self.db = db
+        self.settings = settings
+        self.tokenizer = tokenizer
+        self.vocabulary = vocabulary
+        self.models = store.ModelCache(db, settings.refresh_seconds)
+        self._rows = itertools.count(1)
+
+    async def start(self) -> None:
+        await store.ensure_builtin(self.db)
+
+    # --- before the cache keys ------------------------------------------------------------------
+
+    def resolve(self, request) -> tuple[Any, Decision]:
+        """The request with its strategy and alpha settled (what the cache key sees), and the decision so far."""
+        named = request.strategy
+        if named is not None and named != "hybrid" and "alpha" in request.model_fields_set:
+            raise ValidationError(f"alpha applies to strategy \"hybrid\" only (this request names {named!r})",
+                                  field="alpha")
+        strategy = named
+        if strategy is None:
+            # an explicit alpha without a strategy is the fixed blend it always was
+            explicit_alpha = "alpha" in request.model_fields_set
+            strategy = "hybrid" if explicit_alpha or self.settings.shadow else self.settings.default
+        alpha = {"text": 0.0, "vector": 1.0}.get(strategy, request.alpha)
+        decision = Decision(named or "", strategy, alpha)
+        return request.model_copy(update={"strategy": strategy, "alpha": alpha}), decision
+
+    def shadows(self, decision: Decision) -> bool:
+        return self.settings.shadow and not decision.requested
+
+    async def version(self, entity_ids: list[str]) -> store.Version | None:
+        return await self.models.get(entity_ids)
+
+    # --- after lexical + embedding ---------------------------------------------------------------
+
+    def decide(self, decision: Decision, query: str, lexical, candidates: int,
+               version: store.Version | None) -> None:
+        """Fill in ``decision`` (the served choice when routing, the shadow choice in shadow mode)."""
+        evidence = Evidence.from_lexical(lexical.evidence if lexical else None, lexical.text if lexical else [],
+                                         lexical.trigram if lexical else [], candidates)
+        values = features(query, self.tokenizer, self.vocabulary, evidence)
+        model = version.model if version is not None else RouterModel.blank()
+        chosen = model.decide(values)
+        name, alpha = model.bins[chosen]
+        decision.features = values
+        decision.model_version = version.version if version is not None else None
+        if decision.routes:
+            decision.strategy, decision.alpha, decision.bin = strategy_of(alpha), alpha, name
+        else:
+            decision.shadow = (strategy_of(alpha), alpha, name)
+
+    # --- telemetry -------------------------------------------------------------------------------
+
+    async def record(self, search_id: str, *, entity_ids: list[str], scope_hash: str, query: str,
+                     decision: Decision | None, results: list[dict], cache: str, timings: dict) -> None:
+        if not self.settings.telemetry:
+            return
+        d = decision or Decision("", "hybrid", 0.0)
+        await self.db.execute(SQL["insert_telemetry"], {
+            "search_id": search_id, "scope_hash": scope_hash, "entity_ids": entity_ids, "query": query,
+            "features": Jsonb(d.features) if d.features is not None else None,
+            "requested": d.requested, "strategy": d.strategy, "alpha": d.alpha,
+            "shadow_strategy": d.shadow[0] if d.shadow else None, "shadow_alpha": d.shadow[1] if d.shadow else None,
+            "model_version": d.model_version,
+            "results": Jsonb([{"chunk_id": r["chunk_id"], "document_id": r["document_id"],
+                               "entity_id": r["entity_id"], "score": r["score"], "scores": r["scores"]}
+                              for r in results]),
+            "cache": cache, "timings": Jsonb(timings)})
+        if next(self._rows) % PRUNE_EVERY == 0:
+            await self.db.execute(SQL["prune_telemetry"], {"days": self.settings.telemetry_days})
+
+    # --- feedback --------------------------------------------------------------------------------
+
+    async def feedback(self, principal: Principal, body: dict) -> dict:
+        """Rewards of every bin for this search's results; a bounded update once enough evidence is in."""
+        from .feedback_model import FeedbackRequest
+
+        request = parse(FeedbackRequest, body)
+        if not self.settings.telemetry:
+            raise ValidationError("feedback needs search telemetry, which this deployment turned off "
+                                  "(ROUTER_TELEMETRY)", field="search_id")
+        row = await self.db.fetchone(SQL["telemetry"], {"search_id": request.search_id})
+        if row is None:
+            raise NotFound("no search with this search_id (unknown, or past the telemetry retention)")
+        # only the key's own entities: a key that could not have run this search cannot judge it
+        if not principal.is_admin and not set(row["entity_ids"]) <= principal.entity_ids:
+            raise NotFound("no search with this search_id (unknown, or past the telemetry retention)")
+        returned = {r["chunk_id"] for r in row["results"]}
+        useful, not_useful = set(map(str, request.useful)), set(map(str, request.not_useful))
+        if unknown := (useful | not_useful) - returned:
+            raise ValidationError(f"{len(unknown)} chunk id(s) were not returned by this search "
+                                  f"(first: {sorted(unknown)[0]})", field="useful")
+        if useful & not_useful:
+            raise ValidationError("a chunk cannot be both useful and not useful", field="not_useful")
+        scope = row["entity_ids"][0] if len(row["entity_ids"]) == 1 else store.DEPLOYMENT
+        version = await self.models.get(row["entity_ids"])
+        model = version.model if version is not None else RouterModel.builtin()
+        rewards = {name: round(ranking_reward(row["results"], useful, not_useful, alpha), 6)
+                   for name, alpha in model.bins}
+        await self.db.execute(SQL["insert_feedback"], {
+            "search_id": request.search_id, "scope": scope, "useful": sorted(useful),
+            "not_useful": sorted(not_useful), "rewards": Jsonb(rewards)})
+        applied = await self.apply_feedback(scope, entity_ids=row["entity_ids"])
+        return {"search_id": str(request.search_id), "rewards": rewards, "scope": scope or None,
+                "applied_in_version": applied}
+
+    async def apply_feedback(self, scope: str, *, entity_ids: list[str]) -> int | None:
+        """One bounded step from the pending feedback of ``scope``, once there is enough of it."""
+        bounds = self.settings.bounds
+        pending = await self.db.fetch(SQL["pending_feedback"], {"scope": scope})
+        if len(pending) < bounds.min_evidence:
+            return None
+        current = await store.active(self.db, scope)
+        if current is None:  # an entity's first move starts from the deployment's model
+            current = await store.active(self.db, store.DEPLOYMENT)
+        if current is None:
+            return None
+        base_version = current.base or current.version
+        base_row = await self.db.fetchone(SQL["model"], {"version": base_version})
+        base = RouterModel.from_json(store._weights(base_row["weights"])) if base_row else current.model
+        names = [n for n, _ in current.model.bins]
+        gradient = np.zeros_like(current.model.weights)
+        for row in pending:
+            reward = np.array([float(row["rewards"].get(n, 0.0)) for n in names])
+            gradient += current.model.expected_gradient(row["features"], reward)
+        gradient /= len(pending)
+        moved = current.model.bounded_step(gradient, base, bounds)
+        moved.meta = {**current.model.meta, "feedback_events": len(pending)}
+        async with self.db.transaction() as conn:
+            new = await (await conn.execute(SQL["insert_model"], {
+                "scope": scope, "weights": Jsonb(moved.to_json()), "source": "feedback",
+                "parent": current.version, "base": base_version,
+                "note": f"{len(pending)} feedback events"})).fetchone()
+            await conn.execute(SQL["activate"], {"scope": scope, "version": new["version"]})
+            await conn.execute(SQL["mark_applied"], {"version": new["version"], "ids": [r["id"] for r in pending]})
+        self.models.invalidate()
+        return new["version"]
+
+
+def new_search_id() -> str:
+    return str(uuid.uuid4())
+
+
+def scope_hash(entity_ids: list[str]) -> str:
+    return hashlib.sha256("\x1f".join(sorted(entity_ids)).encode()).hexdigest()[:16]
+
+
+def since(mark: float) -> float:
+    return round((time.perf_counter() - mark) * 1000, 3)

@@ -1,0 +1,69 @@
+"""The router's pure parts: features, the model's fit, its bounded steps, the feedback reward."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from edgeindex.routing.features import NAMES, Evidence, features
+from edgeindex.routing.model import Bounds, RouterModel, ranking_reward
+
+
+def test_features_measure_identifiers_digits_quotes_and_script():
+    vocabulary = frozenset({"invoice", "timeout", "what", "is", "the", "capital", "of", "france"})
+    ids = features("err_42 v1.2.3 sha256 timeout", None, vocabulary, Evidence())
+    assert ids["identifier_share"] == 0.75 and ids["digit_share"] == 0.75
+    prose = features("what is the capital of france?", None, vocabulary, Evidence())
+    assert prose["identifier_share"] == 0 and prose["question"] == 1 and prose["oov_share"] == 0
+    assert features('"exact phrase" here', None, vocabulary, Evidence())["quoted"] == 1
+    assert features("zylophonic quibbles", None, vocabulary, Evidence())["oov_share"] == 1
+
+
+def test_evidence_features_from_the_lexical_statement():
+    evidence = Evidence.from_lexical({"terms": 4, "matched": 3, "rare": 1, "best_idf": 5.0, "chunks": 1000},
+                                     [0.8, 0.2], [0.0, 0.0], candidates=40)
+    f = features("a b c d", None, None, evidence)
+    assert f["matched_share"] == 0.75 and f["rare_share"] == round(1 / 3, 4)
+    assert f["bm25_best"] == 0.8 and f["bm25_gap"] == 0.75
+    assert 0 < f["best_idf"] <= 1 and set(f) == set(NAMES)
+
+
+def test_fit_learns_which_bin_wins_per_feature():
+    rng = np.random.default_rng(0)
+    model = RouterModel.blank()
+    names = [n for n, _ in model.bins]
+    x = np.zeros((400, len(model.features)))
+    ident = model.features.index("identifier_share")
+    x[:200, ident] = rng.uniform(0.6, 1.0, 200)  # identifier-heavy: text wins
+    ndcg = np.full((400, len(names)), 0.3)
+    ndcg[:200, names.index("text")] = 0.9
+    ndcg[200:, names.index("vector")] = 0.9
+    model.fit(x, ndcg)
+    chosen = [names[model.decide(dict(zip(model.features, row, strict=True)))] for row in x]
+    assert chosen[:200] == ["text"] * 200 and chosen[200:] == ["vector"] * 200
+
+
+def test_bounded_step_caps_each_move_drift_and_keeps_the_blend_reachable():
+    base = RouterModel.blank()
+    bounds = Bounds(learning_rate=10.0, max_step=0.05, max_drift=0.12, floor_margin=0.5)
+    model = base.copy()
+    push = np.zeros_like(model.weights)
+    push[0, 0] = 100.0  # feedback that keeps pushing the text bin's bias up
+    for _ in range(10):
+        moved = model.bounded_step(push, base, bounds)
+        assert np.abs(moved.weights - model.weights).max() <= bounds.max_step + 1e-9
+        model = moved
+    assert np.abs(model.weights - base.weights).max() <= bounds.max_drift + 1e-9
+    scores = model.weights @ model.vector({})
+    assert scores.max() - scores[model.default_bin] <= bounds.floor_margin + 1e-9
+
+    tight = Bounds(learning_rate=10.0, max_step=5.0, max_drift=5.0, floor_margin=0.5)
+    pushed = base.bounded_step(push, base, tight)  # the text bin gains 5: the blend is lifted to within 0.5
+    scores = pushed.weights @ pushed.vector({})
+    assert np.isclose(scores.max() - scores[pushed.default_bin], 0.5)
+
+
+def test_ranking_reward_prefers_the_blend_that_ranks_useful_chunks_first():
+    results = [{"chunk_id": "a", "scores": {"vector": 0.9, "text": 0.0, "trigram": 0.0}},
+               {"chunk_id": "b", "scores": {"vector": 0.5, "text": 0.9, "trigram": 0.0}}]
+    assert ranking_reward(results, {"b"}, {"a"}, 0.0) > ranking_reward(results, {"b"}, {"a"}, 1.0)
+    assert ranking_reward(results, {"a"}, set(), 1.0) > ranking_reward(results, {"a"}, set(), 0.0)
