@@ -61,10 +61,9 @@ def cmd_dev(args) -> int:
 
 
 def cmd_worker(args) -> int:
-    from .runtime.server import serve
+    from .runtime.server import run
 
-    cfg = _load(args)
-    asyncio.run(serve(cfg, args.name, host=args.host))
+    run(_load(args), args.name, host=args.host)
     return 0
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
 
+import orjson
 import psycopg
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
@@ -38,9 +39,26 @@ REQUEST_ID_HEADER = "X-Request-Id"
 REQUEST_ID = web.RequestKey("request_id", str) if hasattr(web, "RequestKey") else "request_id"
 
 
+# orjson encodes what json.dumps(default=str) did, byte for byte where it matters: datetimes and
+# dataclasses still go through str (not orjson's own forms), so answers keep their shape.
+_ORJSON_OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
+
+
+def _default(value: Any) -> Any:
+    # a float subclass (numpy's float64) is a number to json.dumps; orjson hands it here
+    return float(value) if isinstance(value, float) else str(value)
+
+
+def encode_json(body: Any) -> bytes:
+    try:
+        return orjson.dumps(body, default=_default, option=_ORJSON_OPTIONS)
+    except (orjson.JSONEncodeError, TypeError):  # what orjson refuses (ints over 64 bits, odd keys)
+        return json.dumps(body, default=str).encode()
+
+
 def json_response(body: Any, status: int = 200, *, headers: dict | None = None) -> web.Response:
-    return web.Response(text=json.dumps(body, default=str), status=status, content_type="application/json",
-                        headers=headers)
+    return web.Response(body=encode_json(body), status=status, content_type="application/json",
+                        charset="utf-8", headers=headers)
 
 
 def error_body(code: str, message: str, *, field: str | None = None, request_id: str | None = None) -> dict:

@@ -1,7 +1,8 @@
 """``POST /search`` as a pipeline of named stages over one context object.
 
-    parse → route (resolve) → scope → cache → plan → embed ‖ lexical → route (decide) → retrieve
-    → rerank → shape → store → telemetry
+    parse → route (resolve) → scope → cache → plan → embed → cache (semantic) → lexical → route
+    (decide) → retrieve → rerank → shape → store → telemetry      (lexical runs beside the embedding,
+    before the semantic lookup, when the cache is off or the router needs its evidence)
 
 Each stage is a small method of :class:`SearchService` reading and writing the
 :class:`SearchContext`; a new capability (routing, query enhancement, telemetry)
@@ -125,24 +126,31 @@ class SearchService:
             return self.telemetry(ctx, ctx.response(hit), background)
         await self.choose_collections(ctx)
         self.plan(ctx)
-        lexical = asyncio.ensure_future(_timed(engine.lexical(self.db, ctx.request, ctx.entity_ids,
-                                                              tuned=self._tuned, limit=ctx.limit),
-                                               ctx.timings, "lexical_ms"))
-        try:
+        if ctx.request.cache and not ctx.decision.routes:
+            # A semantic hit answers before any search statement starts (a hit then costs the
+            # embedding and one index lookup); on a miss the lexical half follows.
             await self.embed(ctx)
-            if ctx.decision.routes:
-                # the decision needs the lexical evidence, and a semantic hit must share the decision
-                ctx.lexical = await lexical
-                self.route(ctx)
             if (hit := await self.cache_semantic(ctx, background)) is not None:
-                background.wait_until(lexical)  # its answer is not needed; let it finish off the request path
                 return self.telemetry(ctx, {**ctx.response(hit), "timings": ctx.timings}, background)
-            if ctx.lexical is None:
-                ctx.lexical = await lexical
-                self.route(ctx)
-        except BaseException:
-            _abandon(background, lexical)
-            raise
+            ctx.lexical = await _timed(self._lexical(ctx), ctx.timings, "lexical_ms")
+            self.route(ctx)
+        else:
+            lexical = asyncio.ensure_future(_timed(self._lexical(ctx), ctx.timings, "lexical_ms"))
+            try:
+                await self.embed(ctx)
+                if ctx.decision.routes:
+                    # the decision needs the lexical evidence, and a semantic hit must share the decision
+                    ctx.lexical = await lexical
+                    self.route(ctx)
+                if (hit := await self.cache_semantic(ctx, background)) is not None:
+                    background.wait_until(lexical)  # its answer is not needed; let it finish off the request path
+                    return self.telemetry(ctx, {**ctx.response(hit), "timings": ctx.timings}, background)
+                if ctx.lexical is None:
+                    ctx.lexical = await lexical
+                    self.route(ctx)
+            except BaseException:
+                _abandon(background, lexical)
+                raise
         await self.enhance(ctx)
         await self.retrieve(ctx)
         await self.rerank(ctx)
@@ -210,9 +218,12 @@ class SearchService:
         """How many rows to retrieve (more than k when a reranker follows)."""
         ctx.limit = max(ctx.request.k, defaults.RERANK_CANDIDATES) if ctx.request.rerank else ctx.request.k
 
+    def _lexical(self, ctx: SearchContext) -> Awaitable[engine.LexicalResult]:
+        return engine.lexical(self.db, ctx.request, ctx.entity_ids, tuned=self._tuned, limit=ctx.limit)
+
     async def embed(self, ctx: SearchContext) -> None:
-        # The query is embedded (model, in this process) while Postgres runs the half of the
-        # search that needs no embedding (scope and BM25): on two cores they overlap.
+        # Without the cache, the query is embedded (model, in this process) while Postgres runs
+        # the half of the search that needs no embedding (scope and BM25): they overlap.
         if ctx.embedding is not None:   # embedded already (choose_collections)
             return
         mark = time.perf_counter()
