@@ -82,7 +82,9 @@ def parse_lines(body: bytes) -> list[tuple[int, dict[str, Any] | EdgeIndexError]
         text = body.decode("utf-8")
     except UnicodeDecodeError:
         raise ValidationError("body is not UTF-8 NDJSON", field="body") from None
-    lines = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
+    # NDJSON lines end at "\n" only: str.splitlines() also breaks at U+0085, U+2028 and other separators
+    # that JSON encoders leave raw inside strings (an MS MARCO passage holds U+0085), splitting a document in two.
+    lines = [(n, line.removesuffix("\r")) for n, line in enumerate(text.split("\n"), start=1) if line.strip()]
     if not lines:
         raise ValidationError("body is empty: send one JSON object per line", field="body")
     if len(lines) > MAX_BULK_DOCUMENTS:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from edgeindex_client._ops import bulk_batches, bulk_document
 
@@ -60,3 +62,13 @@ def test_a_line_is_unchanged_only_with_the_ready_versions_bytes_type_and_fields(
     assert not _unchanged({**row, "version": 3}, doc, b"same")  # a newer version is on its way
     assert not _unchanged({**row, "status": "processing"}, doc, b"same")
     assert not _unchanged(None, doc, b"same")
+
+
+def test_a_line_holding_unicode_line_separators_stays_one_document():
+    # U+0085 (found in MS MARCO passages) and U+2028 are valid raw inside JSON strings; only "\n" ends a line.
+    first = json.dumps({"document_id": "a", "text": "one\u0085two\u2028three"}, ensure_ascii=False)
+    body = (first + "\r\n" + json.dumps({"document_id": "b", "text": "x"}) + "\n").encode()
+    parsed = parse_lines(body)
+    assert [n for n, _ in parsed] == [1, 2]
+    assert parsed[0][1] == {"document_id": "a", "text": "one\u0085two\u2028three"}
+    assert parsed[1][1] == {"document_id": "b", "text": "x"}
