@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from edgeindex import api_models
 from edgeindex.errors import ValidationError
 from edgeindex.ingest.service import IngestService, IngestSettings
+from edgeindex.runtime import memtrace
 from edgeindex.runtime.http import Routes
 from edgeindex.selection.collections import CollectionRefresher
 from edgeindex.tenancy import Tenancy
@@ -38,6 +39,8 @@ async def startup(env) -> Services:
         task = asyncio.create_task(work)
         services.background.add(task)
         task.add_done_callback(services.background.discard)
+    if (trace := memtrace.start_if_enabled()) is not None:  # EDGEINDEX_MEMTRACE_FILE (diagnostics)
+        services.background.add(trace)
     return services
 
 
