@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from edgeindex import api_models
 from edgeindex.errors import ValidationError
 from edgeindex.ingest.service import IngestService, IngestSettings
+from edgeindex.bindings import native_memory
 from edgeindex.runtime import memtrace
 from edgeindex.runtime.http import Routes
 from edgeindex.selection.collections import CollectionRefresher
@@ -24,6 +25,8 @@ class Services:
 
 
 async def startup(env) -> Services:
+    # batches of ever-different shapes: large blocks mmapped and returned, not kept in the heap
+    native_memory.fix_mmap_threshold()
     settings = IngestSettings(chunk_tokens=env.var("CHUNK_TOKENS", int),
                               chunk_overlap_tokens=env.var("CHUNK_OVERLAP_TOKENS", int),
                               summary_sentences=env.var("SUMMARY_SENTENCES", int),

@@ -16,7 +16,7 @@ import logging
 
 log = logging.getLogger(__name__)
 
-_trim = None
+_libc = _trim = None
 try:
     _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
     _trim = _libc.malloc_trim
@@ -29,3 +29,23 @@ except (OSError, AttributeError):  # musl, macOS: nothing to trim this way
 def trim() -> bool:
     """Release free heap memory to the OS; True when some was released."""
     return bool(_trim(0)) if _trim is not None else False
+
+
+M_MMAP_THRESHOLD = -3  # mallopt parameter (malloc.h)
+MMAP_THRESHOLD_BYTES = 1 << 20
+
+
+def fix_mmap_threshold(size: int = MMAP_THRESHOLD_BYTES) -> bool:
+    """Serve every block of ``size`` bytes or more with its own mmap, returned to the OS on free.
+
+    glibc starts at 128 KiB but raises the threshold each time such a block is freed (up to
+    32 MiB), after which torch's batch-sized activations land in the heap and stay there as
+    fragmented free space. A fixed threshold turns that dynamic raise off. Process-wide: the
+    ingest worker (batches of ever-different shapes) calls it at start-up; True when applied.
+    """
+    if _libc is None:
+        return False
+    try:
+        return bool(_libc.mallopt(M_MMAP_THRESHOLD, size))
+    except AttributeError:
+        return False
