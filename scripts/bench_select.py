@@ -8,7 +8,9 @@ Without the URLs a fresh stack is started on a temporary state folder (embedded 
 moto, three worker processes) and removed afterwards. The catalogue is ``DIR/tools.jsonl``
 when given (padded with generated tools up to ``--count``), else ``--count`` generated
 tools; queries are ``DIR/queries.jsonl`` or generated requests. Each query is sent once to
-warm up, then timed one at a time over one keep-alive connection (client wall time, k=5).
+warm up, then timed one at a time (client wall time, k=5) through the project's SDK
+(``edgeindex_client.AsyncClient``) and, alternating query by query, through a bare aiohttp
+keep-alive session, so the SDK's overhead is a same-run ratio.
 Figures are printed, not asserted (goal: p99 < 20 ms). The last line is JSON.
 """
 
@@ -25,6 +27,7 @@ from pathlib import Path
 
 import aiohttp
 import numpy as np
+from edgeindex_client import AsyncClient
 
 VERBS = ["get", "list", "create", "update", "delete", "search", "compute", "convert", "send", "schedule",
          "fetch", "estimate", "validate", "translate", "summarize", "book", "cancel", "track", "export", "import"]
@@ -56,38 +59,58 @@ def generated_queries(tools: list[dict], count: int, rng: random.Random) -> list
             "I mentioned yesterday" for t in picks]
 
 
-async def bench(search_url: str, upload_url: str, admin_key: str, tools: list[dict], queries: list[str]) -> dict:
+def _percentiles(values: list[float]) -> dict:
+    return {"p50_ms": round(float(np.percentile(values, 50)), 2), "p99_ms": round(float(np.percentile(values, 99)), 2)}
+
+
+async def bench(search_url: str, upload_url: str, admin_key: str, tools: list[dict], queries: list[str],
+                *, compare_raw: bool = True) -> dict:
+    """Timed through the project's SDK (edgeindex_client.AsyncClient, no retries). With ``compare_raw`` the
+    same queries also go through a bare aiohttp session, alternating query by query, so the SDK's own
+    cost shows as a ratio measured under the same load."""
     entity = f"bench-select-{os.getpid()}-{int(time.time())}"
-    async with aiohttp.ClientSession(headers={"Authorization": f"Bearer {admin_key}"}) as admin:
-        async with admin.post(f"{upload_url}/admin/entities", json={"id": entity, "kind": "user"}) as r:
-            assert r.status == 201, await r.text()
-        async with admin.post(f"{upload_url}/admin/keys", json={"name": entity, "entity_ids": [entity]}) as r:
-            key = (await r.json())["key"]
-    connector = aiohttp.TCPConnector(limit=1, keepalive_timeout=60)
-    async with aiohttp.ClientSession(headers={"Authorization": f"Bearer {key}"}, connector=connector,
-                                     timeout=aiohttp.ClientTimeout(total=600)) as http:
+    async with AsyncClient(admin_key, upload_url=upload_url, search_url=search_url, max_retries=0) as admin:
+        await admin.create_entity(entity, "user", entity)
+        key = (await admin.create_key(entity, [entity])).key
+    sdk = AsyncClient(key, upload_url=upload_url, search_url=search_url, max_retries=0, timeout=600.0)
+    raw = aiohttp.ClientSession(headers={"Authorization": f"Bearer {key}"},
+                                connector=aiohttp.TCPConnector(limit=1, keepalive_timeout=60),
+                                timeout=aiohttp.ClientTimeout(total=600))
+    try:
         started = time.perf_counter()
         for start in range(0, len(tools), 200):
-            async with http.post(f"{search_url}/entities/{entity}/tools", json={"tools": tools[start:start + 200]}) as r:
-                assert r.status == 200, await r.text()
+            reply = await sdk.request("POST", f"/entities/{entity}/tools", service="search",
+                                      json={"tools": tools[start:start + 200]})
+            assert reply.status == 200, reply.body
         register_s = time.perf_counter() - started
         print(f"registered {len(tools)} tools in {register_s:.1f} s", flush=True)
-        server, latencies, stages = [], [], {}
+        server, latencies, raw_latencies, stages = [], [], [], {}
         for timed in (False, True):
             for query in queries:
                 mark = time.perf_counter()
-                async with http.post(f"{search_url}/tools/select",
-                                     json={"query": query, "entity_ids": [entity], "k": 5}) as r:
-                    body = await r.json()
-                    assert r.status == 200, body
+                body = (await sdk.select_tools(query, entity_ids=[entity], k=5)).model_dump()
+                elapsed = (time.perf_counter() - mark) * 1000
+                if compare_raw:
+                    mark = time.perf_counter()
+                    async with raw.post(f"{search_url}/tools/select",
+                                        json={"query": query, "entity_ids": [entity], "k": 5}) as r:
+                        await r.read()
+                        assert r.status == 200, await r.text()
+                    raw_elapsed = (time.perf_counter() - mark) * 1000
                 if timed:
-                    latencies.append((time.perf_counter() - mark) * 1000)
+                    latencies.append(elapsed)
+                    if compare_raw:
+                        raw_latencies.append(raw_elapsed)
                     server.append(body["took_ms"])
                     for stage, ms in (body.get("timings") or {}).items():
                         stages.setdefault(stage, []).append(ms)
+    finally:
+        await sdk.aclose()
+        await raw.close()
+    sdk_p = _percentiles(latencies)
     return {"tools": len(tools), "queries": len(queries), "register_s": round(register_s, 1),
-            "p50_ms": round(float(np.percentile(latencies, 50)), 2),
-            "p99_ms": round(float(np.percentile(latencies, 99)), 2),
+            "client": "edgeindex_client.AsyncClient", **sdk_p,
+            **({"raw_aiohttp": _percentiles(raw_latencies)} if compare_raw else {}),
             "server_p50_ms": round(float(np.percentile(server, 50)), 2),
             "server_p99_ms": round(float(np.percentile(server, 99)), 2),
             "stages_p50_ms": {k: round(float(np.percentile(v, 50)), 2) for k, v in stages.items()},
@@ -103,6 +126,7 @@ def main() -> int:
     parser.add_argument("--upload-url")
     parser.add_argument("--search-url")
     parser.add_argument("--admin-key", default=os.environ.get("EDGEINDEX_ADMIN_KEY", ""))
+    parser.add_argument("--no-raw", action="store_true", help="skip the bare-aiohttp comparison")
     args = parser.parse_args()
     rng = random.Random(7)
     tools = []
@@ -117,15 +141,17 @@ def main() -> int:
     tools = tools[:args.count]
     queries = (queries or generated_queries(tools, args.queries, rng))[:args.queries]
     if args.search_url:
-        result = asyncio.run(bench(args.search_url.rstrip("/"), args.upload_url.rstrip("/"), args.admin_key, tools, queries))
+        result = asyncio.run(bench(args.search_url.rstrip("/"), args.upload_url.rstrip("/"), args.admin_key, tools, queries,
+                                   compare_raw=not args.no_raw))
     else:
         from edgeindex import config as config_module
         from edgeindex.evaluation.stack import fresh_stack
 
         with fresh_stack(config_module.find_config(), progress=print) as endpoints:
-            result = asyncio.run(bench(endpoints.search_url, endpoints.upload_url, endpoints.admin_key, tools, queries))
+            result = asyncio.run(bench(endpoints.search_url, endpoints.upload_url, endpoints.admin_key, tools, queries,
+                                       compare_raw=not args.no_raw))
     print(f"select over HTTP with {result['tools']} tools: p50 {result['p50_ms']} ms, p99 {result['p99_ms']} ms "
-          f"(server took_ms p50 {result['server_p50_ms']}, p99 {result['server_p99_ms']}; "
+          f"through the SDK (bare aiohttp in the same run: {result.get('raw_aiohttp')}; server took_ms p50 {result['server_p50_ms']}, p99 {result['server_p99_ms']}; "
           f"load average {result['load_average']:.1f} on {result['cpus']} cpus)")
     print(json.dumps(result))
     return 0

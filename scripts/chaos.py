@@ -7,11 +7,16 @@ the cache on), and every --fault-seconds injects one fault at random:
   kill-search    SIGKILL the search worker, start a new one
   restart-db     stop and start PostgreSQL under every worker (their pools must reconnect)
   redeliver      deliver object-created events of documents already uploaded a second time
+  visibility-lapse
+                 a second ingest consumer whose steps are slow (embed waits --slow-seconds) and whose
+                 messages' visibility is not extended: each message it takes comes back, after the
+                 visibility timeout, to the other consumer while the first still works on it
 
 After --minutes the load stops, every worker is (re)started, and the audit runs:
 
   - every acknowledged upload (a 202) ends ready or failed with a reason (within --settle seconds);
-  - no duplicate chunks (entity, document, position), no chunk of a deleted document;
+  - no duplicate chunks (entity, document, position), no chunk of a deleted document, no chunk of a
+    version that is not the ready one's (double versions), chunk counts of ready documents exact;
   - term statistics equal a recount from the chunks, per entity;
   - no cached search result holds a chunk that no longer exists.
 
@@ -33,8 +38,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import aiohttp
 import psycopg
+import subprocess
+from edgeindex_client import APIConnectionError, APIError, AsyncClient
 from psycopg.rows import dict_row
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,12 +66,14 @@ class Load:
         self.acknowledged: dict[tuple[str, str], int] = {}   # (entity, document) → last acknowledged version
         self.deleted: set[tuple[str, str]] = set()
         self.transport_errors = Counter()
+        self.refusals = Counter()
         self.stop = asyncio.Event()
 
     async def agent(self, entity: str, key: str) -> None:
         counter = 0
-        hdrs = {"Authorization": f"Bearer {key}"}
-        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as session:
+        # The project's SDK, as a user runs it; no retries: a worker being killed shows as a transport error.
+        async with AsyncClient(key, upload_url=self.upload, search_url=self.search, timeout=30,
+                               max_retries=0) as client:
             while not self.stop.is_set():
                 op = self.rng.random()
                 mine = [d for (e, d) in self.acknowledged if e == entity and (e, d) not in self.deleted]
@@ -74,21 +82,17 @@ class Load:
                         counter += 1
                         document_id = f"chaos/{entity}/{counter}.txt"
                         text = f"Chaos note {counter} of {entity}: turbine {self.rng.randrange(99)} inspected."
-                        async with session.put(f"{self.upload}/entities/{entity}/documents/{_quote(document_id)}",
-                                               data=text.encode(), headers={**hdrs, "Content-Type": "text/plain"}) as r:
-                            if r.status == 202:
-                                self.acknowledged[(entity, document_id)] = (await r.json())["version"]
+                        doc = await client.upload_text(entity, document_id, text)
+                        self.acknowledged[(entity, document_id)] = doc.version
                     elif op < 0.6:
                         document_id = self.rng.choice(mine)
-                        async with session.delete(f"{self.upload}/entities/{entity}/documents/"
-                                                  f"{_quote(document_id)}", headers=hdrs) as r:
-                            if r.status == 200:
-                                self.deleted.add((entity, document_id))
+                        await client.delete_document(entity, document_id)
+                        self.deleted.add((entity, document_id))
                     else:
-                        async with session.post(f"{self.search}/search", headers=hdrs,
-                                                json={"query": f"turbine {self.rng.randrange(99)}", "k": 5}) as r:
-                            await r.read()
-                except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+                        await client.search(f"turbine {self.rng.randrange(99)}", k=5)
+                except APIError as exc:
+                    self.refusals[f"{exc.status} {exc.code}"] += 1  # e.g. 503 while Postgres restarts
+                except APIConnectionError as exc:
                     self.transport_errors[type(exc).__name__] += 1  # a worker being killed: expected
                     await asyncio.sleep(0.2)
 
@@ -125,10 +129,39 @@ def _inject(stack, kind: str, load: Load, rng: random.Random) -> None:
         sqs = aws.client("sqs", endpoint=stack.sqs_endpoint, region="us-east-1", access_key_id="edgeindex",
                          secret_access_key="edgeindex")
         url = sqs.get_queue_url(QueueName="edgeindex-ingest")["QueueUrl"]
-        for (entity, document_id), version in rng.sample(sorted(load.acknowledged.items()),
-                                                          min(5, len(load.acknowledged))):
-            key = object_keys.object_key(entity, document_id, version, object_keys.safe_filename(document_id))
-            sqs.send_message(QueueUrl=url, MessageBody=json.dumps(object_created("edgeindex-documents", key, size=None)))
+        picked = rng.sample(sorted(load.acknowledged), min(5, len(load.acknowledged)))
+        with psycopg.connect(stack.dsn, row_factory=dict_row) as conn:  # keys name the version's generation
+            for entity, document_id in picked:
+                row = conn.execute("SELECT object_key FROM documents WHERE entity_id = %s AND id = %s",
+                                   (entity, document_id)).fetchone()
+                if row and row["object_key"]:
+                    sqs.send_message(QueueUrl=url, MessageBody=json.dumps(
+                        object_created("edgeindex-documents", row["object_key"], size=None)))
+    elif kind == "visibility-lapse":
+        _visibility_lapse(stack, load.slow_seconds)
+
+
+def _visibility_lapse(stack, slow_seconds: float) -> None:
+    """A second ingest consumer, slow in embed and never extending visibility, for one slow step's time."""
+    from edgeindex.runtime.dev import free_port
+
+    env = {**stack.worker_environ(), "EDGEINDEX_INGEST_PORT": str(free_port()),
+           "EDGEINDEX_FAULT_SLOW_STEP": "embed", "EDGEINDEX_FAULT_SLOW_SECONDS": str(slow_seconds),
+           "EDGEINDEX_FAULT_NO_VISIBILITY_EXTENSION": "1"}
+    process = subprocess.Popen([sys.executable, "-m", "edgeindex.cli", "--config", str(stack.config.path.resolve()),
+                                "worker", "ingest"], env=env, stdout=stack.worker_output,
+                               stderr=subprocess.STDOUT, cwd=str(stack.config.root))
+    try:
+        # long enough for its messages to lapse (visibility timeout 30 s) and come back to the other
+        # consumer, and for its slow steps to end
+        time.sleep(slow_seconds + 15)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 async def audit(stack, load: Load, settle: float) -> dict:
@@ -148,6 +181,14 @@ async def audit(stack, load: Load, settle: float) -> dict:
         duplicates = (await (await db.execute(
             "SELECT count(*) AS n FROM (SELECT entity_id, document_id, position FROM chunks "
             "WHERE entity_id = ANY(%s) GROUP BY 1, 2, 3 HAVING count(*) > 1) d", (entities,))).fetchone())["n"]
+        double_versions = (await (await db.execute(
+            "SELECT count(*) AS n FROM chunks c JOIN documents d ON d.entity_id = c.entity_id AND d.id = c.document_id "
+            "WHERE c.entity_id = ANY(%s) AND (d.ready_version IS NULL OR c.version > d.ready_version)",
+            (entities,))).fetchone())["n"]
+        wrong_counts = (await (await db.execute(
+            "SELECT count(*) AS n FROM documents d WHERE d.entity_id = ANY(%s) AND d.status = 'ready' AND "
+            "d.chunk_count <> (SELECT count(*) FROM chunks c WHERE c.entity_id = d.entity_id AND c.document_id = d.id)",
+            (entities,))).fetchone())["n"]
         orphans = (await (await db.execute(
             "SELECT count(*) AS n FROM chunks c WHERE c.entity_id = ANY(%s) AND NOT EXISTS "
             "(SELECT 1 FROM documents d WHERE d.entity_id = c.entity_id AND d.id = c.document_id)",
@@ -163,7 +204,8 @@ async def audit(stack, load: Load, settle: float) -> dict:
     return {"documents": len(stored), "unsettled": len(unsettled), "acknowledged_missing": len(missing),
             "failed_without_reason": len(failed_without_reason), "failed": sum(r["status"] == "failed"
                                                                               for r in stored.values()),
-            "duplicate_chunks": duplicates, "orphan_chunks": orphans,
+            "duplicate_chunks": duplicates, "orphan_chunks": orphans, "double_version_chunks": double_versions,
+            "ready_chunk_count_mismatches": wrong_counts,
             "term_stats_mismatches": len(set(stats.items()) ^ set(recount.items())),
             "cache_entries_with_missing_chunks": stale_cache}
 
@@ -189,21 +231,18 @@ def _cache_entries_with_missing_chunks(stack, live_chunks: set[str]) -> int:
 async def setup(upload: str, admin_key: str, agents: int) -> list[tuple[str, str]]:
     run = f"chaos{int(time.time())}"
     tenants = []
-    hdrs = {"Authorization": f"Bearer {admin_key}"}
-    async with aiohttp.ClientSession() as session:
+    async with AsyncClient(admin_key, upload_url=upload, max_retries=0) as admin:
         for n in range(agents):
             entity = f"{run}-{n}"
-            async with session.post(f"{upload}/admin/entities", json={"id": entity, "kind": "user"}, headers=hdrs):
-                pass
-            async with session.post(f"{upload}/admin/keys", json={"name": entity, "entity_ids": [entity]},
-                                    headers=hdrs) as resp:
-                tenants.append((entity, (await resp.json())["key"]))
+            await admin.create_entity(entity, "user")
+            tenants.append((entity, (await admin.create_key(entity, [entity])).key))
     return tenants
 
 
 async def run(stack, args) -> dict:
     tenants = await setup(stack.url("upload"), stack.admin_key, args.agents)
     load = Load(stack.url("upload"), stack.url("search"), tenants, args.seed)
+    load.slow_seconds = args.slow_seconds
     rng = random.Random(args.seed)
     faults: Counter = Counter()
     agents = [asyncio.create_task(load.agent(e, k)) for e, k in tenants]
@@ -222,15 +261,20 @@ async def run(stack, args) -> dict:
             await asyncio.to_thread(stack.wait_healthy, name)
     result = await audit(stack, load, args.settle)
     problems = {k: v for k, v in result.items() if k not in ("documents", "failed") and v}
+    # messages that came back to a consumer while another still ran their version (the lapse fault)
+    came_back = stack.log_path.read_text(errors="replace").count("retry run in progress elsewhere")
     return {"faults": dict(faults), "uploads_acknowledged": len(load.acknowledged),
-            "transport_errors": dict(load.transport_errors), "audit": result, "ok": not problems}
+            "transport_errors": dict(load.transport_errors), "refusals": dict(load.refusals),
+            "redelivered_while_running": came_back, "audit": result, "ok": not problems}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--minutes", type=float, default=5.0)
     parser.add_argument("--fault-seconds", type=float, default=15.0)
-    parser.add_argument("--faults", default="kill-ingest,kill-search,restart-db,redeliver")
+    parser.add_argument("--faults", default="kill-ingest,kill-search,restart-db,redeliver,visibility-lapse")
+    parser.add_argument("--slow-seconds", type=float, default=45.0,
+                        help="how long embed takes in the visibility-lapse fault's consumer (> the 30 s timeout)")
     parser.add_argument("--agents", type=int, default=4)
     parser.add_argument("--settle", type=float, default=300.0)
     parser.add_argument("--seed", type=int, default=5)

@@ -1,25 +1,35 @@
-"""Tenant-isolation fuzz: thousands of generated searches that try to see another tenant's data.
+"""Tenant-isolation fuzz: thousands of generated searches and tool and index selections that try to
+see another tenant's data.
 
 Starts a fresh local stack (or uses --upload-url/--search-url/--admin-key of a running one),
 makes tenants — users, groups, a network — with API keys of mixed grants (one entity, several,
-some overlapping), uploads a few documents per tenant, each carrying a marker word of its own
-tenant, then sends --searches generated searches, concurrently, mixing:
+some overlapping), uploads a few documents per tenant and registers two tools and an index
+descriptor per tenant, each carrying a marker word of its own tenant, then sends --searches
+generated searches and --selections generated tool/index selections and catalogue listings,
+concurrently, mixing:
 
   - entity_ids that are granted, partly granted, not granted, absent (all granted), crafted
     (other tenants' ids with case, whitespace, unicode look-alikes, duplicates, SQL-ish text);
   - filters naming other tenants' document ids (document_ids, exclude_document_ids);
   - queries with other tenants' marker words, and the same query from many keys so that
     caches (exact and semantic) are warmed by other tenants first;
-  - cache on and off, alpha 0 / 1 / mixed.
+  - cache on and off, alpha 0 / 1 / mixed;
+  - POST /tools/select and /indices/select with the same entity lists and other tenants' tool and
+    index names in the query (a named tool is chosen first, if the key may see it); GET
+    /entities/{e}/tools and /indices for granted, other and crafted entities.
 
 Every answer is checked: a request naming an entity outside its key's grant must be 403 (or
-400 for a malformed id); a 200 may only hold chunks of entities both granted and requested
-(all granted when none were named), of documents of those entities. Anything else is a leak.
+400 for a malformed id); a 200 may only hold chunks, tools or indices of entities both granted
+and requested (all granted when none were named), of documents of those entities. Anything
+else is a leak.
 
-  .venv/bin/python scripts/fuzz_isolation.py                       # 10,000 searches
-  .venv/bin/python scripts/fuzz_isolation.py --searches 500 --agents 4
+Requests go through the project's SDK (edgeindex_client.AsyncClient) as a user's would; only the
+tool and index registry routes, which the SDK does not cover, are called over plain HTTP.
 
-Ends with one JSON line: {"searches": …, "leaks": 0, "statuses": {…}, "req_per_s": …}.
+  .venv/bin/python scripts/fuzz_isolation.py                       # 10,000 searches, 2,500 selections
+  .venv/bin/python scripts/fuzz_isolation.py --searches 500 --selections 200 --agents 4
+
+Ends with one JSON line: {"searches", "selections", "leaks": 0, "statuses": {…}, "by_kind": {…}, "req_per_s"}.
 """
 
 from __future__ import annotations
@@ -35,7 +45,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import aiohttp
+import httpx
+from edgeindex_client import APIError, AsyncClient
 
 ROOT = Path(__file__).resolve().parents[1]
 WORDS = ["harbour", "glacier", "orchard", "lantern", "compass", "meadow", "canyon", "beacon", "quarry", "delta"]
@@ -47,6 +58,8 @@ class Tenant:
     kind: str
     marker: str
     documents: list[str] = field(default_factory=list)
+    tools: list[str] = field(default_factory=list)
+    indices: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -60,50 +73,64 @@ class World:
     tenants: list[Tenant]
     keys: list[Key]
     owner: dict[tuple[str, str], str]   # (entity, document) → entity, for the checks
+    tool_owner: dict[str, str] = field(default_factory=dict)    # tool name → entity (names are unique here)
+    index_owner: dict[str, str] = field(default_factory=dict)   # index name → entity
 
 
-async def _json(session: aiohttp.ClientSession, method: str, url: str, key: str, body=None, data=None,
-                headers=None) -> tuple[int, dict]:
-    hdrs = {"Authorization": f"Bearer {key}", **(headers or {})}
-    async with session.request(method, url, json=body, data=data, headers=hdrs) as resp:
-        return resp.status, await resp.json(content_type=None)
-
-
-async def build_world(session, upload_url: str, admin_key: str, *, tenants: int, seed: int) -> World:
+async def build_world(upload_url: str, search_url: str, admin_key: str, *, tenants: int, seed: int) -> World:
     rng = random.Random(seed)
     run = f"iso{seed}-{int(time.time())}"
     made: list[Tenant] = []
     kinds = ["user"] * (tenants - 3) + ["group", "group", "network"]
-    for i, kind in enumerate(kinds):
-        tenant = Tenant(f"{run}-{kind[0]}{i}", kind, f"zq{rng.randrange(10**6):06d}x{i}")
-        status, body = await _json(session, "POST", f"{upload_url}/admin/entities", admin_key,
-                                   {"id": tenant.entity_id, "kind": kind, "name": tenant.entity_id})
-        assert status == 201, body
-        made.append(tenant)
     owner: dict[tuple[str, str], str] = {}
-    for tenant in made:
-        for d in range(3):
-            document_id = f"doc-{d}" if d < 2 else f"{tenant.entity_id}/private notes.txt"
-            text = (f"{tenant.marker} {WORDS[d]} report of {tenant.entity_id}. The {WORDS[d]} survey by "
-                    f"{tenant.marker} lists findings, numbers {d}{d}{d} and the owner {tenant.entity_id}.")
-            path = f"{upload_url}/entities/{tenant.entity_id}/documents/{_quote(document_id)}"
-            status, body = await _json(session, "PUT", path, admin_key, data=text.encode(),
-                                       headers={"Content-Type": "text/plain"})
-            assert status == 202, body
-            tenant.documents.append(document_id)
-            owner[(tenant.entity_id, document_id)] = tenant.entity_id
-    keys: list[Key] = []
-    ids = [t.entity_id for t in made]
-    for tenant in made:  # one key per tenant, and keys over overlapping sets
-        keys.append(Key(await _make_key(session, upload_url, admin_key, [tenant.entity_id]),
-                        frozenset([tenant.entity_id])))
-    for _ in range(len(made)):
-        grant = rng.sample(ids, rng.randint(2, 4))
-        keys.append(Key(await _make_key(session, upload_url, admin_key, grant), frozenset(grant)))
-    for tenant in made:  # wait until every document is searchable
-        for document_id in tenant.documents:
-            await _wait_ready(session, upload_url, admin_key, tenant.entity_id, document_id)
-    return World(made, keys, owner)
+    async with AsyncClient(admin_key, upload_url=upload_url, search_url=search_url, max_retries=0) as admin:
+        for i, kind in enumerate(kinds):
+            tenant = Tenant(f"{run}-{kind[0]}{i}", kind, f"zq{rng.randrange(10**6):06d}x{i}")
+            await admin.create_entity(tenant.entity_id, kind, name=tenant.entity_id)
+            made.append(tenant)
+        for tenant in made:
+            for d in range(3):
+                document_id = f"doc-{d}" if d < 2 else f"{tenant.entity_id}/private notes.txt"
+                text = (f"{tenant.marker} {WORDS[d]} report of {tenant.entity_id}. The {WORDS[d]} survey by "
+                        f"{tenant.marker} lists findings, numbers {d}{d}{d} and the owner {tenant.entity_id}.")
+                await admin.upload_text(tenant.entity_id, document_id, text)
+                tenant.documents.append(document_id)
+                owner[(tenant.entity_id, document_id)] = tenant.entity_id
+        keys: list[Key] = []
+        ids = [t.entity_id for t in made]
+        for tenant in made:  # one key per tenant, and keys over overlapping sets
+            keys.append(Key((await admin.create_key("isolation fuzz", [tenant.entity_id])).key,
+                            frozenset([tenant.entity_id])))
+        for _ in range(len(made)):
+            grant = rng.sample(ids, rng.randint(2, 4))
+            keys.append(Key((await admin.create_key("isolation fuzz", grant)).key, frozenset(grant)))
+        world = World(made, keys, owner)
+        await register_catalogues(world, search_url, admin_key)
+        for tenant in made:  # wait until every document is searchable
+            for document_id in tenant.documents:
+                await admin.wait_ready(tenant.entity_id, document_id, timeout=300)
+    return world
+
+
+async def register_catalogues(world: World, search_url: str, admin_key: str) -> None:
+    """Two tools and an index per tenant, named and described with its marker. Plain HTTP: the SDK
+    has no methods for the registry routes (it selects, it does not administer catalogues)."""
+    async with httpx.AsyncClient(base_url=search_url, headers={"Authorization": f"Bearer {admin_key}"},
+                                 timeout=120) as http:
+        for tenant in world.tenants:
+            tools = [{"name": f"{tenant.marker}_{verb}", "description": f"{verb.title()} the {WORDS[n]} records of "
+                      f"{tenant.marker} for {tenant.entity_id}", "parameters": [{"name": "record_id", "type": "string"}]}
+                     for n, verb in enumerate(["lookup", "archive"])]
+            indices = [{"name": f"{tenant.marker}_survey", "description": f"{WORDS[2]} surveys of {tenant.marker}",
+                        "fields": ["survey_id", f"{tenant.marker}_owner", "findings"]}]
+            for path, body in ((f"/entities/{_quote(tenant.entity_id)}/tools", {"tools": tools}),
+                               (f"/entities/{_quote(tenant.entity_id)}/indices", {"indices": indices})):
+                resp = await http.post(path, json=body)
+                assert resp.status_code == 200, resp.text
+            tenant.tools = [t["name"] for t in tools]
+            tenant.indices = [i["name"] for i in indices]
+            world.tool_owner.update({name: tenant.entity_id for name in tenant.tools})
+            world.index_owner.update({name: tenant.entity_id for name in tenant.indices})
 
 
 def _quote(text: str) -> str:
@@ -112,39 +139,14 @@ def _quote(text: str) -> str:
     return quote(text, safe="")
 
 
-async def _make_key(session, upload_url: str, admin_key: str, grant: list[str]) -> str:
-    status, body = await _json(session, "POST", f"{upload_url}/admin/keys", admin_key,
-                               {"name": "isolation fuzz", "entity_ids": grant})
-    assert status == 201, body
-    return body["key"]
-
-
-async def _wait_ready(session, upload_url: str, admin_key: str, entity_id: str, document_id: str) -> None:
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        status, body = await _json(session, "GET", f"{upload_url}/entities/{entity_id}/documents/"
-                                                   f"{_quote(document_id)}", admin_key)
-        if status == 200 and body["status"] in ("ready", "failed"):
-            assert body["status"] == "ready", body
-            return
-        await asyncio.sleep(0.2)
-    raise TimeoutError(f"{entity_id}/{document_id} not ready in time")
-
-
 def _crafted(entity_id: str, rng: random.Random) -> str:
     return rng.choice([entity_id.upper(), f" {entity_id}", f"{entity_id} ", entity_id.replace("-", "\u2010"),
                        f"{entity_id}'--", f"{entity_id}%", entity_id + "\u0000", "*", "%", entity_id[:-1]])
 
 
-def generate(world: World, rng: random.Random) -> tuple[Key, dict]:
-    """One search: a key, and a body that may try to reach beyond the key's grant."""
-    key = rng.choice(world.keys)
+def _entities(body: dict, key: Key, world: World, rng: random.Random) -> list[Tenant]:
+    """Set ``entity_ids`` (or not) the ways a probe would; returns the tenants outside the grant."""
     others = [t for t in world.tenants if t.entity_id not in key.grant]
-    target = rng.choice(world.tenants)
-    body: dict = {"query": rng.choice([f"{target.marker} {rng.choice(WORDS)}", f"{rng.choice(WORDS)} survey",
-                                       f"report of {target.entity_id}", target.marker]),
-                  "k": rng.choice([1, 5, 20]), "cache": rng.random() < 0.8,
-                  "alpha": rng.choice([0.0, 1.0, 0.8, 0.5])}
     shape = rng.random()
     granted = sorted(key.grant)
     if shape < 0.25:
@@ -157,11 +159,69 @@ def generate(world: World, rng: random.Random) -> tuple[Key, dict]:
         body["entity_ids"] = [_crafted(rng.choice(world.tenants).entity_id, rng)]
     else:
         body["entity_ids"] = granted * 2  # duplicates
+    return others
+
+
+def generate(world: World, rng: random.Random) -> tuple[Key, dict]:
+    """One search: a key, and a body that may try to reach beyond the key's grant."""
+    key = rng.choice(world.keys)
+    target = rng.choice(world.tenants)
+    body: dict = {"query": rng.choice([f"{target.marker} {rng.choice(WORDS)}", f"{rng.choice(WORDS)} survey",
+                                       f"report of {target.entity_id}", target.marker]),
+                  "k": rng.choice([1, 5, 20]), "cache": rng.random() < 0.8,
+                  "alpha": rng.choice([0.0, 1.0, 0.8, 0.5])}
+    others = _entities(body, key, world, rng)
     if rng.random() < 0.3:
         foreign = rng.choice(others or world.tenants)
         name = rng.choice(["document_ids", "exclude_document_ids"])
         body.setdefault("filters", {})[name] = rng.sample(foreign.documents, rng.randint(1, len(foreign.documents)))
     return key, body
+
+
+def generate_selection(world: World, rng: random.Random) -> tuple[str, Key, dict]:
+    """One tool or index selection, or a catalogue listing: (kind, key, body or {"entity_id"})."""
+    key = rng.choice(world.keys)
+    target = rng.choice(world.tenants)
+    kind = rng.choices(["tools", "indices", "list-tools", "list-indices"], weights=[4, 4, 1, 1])[0]
+    if kind.startswith("list-"):
+        entity = rng.choice(world.tenants).entity_id
+        return kind, key, {"entity_id": _crafted(entity, rng) if rng.random() < 0.15 else entity}
+    named = rng.choice(target.tools if kind == "tools" else target.indices)
+    body: dict = {"query": rng.choice([f"{named} for {target.marker}", f"{WORDS[rng.randrange(3)]} records of "
+                                       f"{target.entity_id}", f"call {named} then {rng.choice(WORDS)} survey",
+                                       target.marker]),
+                  "k": rng.choice([1, 3, 5])}
+    _entities(body, key, world, rng)
+    return kind, key, body
+
+
+def check_selection(world: World, kind: str, key: Key, body: dict, status: int, answer: dict) -> str | None:
+    """None if a selection or listing is allowed; otherwise what leaked or went wrong."""
+    if status >= 500:
+        return f"server error {status}: {answer}"
+    if kind.startswith("list-"):
+        if body["entity_id"] not in key.grant:
+            return None if status in (400, 403) else f"status {status} listing {body['entity_id']!r} outside the grant"
+        if status != 200:
+            return f"status {status}: {answer}"
+        allowed, field_, owners = {body["entity_id"]}, kind[5:], world.tool_owner if kind == "list-tools" \
+            else world.index_owner
+    else:
+        requested = body.get("entity_ids")
+        if requested is not None and not set(requested) <= key.grant:
+            return None if status in (400, 403) else \
+                f"status {status} for entities outside the grant {sorted(set(requested) - key.grant)}"
+        if status == 400:
+            return None
+        if status != 200:
+            return f"status {status}: {answer}"
+        allowed = set(requested) if requested is not None else set(key.grant)
+        field_, owners = kind, world.tool_owner if kind == "tools" else world.index_owner
+    for item in answer.get(field_, []):
+        if owners.get(item["name"]) not in allowed:
+            return f"{field_[:-1] if field_ == 'tools' else 'index'} {item['name']!r} of " \
+                   f"{owners.get(item['name'])} outside {sorted(allowed)}"
+    return None
 
 
 def check(world: World, key: Key, body: dict, status: int, answer: dict) -> str | None:
@@ -186,38 +246,83 @@ def check(world: World, key: Key, body: dict, status: int, answer: dict) -> str 
     return None
 
 
-async def fuzz(world: World, search_url: str, *, searches: int, agents: int, seed: int) -> dict:
+async def _search(client: AsyncClient, body: dict) -> tuple[int, dict]:
+    try:
+        found = await client.search(**body)
+    except APIError as exc:  # the SDK keeps the status and the JSON error body
+        return exc.status, exc.body if isinstance(exc.body, dict) else {}
+    return 200, found.model_dump(mode="json")
+
+
+async def _selection(client: AsyncClient, http: httpx.AsyncClient, kind: str, body: dict) -> tuple[int, dict]:
+    if kind.startswith("list-"):  # the catalogue listings are not in the SDK: plain HTTP
+        resp = await http.get(f"/entities/{_quote(body['entity_id'])}/{kind[5:]}")
+        return resp.status_code, resp.json()
+    try:
+        if kind == "tools":
+            chosen = await client.select_tools(**body)
+        else:
+            chosen = await client.select_index(**body)
+    except APIError as exc:
+        return exc.status, exc.body if isinstance(exc.body, dict) else {}
+    return 200, chosen.model_dump(mode="json")
+
+
+async def fuzz(world: World, search_url: str, *, searches: int, agents: int, seed: int,
+               selections: int = 0) -> dict:
     rng = random.Random(seed + 1)
-    plan = [generate(world, rng) for _ in range(searches)]
+    plan = [("search", *generate(world, rng)) for _ in range(searches)]
+    plan += [generate_selection(world, rng) for _ in range(selections)]
+    rng.shuffle(plan)
     statuses: Counter = Counter()
+    by_kind: Counter = Counter()
     leaks: list[str] = []
     queue = iter(plan)
+    clients: dict[str, tuple[AsyncClient, httpx.AsyncClient]] = {}
     started = time.perf_counter()
 
-    async def agent(session):
-        for key, body in queue:
-            status, answer = await _json(session, "POST", f"{search_url}/search", key.secret, body)
+    async def agent():
+        for kind, key, body in queue:
+            if key.secret not in clients:
+                clients[key.secret] = (AsyncClient(key.secret, search_url=search_url, max_retries=0, timeout=60),
+                                       httpx.AsyncClient(base_url=search_url, timeout=60,
+                                                         headers={"Authorization": f"Bearer {key.secret}"}))
+            client, http = clients[key.secret]
+            if kind == "search":
+                status, answer = await _search(client, body)
+                problem = check(world, key, body, status, answer)
+            else:
+                status, answer = await _selection(client, http, kind, body)
+                problem = check_selection(world, kind, key, body, status, answer)
             statuses[status] += 1
-            if (problem := check(world, key, body, status, answer)) is not None:
-                leaks.append(f"{problem} (request {json.dumps(body)[:300]})")
+            by_kind[f"{kind} {status}"] += 1
+            if problem is not None:
+                leaks.append(f"{kind}: {problem} (request {json.dumps(body)[:300]})")
 
-    async with aiohttp.ClientSession() as session:
-        await asyncio.gather(*(agent(session) for _ in range(agents)))
+    try:
+        await asyncio.gather(*(agent() for _ in range(agents)))
+    finally:
+        for client, http in clients.values():
+            await client.aclose()
+            await http.aclose()
     elapsed = time.perf_counter() - started
-    return {"searches": searches, "leaks": len(leaks), "examples": leaks[:5],
+    return {"searches": searches, "selections": selections, "leaks": len(leaks), "examples": leaks[:5],
             "statuses": {str(k): v for k, v in sorted(statuses.items())},
-            "req_per_s": round(searches / elapsed, 1)}
+            "by_kind": dict(sorted(by_kind.items())),
+            "req_per_s": round(len(plan) / elapsed, 1)}
 
 
 async def main_async(args) -> dict:
-    async with aiohttp.ClientSession() as session:
-        world = await build_world(session, args.upload_url, args.admin_key, tenants=args.tenants, seed=args.seed)
-    return await fuzz(world, args.search_url, searches=args.searches, agents=args.agents, seed=args.seed)
+    world = await build_world(args.upload_url, args.search_url, args.admin_key, tenants=args.tenants, seed=args.seed)
+    return await fuzz(world, args.search_url, searches=args.searches, agents=args.agents, seed=args.seed,
+                      selections=args.selections)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--searches", type=int, default=10_000)
+    parser.add_argument("--selections", type=int, default=2_500,
+                        help="tool and index selections and catalogue listings, besides the searches")
     parser.add_argument("--agents", type=int, default=8)
     parser.add_argument("--tenants", type=int, default=8)
     parser.add_argument("--seed", type=int, default=7)
@@ -237,8 +342,9 @@ def main() -> None:
             result = asyncio.run(main_async(args))
     for example in result.pop("examples"):
         print("LEAK:", example)
-    print(f"{result['searches']} searches, {result['leaks']} leaks, statuses {result['statuses']}, "
-          f"{result['req_per_s']} req/s")
+    print(f"{result['searches']} searches, {result['selections']} selections and listings, {result['leaks']} leaks, "
+          f"statuses {result['statuses']}, {result['req_per_s']} req/s")
+    print("by kind and status:", result["by_kind"])
     print(json.dumps(result))
     sys.exit(1 if result["leaks"] else 0)
 

@@ -25,3 +25,8 @@ if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null
              "(as root: apt-get install chromium chromium-driver)" >&2
     fi
 fi
+# wrk, a C HTTP load generator: scripts/load_search.py measures exact-cache hits with it (a Python
+# client on the same cores would be the bottleneck). Optional: nothing else needs it.
+if ! command -v wrk >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    apt-get install -y -qq wrk >/dev/null 2>&1 || echo "install.sh: wrk not installed (apt-get failed); load_search.py skips its wrk phase"
+fi

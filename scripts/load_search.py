@@ -16,11 +16,18 @@ in requests and seconds, all on 127.0.0.1:
   .venv/bin/python scripts/load_search.py                      # 12k chunks, 1 and 4 agents
   .venv/bin/python scripts/load_search.py --chunks 20000 --agents 1,2,8 --requests 300
 
-Latency is measured by the client (aiohttp, keep-alive) and reported with the server's own
-took_ms; percentiles over all requests of a phase. The Python client shares the two cores
-with the worker, which shows in the tail of the fastest phase: when `wrk` is installed
-(Debian package `wrk`), the exact-hit phase is measured once more by it, a C client, for
---wrk-seconds at the same concurrency (as fast as the worker answers: a saturation test).
+Agents are the project's SDK (edgeindex_client.AsyncClient, keep-alive, no retries). Latency
+is measured by the client and reported with the server's own took_ms; percentiles over all
+requests of a phase. The Python client shares the two cores with the worker, which shows in
+the tail of the fastest phase: the exact-hit phase is measured once more by `wrk` (a C client,
+Debian package `wrk`, installed by scripts/install.sh when apt is there) for --wrk-seconds at
+the same concurrency. Each phase also reports the CPU it cost per request in the client, the
+search worker's processes and Postgres (from /proc, via psutil), which says what limits it.
+
+`--processes N` runs N search processes on the one port (the worker's `processes` setting,
+SO_REUSEPORT). The run ends with one JSON line per concurrency level and phase:
+{"agents", "phase" (uncached | semantic | exact), "req_per_s", "p50_ms", "p99_ms", ...};
+the exact line is wrk's when wrk is installed.
 """
 
 from __future__ import annotations
@@ -32,14 +39,15 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import aiohttp
 import numpy as np
+import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "msmarco"
@@ -54,8 +62,41 @@ def percentiles(values: list[float]) -> str:
     return f"p50 {p[0]:6.1f}  p95 {p[1]:6.1f}  p99 {p[2]:6.1f}"
 
 
+class CPU:
+    """CPU seconds used so far by this process, the search worker's processes and Postgres."""
+
+    def __init__(self, worker_pids: list[int], pgdata: Path | None) -> None:
+        self.workers = [psutil.Process(pid) for pid in worker_pids]
+        self.postmaster = None
+        if pgdata is not None and (pgdata / "postmaster.pid").exists():
+            self.postmaster = psutil.Process(int((pgdata / "postmaster.pid").read_text().split()[0]))
+
+    @staticmethod
+    def _seconds(processes) -> float:
+        total = 0.0
+        for p in processes:
+            try:
+                t = p.cpu_times()
+                total += t.user + t.system
+            except psutil.NoSuchProcess:  # a Postgres backend that ended in between
+                pass
+        return total
+
+    def sample(self) -> dict[str, float]:
+        postgres = 0.0
+        if self.postmaster is not None:
+            postgres = self._seconds([self.postmaster, *self.postmaster.children(recursive=True)])
+        return {"client": self._seconds([psutil.Process()]), "search": self._seconds(self.workers),
+                "postgres": postgres}
+
+
+CPU_METER: CPU | None = None
+
+
 async def run_phase(url: str, key: str, bodies: list[dict], agents: int, max_seconds: float) -> dict:
     """``agents`` workers share the bodies; stops when they are done or the time is up."""
+    from edgeindex_client import APIError, AsyncClient, SearchRequest
+
     queue = iter(bodies)
     client_ms: list[float] = []
     server_ms: list[float] = []
@@ -64,49 +105,74 @@ async def run_phase(url: str, key: str, bodies: list[dict], agents: int, max_sec
     done: list[dict] = []
     errors = 0
     deadline = time.monotonic() + max_seconds
-    headers = {"Authorization": f"Bearer {key}"}
 
-    async def agent(session: aiohttp.ClientSession) -> None:
+    async def agent(client: AsyncClient) -> None:
         nonlocal errors
         for body in queue:
             if time.monotonic() > deadline:
                 return
+            request = SearchRequest(entity_ids=[ENTITY], **body)
             started = time.perf_counter()
-            async with session.post(f"{url}/search", json=body, headers=headers) as resp:
-                answer = await resp.json()
-            elapsed = (time.perf_counter() - started) * 1000
-            if resp.status != 200:
+            try:
+                answer = await client.search_request(request)
+            except APIError:
                 errors += 1
                 continue
-            client_ms.append(elapsed)
+            client_ms.append((time.perf_counter() - started) * 1000)
             done.append(body)
-            server_ms.append(answer["took_ms"])
-            kinds[answer["cache"]] = kinds.get(answer["cache"], 0) + 1
-            for part, ms in (answer.get("timings") or {}).items():
+            server_ms.append(answer.took_ms)
+            kinds[answer.cache] = kinds.get(answer.cache, 0) + 1
+            for part, ms in (answer.timings or {}).items():
                 parts.setdefault(part, []).append(ms)
 
+    before = CPU_METER.sample() if CPU_METER else {}
     started = time.perf_counter()
-    connector = aiohttp.TCPConnector(limit=agents)
-    async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=60)) as session:
-        await asyncio.gather(*(agent(session) for _ in range(agents)))
+    async with AsyncClient(key, search_url=url, upload_url=url, max_retries=0, timeout=60) as client:
+        await asyncio.gather(*(agent(client) for _ in range(agents)))
     wall = time.perf_counter() - started
+    after = CPU_METER.sample() if CPU_METER else {}
+    n = max(len(client_ms), 1)
+    cpu = {name: (after[name] - before[name]) * 1000 / n for name in after}  # ms of CPU per request
     load = os.getloadavg()[0]  # other processes on the box skew latency: printed with the figures
     return {"load": load, "done": done, "client": client_ms, "server": server_ms, "kinds": kinds,
-            "errors": errors, "wall": wall, "parts": parts}
+            "errors": errors, "wall": wall, "parts": parts, "cpu": cpu}
 
 
-def report(name: str, agents: int, result: dict) -> None:
+SUMMARY: list[dict] = []  # the JSON lines printed at the end
+
+
+def report(name: str, agents: int, result: dict, *, summary: bool = True) -> None:
     n = len(result["client"])
     kinds = ", ".join(f"{k} {v}" for k, v in sorted(result["kinds"].items()))
+    cpu = "  ".join(f"{k} {v:.1f}" for k, v in result["cpu"].items())
     print(f"{name:<9} agents {agents:>2}  n {n:>4}  {n / result['wall']:6.1f} req/s  load {result['load']:4.1f}  "
           f"client ms {percentiles(result['client'])}   server ms {percentiles(result['server'])}   "
           f"[{kinds}{', errors ' + str(result['errors']) if result['errors'] else ''}]", flush=True)
+    print(f"{'':<28}{'CPU ms/request':<19} {cpu}", flush=True)
     for part, values in result["parts"].items():
         print(f"{'':<28}{part:<19} {percentiles(values)}", flush=True)
+    if summary and n:
+        p50, p99 = np.percentile(result["client"], [50, 99])
+        SUMMARY.append({"agents": agents, "phase": name, "req_per_s": round(n / result["wall"], 1),
+                        "p50_ms": round(float(p50), 2), "p99_ms": round(float(p99), 2), "client": "sdk",
+                        "requests": n, "errors": result["errors"],
+                        "cpu_ms_per_request": {k: round(v, 2) for k, v in result["cpu"].items()},
+                        "load": round(result["load"], 1)})
 
 
-def wrk_phase(url: str, key: str, body: dict, agents: int, seconds: float) -> None:
+def _wrk_ms(text: str | None) -> float | None:
+    if text is None:
+        return None
+    match = re.fullmatch(r"([\d.]+)(us|ms|s|m)", text)
+    if not match:
+        return None
+    return float(match.group(1)) * {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60_000.0}[match.group(2)]
+
+
+def wrk_phase(url: str, key: str, body: dict, agents: int, seconds: float) -> bool:
     """The same exact-cache hit, driven by wrk: latency percentiles as wrk prints them."""
+    body = {"entity_ids": [ENTITY], **body}
+    before = CPU_METER.sample() if CPU_METER else {}
     with tempfile.NamedTemporaryFile("w", suffix=".lua") as script:
         script.write(f'wrk.method = "POST"\nwrk.body = {json.dumps(json.dumps(body))}\n'
                      f'wrk.headers["Content-Type"] = "application/json"\n'
@@ -114,10 +180,25 @@ def wrk_phase(url: str, key: str, body: dict, agents: int, seconds: float) -> No
         script.flush()
         out = subprocess.run(["wrk", "-t1", f"-c{agents}", f"-d{seconds:.0f}s", "--latency", "-s", script.name,
                               f"{url}/search"], capture_output=True, text=True, check=True).stdout
+    after = CPU_METER.sample() if CPU_METER else {}
     found = dict(re.findall(r"^\s+(50|90|99)%\s+(\S+)$", out, re.MULTILINE))
     rate = re.search(r"Requests/sec:\s+(\S+)", out)
+    total = re.search(r"(\d+) requests in", out)
+    bad = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    n = max(int(total.group(1)) if total else 1, 1)
+    cpu = {name: (after[name] - before[name]) * 1000 / n for name in after}
+    cpu.pop("client", None)  # wrk is not this process
     print(f"{'exact/wrk':<9} agents {agents:>2}  {float(rate.group(1)) if rate else 0:8.1f} req/s  "
-          f"p50 {found.get('50')}  p90 {found.get('90')}  p99 {found.get('99')}", flush=True)
+          f"p50 {found.get('50')}  p90 {found.get('90')}  p99 {found.get('99')}  "
+          f"CPU ms/request {'  '.join(f'{k} {v:.2f}' for k, v in cpu.items())}"
+          f"{'  NON-200: ' + bad.group(1) if bad else ''}", flush=True)
+    if not rate or bad:
+        return False
+    SUMMARY.append({"agents": agents, "phase": "exact", "req_per_s": float(rate.group(1)),
+                    "p50_ms": _wrk_ms(found.get("50")), "p99_ms": _wrk_ms(found.get("99")), "client": "wrk",
+                    "requests": n, "cpu_ms_per_request": {k: round(v, 2) for k, v in cpu.items()},
+                    "load": round(os.getloadavg()[0], 1)})
+    return True
 
 
 async def load_chunks(dsn: str, chunks: int) -> None:
@@ -138,9 +219,11 @@ async def load_chunks(dsn: str, chunks: int) -> None:
         await db.close()
 
 
+UNIQUE = itertools.count()  # across runs on one stack: every uncached request has a scope never seen
+
+
 async def drive(url: str, key: str, args) -> None:
     queries = [json.loads(line)["text"] for line in open(DATA / "queries.jsonl", encoding="utf-8")]
-    unique = itertools.count()
     print(f"\nqueries: {len(queries)} MS MARCO queries, cycled; k = 10; {args.requests} requests per phase "
           f"(at most {args.max_seconds:.0f}s)\n", flush=True)
     # warm-up: the model, the pool, the plan cache
@@ -149,20 +232,41 @@ async def drive(url: str, key: str, args) -> None:
         uncached = []
         for i in range(args.requests):
             # a unique alpha per request gives each its own cache scope: a guaranteed miss
-            alpha = round(0.7 - next(unique) * 1e-6, 6)
+            alpha = round(0.7 - next(UNIQUE) * 1e-6, 6)
             uncached.append({"query": queries[i % len(queries)], "k": 10, "alpha": alpha})
+        profiler = start_profile(args.profile, agents) if args.profile and agents == max(args.agents) else None
         result = await run_phase(url, key, uncached, agents, args.max_seconds)
+        if profiler is not None:
+            stop_profile(profiler)
         report("uncached", agents, result)
         cached = result["done"]  # only what completed (and so was stored) within the time bound
         no_cache = [{"query": queries[i % len(queries)], "k": 10, "cache": False} for i in range(args.requests)]
         report("no-cache", agents, await run_phase(url, key, no_cache, agents, args.max_seconds))
-        report("exact", agents, await run_phase(url, key, cached, agents, args.max_seconds))
-        if cached and args.wrk_seconds >= 1 and shutil.which("wrk"):
+        with_wrk = bool(cached) and args.wrk_seconds >= 1 and shutil.which("wrk") is not None
+        report("exact", agents, await run_phase(url, key, cached, agents, args.max_seconds), summary=not with_wrk)
+        if with_wrk:
             wrk_phase(url, key, cached[0], agents, args.wrk_seconds)
         await asyncio.sleep(1.0)  # semantic entries are written just after each response
         paraphrased = [{**body, "query": body["query"] + " please"} for body in cached]
         report("semantic", agents, await run_phase(url, key, paraphrased, agents, args.max_seconds))
         print(flush=True)
+
+
+def start_profile(prefix: str, agents: int) -> list[subprocess.Popen]:
+    """py-spy on each search process for the uncached phase (raw stacks: scripts/profile_breakdown.py)."""
+    spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+    return [subprocess.Popen([spy, "record", "--pid", str(p.pid), "--rate", "200", "--format", "raw",
+                              "--output", f"{prefix}-{agents}agents-{p.pid}.raw"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            for p in CPU_METER.workers]
+
+
+def stop_profile(profilers: list[subprocess.Popen]) -> None:
+    for profiler in profilers:
+        profiler.send_signal(signal.SIGINT)  # py-spy writes what it recorded, then exits
+    for profiler in profilers:
+        profiler.wait(timeout=60)
+        print(f"profile written: {profiler.args[-1]}", flush=True)
 
 
 def main() -> int:
@@ -172,8 +276,13 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=400, help="requests per phase")
     parser.add_argument("--max-seconds", type=float, default=60.0, help="time bound per phase")
     parser.add_argument("--wrk-seconds", type=float, default=10.0, help="length of the wrk run, if wrk is installed (0: no wrk run)")
+    parser.add_argument("--processes", default="1", help="comma-separated numbers of search processes on the "
+                                                          "one port, each measured in turn on the same stack and data")
+    parser.add_argument("--profile", help="record the search processes with py-spy during the uncached phase "
+                                          "at the highest concurrency, into PROFILE-<agents>agents-<pid>.raw")
     args = parser.parse_args()
     args.agents = [int(a) for a in args.agents.split(",")]
+    args.processes = [int(p) for p in args.processes.split(",")]
 
     sys.path.insert(0, str(ROOT))
     from edgeindex import config as config_module
@@ -183,6 +292,7 @@ def main() -> int:
         environ = {**os.environ, "EDGEINDEX_STATE_DIR": state}
         for name in ("upload", "ingest", "search"):
             environ[f"EDGEINDEX_{name.upper()}_PORT"] = str(free_port())
+        environ["EDGEINDEX_SEARCH_PROCESSES"] = str(args.processes[0])
         config = config_module.load(ROOT / "wrangler.toml", environ=environ)
         log_path = Path(state) / "workers.log"
         with open(log_path, "w") as log:
@@ -204,10 +314,41 @@ def main() -> int:
                     key = json.loads(resp.read())["key"]
                 url = stack.url("search")
                 assert url.startswith("http://127.0.0.1:"), url  # loopback only
-                asyncio.run(drive(url, key, args))
+                global CPU_METER
+                pgdata = Path(state) / "pgdata"
+                for index, processes in enumerate(args.processes):
+                    if index:  # the same stack and data, the search worker restarted with more copies
+                        stack.stop_worker("search")
+                        stack.start_worker("search", extra_env={"EDGEINDEX_SEARCH_PROCESSES": str(processes)})
+                        stack.wait_healthy("search")
+                    pids = search_pids(url, processes, first=stack.processes["search"].pid)
+                    CPU_METER = CPU(pids, pgdata if pgdata.exists() else None)
+                    print(f"\n=== search processes: {processes} (pids {pids}); load average before: "
+                          f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}", flush=True)
+                    first = len(SUMMARY)
+                    asyncio.run(drive(url, key, args))
+                    for line in SUMMARY[first:]:
+                        line["processes"] = processes
             finally:
                 stack.stop()
+    for line in SUMMARY:
+        print(json.dumps(line), flush=True)
     return 0
+
+
+def search_pids(url: str, processes: int, *, first: int, timeout: float = 120.0) -> list[int]:
+    """The pids of the search worker's processes, once each has answered /health."""
+    import urllib.request
+
+    seen: set[int] = set()
+    deadline = time.monotonic() + timeout
+    while len(seen) < processes and time.monotonic() < deadline:
+        # a new connection each time: the kernel hands connections to the processes in turn
+        with urllib.request.urlopen(f"{url}/health", timeout=5) as resp:
+            seen.add(json.loads(resp.read()).get("pid", first))  # a worker from before "pid" was reported
+    if len(seen) < processes:
+        raise SystemExit(f"only {len(seen)} of {processes} search processes answered within {timeout:.0f}s")
+    return sorted(seen)
 
 
 if __name__ == "__main__":

@@ -29,9 +29,9 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
-import aiohttp
 import numpy as np
 import psutil
+from edgeindex_client import APIConnectionError, APIError, AsyncClient
 
 ROOT = Path(__file__).resolve().parents[1]
 TOPICS = ["tide tables", "bridge inspection", "orchard pruning", "glacier retreat", "rail timetable",
@@ -57,27 +57,28 @@ class Recorder:
         self.latency[(int((time.monotonic() - self.started) // 60), route)].append(ms)
 
 
-async def call(session, rec: Recorder, route: str, method: str, url: str, key: str, *, expect: tuple[int, ...],
-               **kwargs) -> tuple[int, dict | None]:
+async def call(rec: Recorder, route: str, request) -> tuple[int, object]:
+    """Time one SDK call and check its answer: (status, result); an error answer is checked too."""
     mark = time.perf_counter()
     try:
-        async with session.request(method, url, headers={"Authorization": f"Bearer {key}",
-                                                         **kwargs.pop("headers", {})}, **kwargs) as resp:
-            status = resp.status
-            body = await resp.json(content_type=None) if resp.content_type == "application/json" else None
-            if resp.content_type != "application/json":
-                rec.errors[f"{route}: non-JSON {status}"] += 1
-    except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+        result = await request
+    except APIError as exc:  # the SDK keeps the status and the parsed JSON body of the error
+        rec.record(route, (time.perf_counter() - mark) * 1000)
+        body = exc.body if isinstance(exc.body, dict) else None
+        if body is None:
+            rec.errors[f"{route}: non-JSON {exc.status}"] += 1
+        if exc.status >= 500:
+            rec.errors[f"{route}: {exc.status} {exc.code}"] += 1
+        else:  # every route here expects a 2xx
+            rec.errors[f"{route}: unexpected {exc.status} {exc.code}"] += 1
+        if body is not None and not body.get("request_id"):
+            rec.errors[f"{route}: error without request id"] += 1
+        return exc.status, None
+    except APIConnectionError as exc:
         rec.errors[f"{route}: {type(exc).__name__}"] += 1
         return 0, None
     rec.record(route, (time.perf_counter() - mark) * 1000)
-    if status >= 500:
-        rec.errors[f"{route}: {status} {body.get('error') if body else ''}"] += 1
-    elif status not in expect:
-        rec.errors[f"{route}: unexpected {status} {body.get('error') if body else ''}"] += 1
-    elif status >= 400 and not (body and body.get("request_id")):
-        rec.errors[f"{route}: error without request id"] += 1
-    return status, body
+    return 200, result
 
 
 async def agent(n: int, upload: str, search: str, entity: str, key: str, deadline: float, rec: Recorder,
@@ -86,8 +87,8 @@ async def agent(n: int, upload: str, search: str, entity: str, key: str, deadlin
     docs: list[str] = []
     counter = 0
     past_queries: list[str] = []
-    timeout = aiohttp.ClientTimeout(total=60)
-    async with aiohttp.ClientSession(timeout=timeout) as session:
+    # The project's SDK, as a user would run it; no retries, so every refusal and failure is counted.
+    async with AsyncClient(key, upload_url=upload, search_url=search, timeout=60, max_retries=0) as client:
         while time.monotonic() < deadline:
             op = rng.random()
             if op < 0.6 or not docs and op < 0.85:
@@ -96,32 +97,20 @@ async def agent(n: int, upload: str, search: str, entity: str, key: str, deadlin
                 else:
                     query = f"{rng.choice(TOPICS)} measurement {rng.randrange(50)}"
                     past_queries = (past_queries + [query])[-20:]
-                await call(session, rec, "search", "POST", f"{search}/search", key, expect=(200,),
-                           json={"query": query, "k": 5})
+                await call(rec, "search", client.search(query, k=5))
             elif op < 0.75 or not docs:
                 counter += 1
                 document_id = f"a{n}/doc {counter}.txt"
-                status, _ = await call(session, rec, "upload", "PUT",
-                                       f"{upload}/entities/{entity}/documents/{_quote(document_id)}", key,
-                                       expect=(202,), data=text_for(rng, n, counter).encode(),
-                                       headers={"Content-Type": "text/plain"})
-                if status == 202:
+                status, _ = await call(rec, "upload", client.upload_text(entity, document_id,
+                                                                        text_for(rng, n, counter)))
+                if status == 200:
                     docs.append(document_id)
             elif op < 0.9:
                 document_id = rng.choice(docs)
-                await call(session, rec, "update", "PUT",
-                           f"{upload}/entities/{entity}/documents/{_quote(document_id)}", key, expect=(202,),
-                           data=text_for(rng, n, counter).encode(), headers={"Content-Type": "text/plain"})
+                await call(rec, "update", client.upload_text(entity, document_id, text_for(rng, n, counter)))
             else:
                 document_id = docs.pop(rng.randrange(len(docs)))
-                await call(session, rec, "delete", "DELETE",
-                           f"{upload}/entities/{entity}/documents/{_quote(document_id)}", key, expect=(200,))
-
-
-def _quote(text: str) -> str:
-    from urllib.parse import quote
-
-    return quote(text, safe="")
+                await call(rec, "delete", client.delete_document(entity, document_id))
 
 
 def rss_mb(pid: int) -> float:
@@ -135,16 +124,11 @@ def rss_mb(pid: int) -> float:
 async def setup(upload: str, admin_key: str, agents: int) -> list[tuple[str, str]]:
     tenants = []
     run = f"soak{int(time.time())}"
-    async with aiohttp.ClientSession() as session:
+    async with AsyncClient(admin_key, upload_url=upload, max_retries=0) as admin:
         for n in range(agents):
             entity = f"{run}-{n}"
-            hdrs = {"Authorization": f"Bearer {admin_key}"}
-            async with session.post(f"{upload}/admin/entities", json={"id": entity, "kind": "user"},
-                                    headers=hdrs) as resp:
-                assert resp.status == 201, await resp.text()
-            async with session.post(f"{upload}/admin/keys", json={"name": entity, "entity_ids": [entity]},
-                                    headers=hdrs) as resp:
-                tenants.append((entity, (await resp.json())["key"]))
+            await admin.create_entity(entity, "user")
+            tenants.append((entity, (await admin.create_key(entity, [entity])).key))
     return tenants
 
 

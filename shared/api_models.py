@@ -154,6 +154,43 @@ class Document(DocumentSummary):
     filename: str | None
     summary: str | None
     unchanged: bool | None = Field(None, description="direct upload with skip_unchanged: same bytes, no new version")
+    object_warning: str | None = Field(None, description="the object behind the ready version changed after it "
+                                                         "was ingested (the index keeps what was ingested)")
+
+
+class BulkError(_Body):
+    error: str = Field(description="the error code a single upload of this line would have answered")
+    message: str
+    field: str | None = None
+
+
+class BulkItem(_Body):
+    line: int = Field(description="1-based line number in the request body")
+    document_id: str | None
+    outcome: Literal["accepted", "unchanged", "failed"] = Field(
+        description="accepted: a new version, ingestion follows; unchanged: the same bytes as the live version, "
+                    "no new version; failed: see error, nothing stored for this line")
+    status: int = Field(description="the HTTP status a single direct upload of this line would have answered")
+    version: int | None = None
+    document_status: Literal["pending", "processing", "ready", "failed"] | None = None
+    error: BulkError | None = None
+
+
+class BulkUploadResult(_Body):
+    entity_id: str
+    accepted: int
+    unchanged: int
+    failed: int
+    results: list[BulkItem] = Field(description="one per non-blank line, in order")
+
+
+class BatcherStats(_Body):
+    calls: int = Field(description="model calls made by this ingest process")
+    texts: int = Field(description="chunk texts embedded in them")
+    isolated: int = Field(description="shared calls that failed and were retried one document at a time")
+    max_texts: int
+    linger_ms: float
+    mean_texts_per_call: float | None
 
 
 class DocumentList(_Body):
@@ -217,6 +254,9 @@ class SearchResponse(_Body):
     cache: Literal["exact", "semantic", "none"]
     took_ms: float
     timings: dict[str, float] | None = Field(None, description="embed_ms, lexical_ms, route_ms, hybrid_ms, ... on a miss")
+    enhancement: dict[str, Any] | None = Field(
+        None, description="query enhancement: `applied` (prf, synonyms, hyde), `skipped` with the gate's reason, "
+                          "`terms` (PRF), `synonyms`, `llm` outcomes (llm, cache, timeout, error), `ms`")
     collections: SearchedCollections | None = Field(None, description="what `collections` made of the scope, "
                                                                       "when the request gave it")
     search_id: str = Field(description="this search, for POST /feedback")

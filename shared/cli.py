@@ -25,7 +25,7 @@ def cmd_dev(args) -> int:
     cfg = _load(args)
     if args.reset:
         reset_state(cfg)
-    stack = DevStack(cfg, workers=args.workers or None)
+    stack = DevStack(cfg, workers=args.workers or None, ingest_processes=args.ingest_processes)
     stopping = threading.Event()
 
     def on_signal(signum, frame):
@@ -41,7 +41,7 @@ def cmd_dev(args) -> int:
     if not cfg.services.s3.endpoint or not cfg.services.sqs.endpoint:
         embedded.append(f"s3+sqs {stack.s3_endpoint} (embedded moto)")
     print("\nedgeindex dev is up" + (f" — {', '.join(embedded)}" if embedded else ""))
-    for name in stack.worker_names:
+    for name in stack.worker_names + list(stack.ports):
         print(f"  {name:<7} {stack.url(name)}   (GET {stack.url(name)}/health)")
     print(f"  admin key: {stack.admin_key}   (also in {cfg.state_path / 'admin_key'})")
     if "upload" in stack.worker_names:
@@ -61,10 +61,9 @@ def cmd_dev(args) -> int:
 
 
 def cmd_worker(args) -> int:
-    from .runtime.server import serve
+    from .runtime.server import run
 
-    cfg = _load(args)
-    asyncio.run(serve(cfg, args.name, host=args.host))
+    run(_load(args), args.name, host=args.host)
     return 0
 
 
@@ -114,6 +113,8 @@ def build_parser() -> argparse.ArgumentParser:
     dev = sub.add_parser("dev", help="run the whole stack locally with embedded services")
     dev.add_argument("--reset", action="store_true", help="delete the state folder first")
     dev.add_argument("--workers", nargs="*", help="only these workers (default: all)")
+    dev.add_argument("--ingest-processes", type=int, default=1, metavar="N",
+                     help="ingest worker processes sharing the queue (default 1; each on its own port)")
     dev.set_defaults(func=cmd_dev)
 
     worker = sub.add_parser("worker", help="run one worker (production: one process per worker)")

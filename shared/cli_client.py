@@ -145,7 +145,7 @@ async def _upload(args) -> int:
 
             outcomes = await client.upload_files(args.entity, files, concurrency=args.concurrency,
                                                  skip_unchanged=not args.force, source=args.source, tags=tags,
-                                                 collection=args.collection,
+                                                 collection=args.collection, bulk=not args.no_bulk,
                                                  on_result=on_result)
             upload_seconds = time.perf_counter() - started
             progress.stop_task(task)  # its rate is then over the upload's time only
@@ -396,6 +396,8 @@ def register(sub) -> None:
     up.add_argument("--source", help="source label for every document")
     up.add_argument("--collection", help="the collection every document joins (index selection, search's collections)")
     up.add_argument("--force", action="store_true", help="upload even files whose bytes the server has already")
+    up.add_argument("--no-bulk", action="store_true",
+                    help="one request per file (default: files up to 256 KiB go many to a request)")
     up.add_argument("--hidden", action="store_true", help="include dot files and folders")
     up.add_argument("--wait", action="store_true", help="then wait until every uploaded document is ingested")
     up.add_argument("--wait-timeout", type=float, default=3600.0)

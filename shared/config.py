@@ -73,6 +73,10 @@ class VectorizeIndex(_Strict):
 class Hyperdrive(_Strict):
     binding: BindingName
     id: ResourceName
+    # Ours: this worker's pool size instead of services.database.pool_max. The ingest worker wants
+    # more: each run in flight holds a connection for its lock, and more runs in flight make
+    # bigger shared embedding batches.
+    pool_max: int | None = Field(None, ge=1, le=500)
 
 
 class AIBinding(_Strict):
@@ -97,6 +101,8 @@ class WorkflowBinding(_Strict):
 class Worker(_Strict):
     main: str
     port: int = Field(ge=1, le=65535)
+    # ours: copies of the worker serving one port (SO_REUSEPORT), each its own process and event loop
+    processes: int = Field(1, ge=1, le=64)
     route: str = "/"
     vars: dict[str, str | int | float | bool] = {}
     r2_buckets: list[R2Bucket] = []
@@ -322,6 +328,8 @@ def apply_env(data: dict, environ: dict[str, str]) -> dict:
         port = environ.get(f"EDGEINDEX_{name.upper()}_PORT")
         if port:
             worker["port"] = port
+        if processes := environ.get(f"EDGEINDEX_{name.upper()}_PROCESSES"):
+            worker["processes"] = processes
         if isinstance(worker.get("rerank"), dict):
             for variable, key in (("EDGEINDEX_RERANK_URL", "url"), ("EDGEINDEX_RERANK_MODEL", "model")):
                 if environ.get(variable) is not None:

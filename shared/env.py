@@ -124,7 +124,8 @@ async def open_env(config: Config, worker_name: str, *, migrate: bool = True,
         db: Database | None = None
         for h in worker.hyperdrive:
             db = Database(services.database.dsn, min_size=services.database.pool_min,
-                          max_size=services.database.pool_max, name=h.binding)
+                          max_size=max(h.pool_max or services.database.pool_max, services.database.pool_min),
+                          name=h.binding)
             if migrate:
                 await db.migrate(config.root / "infra" / "migrations", model_id=model_id, dimension=dimension)
             await db.open()

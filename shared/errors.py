@@ -125,6 +125,12 @@ class ReplayMismatch(EdgeIndexError):
     code = "replay_mismatch"
 
 
+class RunDeleted(EdgeIndexError):
+    """A workflow run's record was deleted while it ran (its document was deleted): the run is over."""
+
+    code = "run_deleted"
+
+
 class StepFailed(EdgeIndexError):
     """A workflow step failed after its retries; keeps the underlying errors."""
 

@@ -21,7 +21,8 @@ from .errors import ValidationError
 DOCS_PREFIX = "docs/"          # the bucket's event notification watches this prefix
 ARTIFACTS_PREFIX = "artifacts/"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
-_VERSION = re.compile(r"^v([1-9][0-9]{0,8})$")
+# v<version>, then (newer keys) -<the first 8 hex digits of the document's generation>
+_VERSION = re.compile(r"^v([1-9][0-9]{0,8})(?:-([0-9a-f]{8}))?$")
 
 
 def safe_filename(name: str | None, default: str = "document") -> str:
@@ -46,8 +47,12 @@ def parse_document_segment(segment: str) -> str:
         raise ValidationError(f"object key segment {segment!r} is not an encoded document id", field="key") from None
 
 
-def object_key(entity_id: str, document_id: str, version: int, filename: str) -> str:
-    return f"{DOCS_PREFIX}{entity_id}/{document_segment(document_id)}/v{version}/{filename}"
+def object_key(entity_id: str, document_id: str, version: int, filename: str, generation: str | None = None) -> str:
+    """The object of one version of one life of a document. The generation (see migration 0002) makes a
+    key unique even when a deleted id is uploaded again: a late write or event of the deleted life can
+    then never land on, or be taken for, the new one's object."""
+    segment = f"v{version}-{str(generation)[:8]}" if generation else f"v{version}"
+    return f"{DOCS_PREFIX}{entity_id}/{document_segment(document_id)}/{segment}/{filename}"
 
 
 def document_objects_prefix(entity_id: str, document_id: str) -> str:
@@ -63,6 +68,11 @@ class ObjectRef:
     document_id: str
     version: int
     size: int | None = None  # as reported by the event, when there is one
+    generation: str | None = None  # first 8 hex digits of the document's generation; None in older keys
+
+    def of_generation(self, generation: str) -> bool:
+        """Whether this object belongs to the document life ``generation`` (older keys: assumed so)."""
+        return self.generation is None or str(generation).startswith(self.generation)
 
 
 def with_size(ref: ObjectRef, size) -> ObjectRef:
@@ -70,7 +80,7 @@ def with_size(ref: ObjectRef, size) -> ObjectRef:
 
 
 def parse_object_key(raw_key: str) -> ObjectRef:
-    """Parse ``docs/{entity}/{document}/v{version}/{filename}`` (URL-encoded as in S3 events)."""
+    """Parse ``docs/{entity}/{document}/v{version}[-{generation}]/{filename}`` (URL-encoded as in S3 events)."""
     key = unquote_plus(raw_key)
     parts = key.split("/")
     if len(parts) != 5 or parts[0] + "/" != DOCS_PREFIX or not all(parts[1:]):
@@ -79,7 +89,7 @@ def parse_object_key(raw_key: str) -> ObjectRef:
     if not match:
         raise ValidationError(f"object key {key!r} has no version part v<n>", field="key")
     return ObjectRef(key=key, entity_id=parts[1], document_id=parse_document_segment(parts[2]),
-                     version=int(match.group(1)))
+                     version=int(match.group(1)), generation=match.group(2))
 
 
 def run_prefix(entity_id: str, document_id: str) -> str:
@@ -97,3 +107,18 @@ def artifacts_prefix(entity_id: str, document_id: str) -> str:
 
 def run_artifacts_prefix(entity_id: str, document_id: str, version: int, generation: str) -> str:
     return f"{artifacts_prefix(entity_id, document_id)}v{version}-{str(generation)[:8]}/"
+
+
+def of_generation(key: str, generation: str) -> bool:
+    """Whether an object or artifact key of a document belongs to its life ``generation``. Keys that
+    name no generation (written before keys did) are taken as belonging: no new life writes them."""
+    gen = str(generation)[:8]
+    if key.startswith(ARTIFACTS_PREFIX):
+        parts = key.split("/")
+        segment = parts[3] if len(parts) > 3 else ""
+        return segment.endswith(f"-{gen}")
+    try:
+        ref = parse_object_key(key)
+    except ValidationError:
+        return False
+    return ref.generation is None or ref.generation == gen

@@ -21,12 +21,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+import psycopg
 from psycopg.types.json import Jsonb
 from tenacity import AsyncRetrying, RetryError, retry_if_not_exception_type, stop_after_attempt, wait_exponential
 
 from . import sqlfiles
 from .bindings.database import Database
-from .errors import ConfigError, Conflict, EdgeIndexError, IngestError, ReplayMismatch, StepFailed
+from .errors import ConfigError, Conflict, EdgeIndexError, IngestError, ReplayMismatch, RunDeleted, StepFailed
 
 log = logging.getLogger(__name__)
 SQL = sqlfiles.load("workflow.sql")
@@ -97,8 +98,13 @@ class Step:
         # The output must survive a JSON round trip: replay hands back exactly that.
         stored = json.loads(json.dumps(result))
         self._seq += 1
-        await self.db.execute(SQL["record_step"], {"run": self.run_id, "name": name, "seq": self._seq,
-                                                   "output": Jsonb(stored), "attempts": attempts})
+        try:
+            await self.db.execute(SQL["record_step"], {"run": self.run_id, "name": name, "seq": self._seq,
+                                                       "output": Jsonb(stored), "attempts": attempts})
+        except psycopg.errors.ForeignKeyViolation:
+            # Whoever owns the run deleted it meanwhile (a document deleted during its ingestion):
+            # nothing more of it may run, and retrying cannot bring it back.
+            raise RunDeleted(f"run {self.run_id} was deleted while step {name!r} ran") from None
         self.completed[name] = stored
         self.executed.append(name)
         log.debug("run %s step %s done in %.1f ms (%d attempt(s))", self.run_id, name,

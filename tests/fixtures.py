@@ -17,7 +17,8 @@ def stack_fixtures(scope: str):
 
     @pytest.fixture(scope=scope)
     def stack(tmp_path_factory):
-        with running_stack(tmp_path_factory.mktemp("state")) as started:
+        # hold points on: race tests stop one writer at a named point while another completes
+        with running_stack(tmp_path_factory.mktemp("state"), EDGEINDEX_TEST_HOLDS="1") as started:
             yield started
 
     @pytest.fixture(scope=scope)

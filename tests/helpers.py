@@ -144,18 +144,27 @@ def document(paragraphs: list[str]) -> str:
     return "\n\n".join(paragraphs)
 
 
+async def generation(db, entity_id: str, document_id: str) -> str:
+    """The document's generation (part of its object keys)."""
+    row = await db.fetchone("SELECT generation::text FROM documents WHERE entity_id = %s AND id = %s",
+                            (entity_id, document_id))
+    return row["generation"]
+
+
 async def chunks(db, entity_id: str, document_id: str) -> list[dict]:
     return await db.fetch("SELECT id::text, position, start_char, end_char, content, version FROM chunks "
                           "WHERE entity_id = %s AND document_id = %s ORDER BY position", (entity_id, document_id))
 
 
 @contextlib.contextmanager
-def running_stack(state: Path):
-    """A whole stack on free ports under ``state``; its workers' output goes to ``state/workers.log``."""
+def running_stack(state: Path, **extra_env: str):
+    """A whole stack on free ports under ``state``; its workers' output goes to ``state/workers.log``.
+    ``extra_env`` goes to the workers (the test stacks turn on hold points: ``edgeindex.holds``)."""
     cfg = make_config(state)
     log_path = state / "workers.log"
     with open(log_path, "w") as log:
-        stack = DevStack(cfg, worker_output=log, environ={**os.environ, "EDGEINDEX_ADMIN_KEY": "test-admin-key"})
+        stack = DevStack(cfg, worker_output=log, environ={**os.environ, "EDGEINDEX_ADMIN_KEY": "test-admin-key",
+                                                          **extra_env})
         try:
             stack.start()
         except Exception:

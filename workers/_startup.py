@@ -3,6 +3,7 @@ wrangler.toml names no entry module here)."""
 
 from __future__ import annotations
 
+from edgeindex.enhance import QueryEnhancer
 from edgeindex.routing.model import Bounds
 from edgeindex.routing.service import Router, RouterSettings
 from edgeindex.search.service import SearchService, SearchSettings
@@ -19,6 +20,8 @@ def search_service(env) -> SearchService:
     search = SearchService(
         db=env.DB, kv=env.KV, embedder=env.AI.embedder, semantic_cache=env.SEMANTIC_CACHE,
         reranker=getattr(env, "RERANKER", None),  # declared in wrangler.toml; bound only when its url is set
+        # query enhancement: offline PRF always; LLM synonyms and HyDE when services.ai.llm_model is set
+        enhancer=QueryEnhancer(db=env.DB, kv=env.KV, embedder=env.AI.embedder, llm=env.AI.llm),
         settings=SearchSettings(max_k=env.var("MAX_K", int), max_query_chars=env.var("MAX_QUERY_CHARS", int),
                                 semantic_threshold=env.var("SEMANTIC_CACHE_THRESHOLD", float),
                                 cache_ttl=env.var("CACHE_TTL_SECONDS", float)),

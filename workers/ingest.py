@@ -27,7 +27,8 @@ async def startup(env) -> Services:
                               chunk_overlap_tokens=env.var("CHUNK_OVERLAP_TOKENS", int),
                               summary_sentences=env.var("SUMMARY_SENTENCES", int),
                               max_document_bytes=env.var("MAX_DOCUMENT_BYTES", int),
-                              max_retries=env.worker.queues.consumers[0].max_retries)
+                              max_retries=env.worker.queues.consumers[0].max_retries,
+                              enrich_chunks=env.var("ENRICH_CHUNKS", bool))
     ingest = IngestService(db=env.DB, bucket=env.BUCKET, kv=env.KV, embedder=env.AI.embedder,
                            llm=getattr(env.AI, "llm", None), workflow=env.INGEST_WORKFLOW, settings=settings)
     services = Services(Tenancy(env.DB), ingest, set())
@@ -69,3 +70,11 @@ async def outcomes(request, services: Services, ctx):
                               field="document_id" if entity_id else "entity_id")
     return {"entity_id": entity_id, "document_id": document_id,
             "outcomes": services.ingest.outcomes.get((entity_id, document_id), [])}
+
+
+@routes.get("/batcher", response=api_models.BatcherStats, auth="admin",
+            summary="How this process's embedding batcher shared model calls between runs")
+async def batcher(request, services: Services, ctx):
+    """Model calls, texts and isolated (split) calls of this process (admin; diagnostics and benchmarks)."""
+    await services.tenancy.require_admin(request.headers)
+    return services.ingest.batcher.stats()

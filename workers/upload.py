@@ -19,6 +19,8 @@ from edgeindex.uploads.models import (
     UploadRequest,
     check_size,
 )
+from edgeindex.runtime.http import check_json_value
+from edgeindex.uploads import bulk
 from edgeindex.uploads.service import UploadLimits, UploadService
 from edgeindex.uploads.signed_urls import UploadSigner
 from edgeindex.validation import document_id as valid_document_id
@@ -167,6 +169,22 @@ async def retry_document(request, services: Services, ctx, entity_id, document_i
     await _grant(request, services, entity_id)
     document_id = valid_document_id(document_id)
     return json_response(await services.uploads.retry_document(entity_id, document_id), 202)
+
+
+@routes.post("/entities/{entity_id}/documents",
+             summary="Upload many small documents in one request (NDJSON, one document per line); a result per line",
+             response=out.BulkUploadResult, body_types=bulk.MEDIA_TYPES,
+             extra={"requestBody": {"required": True, "description": "One BulkDocument (JSON object) per line",
+                                    "content": {t: {"schema": {"type": "string", "contentMediaType": t},
+                                                    "x-line-schema": bulk.BulkDocument.model_json_schema()}
+                                                for t in bulk.MEDIA_TYPES}}})
+async def bulk_upload(request, services: Services, ctx, entity_id):
+    """Each line is stored as its own document version through the direct-upload path and ingested
+    on its own; a bad line is reported in its result and does not stop the others."""
+    await _grant(request, services, entity_id)
+    bulk.check_media_type(request.headers.get("Content-Type"))
+    data = await read_body(request, max_bytes=bulk.MAX_BULK_BYTES)
+    return await bulk.bulk_upload(services.uploads, entity_id, data, check_json=check_json_value)
 
 
 @routes.put("/uploads/{token}", summary="Receive the bytes of an upload URL this worker handed out (embedded mode)",

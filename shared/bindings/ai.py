@@ -21,6 +21,7 @@ from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt,
 from ..config import AIService
 from ..errors import BindingError, ModelMismatchError
 from .onnx_query import OnnxQueryEncoder
+from .query_batch import QueryBatcher
 
 LOCAL_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 LOCAL_DIMENSION = 384
@@ -77,6 +78,7 @@ class LocalEmbedder:
         # once only adds contention, so calls are serialized.
         self._lock = threading.Lock()
         self._queries: OnnxQueryEncoder | None = None
+        self.query_batcher: QueryBatcher | None = None
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         with self._lock:
@@ -96,6 +98,8 @@ class LocalEmbedder:
         if self._queries is None:
             with self._lock:
                 self._queries = OnnxQueryEncoder.load(self._model, self.model_dir, cache=cache)
+                # concurrent requests' queries share one ONNX call (bindings/query_batch.py)
+                self.query_batcher = QueryBatcher(self._queries.encode)
 
     def encode_query_sync(self, text: str) -> np.ndarray:
         if self._queries is not None:
@@ -103,6 +107,8 @@ class LocalEmbedder:
         return self._encode([text])[0]
 
     async def embed_query(self, text: str) -> np.ndarray:
+        if self.query_batcher is not None:
+            return await self.query_batcher.embed(text)
         return await asyncio.to_thread(self.encode_query_sync, text)
 
     async def embed_queries(self, texts: list[str]) -> np.ndarray:

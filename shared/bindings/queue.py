@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -194,6 +195,8 @@ class Consumer:
     async def _heartbeat(self, batch: MessageBatch) -> None:
         """Keep unsettled messages hidden while the handler works on them. The visibility timeout can
         then be short: when a worker dies, its messages come back within one timeout, not hours."""
+        if os.environ.get("EDGEINDEX_FAULT_NO_VISIBILITY_EXTENSION") == "1":
+            return  # test hook (scripts/chaos.py): let the timeout lapse under a slow step
         interval = max(1.0, self.settings.visibility_timeout / 3)
         while True:
             await asyncio.sleep(interval)

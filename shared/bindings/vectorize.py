@@ -17,6 +17,9 @@ from ..errors import ModelMismatchError
 from .database import Database
 
 SQL = sqlfiles.load("vectorize.sql")
+# A namespace with fewer vectors than this is searched exactly (b-tree + sort, well under a
+# millisecond); a larger one through the HNSW index (see vectorize.sql "query").
+EXACT_MAX = 1000
 
 
 @dataclass(frozen=True)
@@ -48,7 +51,8 @@ class PgVectorIndex:
                     min_score: float = 0.0) -> list[Match]:
         self._check(vector)
         rows = await self.db.fetch(SQL["query"], {"index": self.index_name, "namespace": namespace,
-                                                  "model": self.model_id, "embedding": vector, "k": top_k})
+                                                  "model": self.model_id, "embedding": vector, "k": top_k,
+                                                  "exact_max": EXACT_MAX})
         return [Match(r["id"], float(r["score"]), r["metadata"]) for r in rows if r["score"] >= min_score]
 
     async def delete(self, *ids: str) -> int:

@@ -11,7 +11,7 @@ from pathlib import Path
 from .. import config as config_module
 from ..errors import ValidationError
 from . import beir, report
-from .runner import BASELINES, MODES, Options, evaluate, parse_sweep
+from .runner import BASELINES, MODES, Options, evaluate, parse_sweep, valid_mode
 from .stack import Endpoints, fresh_stack
 
 EPILOG = """\
@@ -27,10 +27,10 @@ example: edgeindex eval --dataset ../shared/data/msmarco --compare chroma --out 
 """
 
 
-def _csv(choices: tuple[str, ...], option: str):
+def _csv(choices: tuple[str, ...], option: str, valid=None):
     def parse(text: str) -> tuple[str, ...]:
         values = tuple(v.strip() for v in text.split(",") if v.strip())
-        unknown = [v for v in values if v not in choices]
+        unknown = [v for v in values if not (valid(v) if valid else v in choices)]
         if unknown or not values:
             raise argparse.ArgumentTypeError(f"{option}: expected a comma-separated subset of {','.join(choices)}")
         return values
@@ -51,9 +51,10 @@ def register(subparsers) -> None:
     parser.add_argument("--split", default="test", help="qrels file to use (default: test)")
     parser.add_argument("--qrels", type=Path, help="judgements to use instead of the dataset's qrels/<split>.tsv")
     parser.add_argument("--k", type=int, default=10, help="cutoff of every metric and results per query (default 10)")
-    parser.add_argument("--modes", type=_csv(MODES, "--modes"), default=MODES,
-                        help="search modes to run: text (alpha 0), vector (alpha 1), hybrid (the fixed blend), auto (the router); "
-                             "default (what a request naming no strategy gets) always runs")
+    parser.add_argument("--modes", type=_csv(MODES, "--modes", valid_mode), default=MODES,
+                        help="search modes to run: text (alpha 0), vector (alpha 1), hybrid (the fixed blend), "
+                             "auto (the router); default (what a request naming no strategy gets) always runs; "
+                             "a mode may add query enhancements: text+prf, hybrid+synonyms+hyde, hybrid+none")
     parser.add_argument("--alpha", type=float, help="alpha of the hybrid mode (default: the search worker's)")
     parser.add_argument("--fusion", choices=("linear", "rrf"), help="fusion of every mode (default: the worker's)")
     parser.add_argument("--compare", type=_csv(BASELINES, "--compare"), default=(),

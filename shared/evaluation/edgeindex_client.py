@@ -146,7 +146,8 @@ class EdgeIndexClient:
         answer = await self._sdk("POST /search", self._client.search_request(SearchRequest.model_validate(body)))
         return answer.model_dump(mode="json")
 
-    async def search(self, body: dict, server_timings: list[dict] | None = None) -> tuple[list[str], float]:
+    async def search(self, body: dict, server_timings: list[dict] | None = None,
+                     enhancements: dict[str, dict] | None = None) -> tuple[list[str], float]:
         """Ranked document ids (first occurrence of each) and the client-side wall time in ms.
 
         ``server_timings`` collects what the worker says it spent (``took_ms`` and its ``timings``),
@@ -162,4 +163,6 @@ class EdgeIndexClient:
         ranked = list(dict.fromkeys(r.document_id for r in answer.results))
         if server_timings is not None:
             server_timings.append({"took_ms": answer.took_ms, **(answer.timings or {})})
+        if enhancements is not None and answer.enhancement is not None:
+            enhancements[body["query"]] = answer.enhancement  # what query enhancement did, per query text
         return ranked, elapsed_ms

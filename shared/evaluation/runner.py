@@ -31,6 +31,9 @@ MODE_STRATEGY: dict[str, str | None] = {"hybrid": "hybrid", "vector": "vector", 
 def mode_params(mode: str, options: Options) -> dict:
     return {"strategy": MODE_STRATEGY[mode], "alpha": options.alpha if mode == "hybrid" else None,
             "fusion": options.fusion}
+# A mode may name query enhancements after its base mode: "text+prf", "hybrid+synonyms+hyde",
+# "hybrid+none" (no enhancement, whatever "auto" does on this deployment); see shared/enhance/.
+ENHANCEMENTS = ("prf", "synonyms", "hyde", "none", "auto")
 SWEEPABLE = {"alpha": float, "vector_threshold": float, "text_threshold": float, "fusion": str}
 
 # A p99 over a few dozen samples is the slowest sample but one: time enough passes for this many
@@ -80,10 +83,13 @@ class SystemRun:
     server_timings: list[dict] | None = None     # what our worker reports per request
     run: dict[str, list[str]] = field(default_factory=dict)
     latencies_ms: list[float] = field(default_factory=list)
+    enhancements: dict[str, dict] | None = None   # query text -> what query enhancement did
 
-    def summary(self, qrels, k: int) -> dict:
+    def summary(self, qrels, k: int, queries: dict[str, str] | None = None) -> dict:
         scores = metrics.per_query(qrels, self.run, k)
         extra = dict(self.extra)
+        if self.enhancements and queries:
+            extra["enhancement"] = enhancement_summary(self.enhancements, queries)
         if self.server_timings is not None:
             extra["server_latency_ms"] = server_latency(self.server_timings)
         return {"system": self.system, "mode": self.mode, "params": self.params,
@@ -92,6 +98,27 @@ class SystemRun:
                 "latency_samples_ms": [round(value, 3) for value in self.latencies_ms],
                 "documents": self.documents, "queries": len(scores), "timing": TIMING[self.system], **extra,
                 "per_query": {qid: {name: round(value, 6) for name, value in s.items()} for qid, s in scores.items()}}
+
+
+def enhancement_summary(reports: dict[str, dict], queries: dict[str, str]) -> dict:
+    """How often each enhancement was applied or skipped (and why), and per query what was done and
+    the first pass's evidence (what the gates in shared/enhance/gates.py are chosen from)."""
+    from ..search.request import normalize_query
+
+    by_text = {normalize_query(text): qid for qid, text in queries.items()}
+    applied: dict[str, int] = {}
+    skipped: dict[str, int] = {}
+    per_query = {}
+    for text, report in reports.items():
+        for name in report.get("applied", []):
+            applied[name] = applied.get(name, 0) + 1
+        for name, reason in report.get("skipped", {}).items():
+            key = f"{name}: {reason.split(' (')[0]}"
+            skipped[key] = skipped.get(key, 0) + 1
+        qid = by_text.get(normalize_query(text))
+        if qid is not None:
+            per_query[qid] = {"applied": report.get("applied", []), **report.get("evidence", {})}
+    return {"applied": applied, "skipped": skipped, "per_query": per_query}
 
 
 def parse_sweep(spec: str) -> tuple[str, list[Any]]:
@@ -125,6 +152,22 @@ def parse_sweep(spec: str) -> tuple[str, list[Any]]:
 
 def _decimals(text: str) -> int:
     return len(text.partition(".")[2])
+
+
+def split_mode(mode: str) -> tuple[str, str | list[str] | None]:
+    """``text+prf`` -> ("text", ["prf"]); ``hybrid+none`` -> ("hybrid", "none"); ``hybrid`` -> ("hybrid", None)."""
+    base, *names = mode.split("+")
+    if not names:
+        return base, None
+    if names in (["none"], ["auto"]):
+        return base, names[0]
+    return base, names
+
+
+def valid_mode(mode: str) -> bool:
+    base, *names = mode.split("+")
+    return (base in MODE_STRATEGY and all(n in ENHANCEMENTS for n in names)
+            and (len(names) <= 1 or not {"none", "auto"} & set(names)))
 
 
 def search_body(query: str, entity_id: str, k: int, params: dict) -> dict:
@@ -205,15 +248,17 @@ async def evaluate(dataset: Dataset, endpoints: Endpoints, options: Options,
         settled = await _settle(endpoints.dsn, progress)
 
         for mode in dict.fromkeys([*options.modes, "default"]):
-            params = mode_params(mode, options)
+            base, enhance = split_mode(mode)
+            params = {**mode_params(base, options), "enhance": enhance}
             server: list[dict] = []
+            reports: dict[str, dict] = {}
 
-            async def search(text: str, params=params, server=server) -> tuple[list[str], float]:
-                return await client.search(search_body(text, entity_id, options.k, params), server)
+            async def search(text: str, params=params, server=server, reports=reports) -> tuple[list[str], float]:
+                return await client.search(search_body(text, entity_id, options.k, params), server, reports)
 
             runs.append(SystemRun(f"edgeindex-{mode}", "edgeindex", mode,
                                   {k: v for k, v in params.items() if v is not None}, ingest.ready, search,
-                                  server_timings=server))
+                                  server_timings=server, enhancements=reports))
         closers: list[Callable[[], None]] = []
         try:
             if "chroma" in options.baselines:
@@ -265,7 +310,7 @@ async def evaluate(dataset: Dataset, endpoints: Endpoints, options: Options,
                                "cpus": os.cpu_count(), "load_average_1m_before": round(load_before[0], 2),
                                "load_average_1m_after": round(os.getloadavg()[0], 2)},
                    "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")},
-        "systems": {r.key: r.summary(dataset.qrels, options.k) for r in runs},
+        "systems": {r.key: r.summary(dataset.qrels, options.k, queries) for r in runs},
         "sweep": {"param": options.sweep[0], "points": sweep_points} if options.sweep else None,
     }
 

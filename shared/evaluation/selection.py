@@ -18,13 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import numpy as np
+from edgeindex_client import AsyncClient, EdgeIndexClientError
 
 from ..errors import ValidationError
 from ..selection.definitions import count_tokens, parse_tool
 from ..selection.indices import parse_index
 from ..selection.text import split_identifier
+from .selection_split import query_key, split_of
 from .stack import Endpoints
 
 REGISTER_BATCH = 200
@@ -40,32 +41,37 @@ def _percentile(values: list[float], q: float) -> float:
     return round(float(np.percentile(values, q)), 2) if values else 0.0
 
 
-class _HTTP:
-    def __init__(self, base: str, key: str) -> None:
-        self.base = base.rstrip("/")
-        self.session = aiohttp.ClientSession(headers={"Authorization": f"Bearer {key}"},
-                                             timeout=aiohttp.ClientTimeout(total=600),
-                                             connector=aiohttp.TCPConnector(limit=4, keepalive_timeout=60))
+class _SDK:
+    """The project's SDK (``edgeindex_client.AsyncClient``) for one key, without retries: a 429 or a 503
+    during an evaluation is a finding, not something to hide in a latency."""
 
-    async def call(self, method: str, path: str, body: Any, expect=(200, 201)) -> dict:
-        async with self.session.request(method, self.base + path, json=body) as resp:
-            payload = await resp.json(content_type=None)
-            if resp.status not in expect:
-                raise ValidationError(f"{method} {path} answered {resp.status}: {str(payload)[:400]}", field="route")
-            return payload
+    def __init__(self, endpoints: Endpoints, key: str) -> None:
+        self.client = AsyncClient(key, upload_url=endpoints.upload_url, search_url=endpoints.search_url,
+                                  timeout=600.0, max_retries=0)
+
+    async def post(self, path: str, body: Any) -> dict:
+        """Registration and feedback: routes the SDK has no method for yet, through its ``request``."""
+        reply = await self.client.request("POST", path, service="search", json=body)
+        if reply.status not in (200, 201):
+            raise ValidationError(f"POST {path} answered {reply.status}: {str(reply.body)[:400]}", field="route")
+        return reply.body
+
+    async def select_tools(self, query: str, entity: str, k: int) -> dict:
+        return (await self.client.select_tools(query, entity_ids=[entity], k=k)).model_dump()
+
+    async def select_index(self, query: str, entity: str, k: int) -> dict:
+        return (await self.client.select_index(query, entity_ids=[entity], k=k)).model_dump()
 
     async def close(self) -> None:
-        await self.session.close()
+        await self.client.aclose()
 
 
 async def _tenant(endpoints: Endpoints, prefix: str) -> tuple[str, str]:
     entity = f"{prefix}-{int(time.time())}"
-    admin = _HTTP(endpoints.upload_url, endpoints.admin_key)
-    try:
-        await admin.call("POST", "/admin/entities", {"id": entity, "kind": "user", "name": entity})
-        key = (await admin.call("POST", "/admin/keys", {"name": f"eval {entity}", "entity_ids": [entity]}))["key"]
-    finally:
-        await admin.close()
+    async with AsyncClient(endpoints.admin_key, upload_url=endpoints.upload_url, search_url=endpoints.search_url,
+                           max_retries=0) as admin:
+        await admin.create_entity(entity, "user", entity)
+        key = (await admin.create_key(f"eval {entity}", [entity])).key
     return entity, key
 
 
@@ -121,44 +127,103 @@ def _recall(expected: list[str], ranked: list[str], k: int) -> float:
     return sum(e in ranked[:k] for e in expected) / len(expected)
 
 
-async def evaluate_tools(folder: Path, endpoints: Endpoints, *, k: int = 5,
+def _split_summaries(scored: _Scored, splits: list[str]) -> dict:
+    """The same metrics on the tuning half and on the held-out half of the queries (selection_split.py)."""
+    out = {}
+    for part in ("tune", "held_out"):
+        keep = [i for i, s in enumerate(splits) if s == part]
+        sub = _Scored(*[[values[i] for i in keep] for values in
+                        (scored.recall5, scored.recall10, scored.all5, scored.sent, scored.reduction, scored.latency)])
+        out[part] = {key: value for key, value in sub.summary().items() if not key.endswith("_ms")}
+    return out
+
+
+def _expected(q: dict) -> list[str]:
+    return q["expected"] if isinstance(q["expected"], list) else [q["expected"]]
+
+
+async def _run_tool_queries(sdk: _SDK, entity: str, queries: list[dict], k: int, progress) -> tuple[_Scored, int, list]:
+    scored = _Scored([], [], [], [], [], [])
+    fallbacks = 0
+    answers = []
+    for n, q in enumerate(queries):
+        mark = time.perf_counter()
+        answer = await sdk.select_tools(q["query"], entity, k)
+        scored.latency.append((time.perf_counter() - mark) * 1000)
+        wide = await sdk.select_tools(q["query"], entity, max(10, k))
+        names = [t["name"] for t in answer["tools"]]
+        wide_names = [t["name"] for t in wide["tools"]]
+        expected = _expected(q)
+        scored.recall5.append(_recall(expected, names, 5))
+        scored.recall10.append(_recall(expected, wide_names, 10))
+        scored.all5.append(float(all(e in names[:5] for e in expected)))
+        scored.sent.append(len(names))
+        scored.reduction.append(1 - answer["tokens"]["selected"] / answer["tokens"]["registry"])
+        fallbacks += answer["fallback"] is not None
+        answers.append(names)
+        if (n + 1) % 250 == 0:
+            progress(f"  {n + 1}/{len(queries)} queries")
+    return scored, fallbacks, answers
+
+
+async def _feedback_mode(sdk: _SDK, entity: str, queries: list[dict], before: _Scored, answers: list,
+                         splits: list[str], k: int, progress) -> dict:
+    """Does ``POST /tools/feedback`` improve later selections?
+
+    The agent reports the tools it used (the expected ones) for every query of the tuning half; then
+    the held-out half, never fed back, is selected again. Reported: the held-out queries whose needed
+    tools all received feedback (same tools, other requests), and all held-out queries (nothing fed back
+    may hurt them), before and after.
+    """
+    fed = [i for i, s in enumerate(splits) if s == "tune"]
+    fed_tools = {t for i in fed for t in _expected(queries[i])}
+    started = time.perf_counter()
+    for i in fed:
+        await sdk.post("/tools/feedback", {"query": queries[i]["query"], "entity_ids": [entity],
+                                           "used": _expected(queries[i]), "selected": answers[i]})
+    progress(f"fed back {len(fed)} requests in {time.perf_counter() - started:.1f} s")
+    held = [i for i, s in enumerate(splits) if s == "held_out"]
+    after, _, _ = await _run_tool_queries(sdk, entity, [queries[i] for i in held], k, progress)
+    out = {"fed_back_queries": len(fed), "fed_back_tools": len(fed_tools)}
+    for label, rows in (("held_out_same_tools", [j for j, i in enumerate(held)
+                                                 if set(_expected(queries[i])) <= fed_tools]),
+                        ("held_out_all", list(range(len(held))))):
+        out[label] = {"queries": len(rows)}
+        for name, source, index in (("before", before, [held[j] for j in rows]), ("after", after, rows)):
+            out[label][name] = {"recall@5": round(float(np.mean([source.recall5[i] for i in index])), 4) if index else None,
+                                "all_needed@5": round(float(np.mean([source.all5[i] for i in index])), 4) if index else None,
+                                "mean_sent": round(float(np.mean([source.sent[i] for i in index])), 2) if index else None}
+    return out
+
+
+async def evaluate_tools(folder: Path, endpoints: Endpoints, *, k: int = 5, feedback: bool = True,
                          progress: Callable[[str], None] = print) -> dict:
     raw_tools = _jsonl(folder / "tools.jsonl")
     queries = _jsonl(folder / "queries.jsonl")
+    splits = [split_of(query_key(q)) for q in queries]
     tools = [parse_tool(t, f"tools.jsonl[{i}]") for i, t in enumerate(raw_tools)]
     tokens = {t.name: count_tokens(t.function()) for t in tools}
     total_tokens = sum(tokens.values())
     entity, key = await _tenant(endpoints, "tools-eval")
-    http = _HTTP(endpoints.search_url, key)
+    sdk = _SDK(endpoints, key)
     results: dict[str, dict] = {}
+    extra: dict[str, Any] = {}
     try:
         started = time.perf_counter()
         for start in range(0, len(raw_tools), REGISTER_BATCH):
-            await http.call("POST", f"/entities/{entity}/tools", {"tools": raw_tools[start:start + REGISTER_BATCH]})
+            await sdk.post(f"/entities/{entity}/tools", {"tools": raw_tools[start:start + REGISTER_BATCH]})
         progress(f"registered {len(tools)} tools in {time.perf_counter() - started:.1f} s; "
                  f"{total_tokens} definition tokens in all")
-        ours = _Scored([], [], [], [], [], [])
-        fallbacks = 0
-        for n, q in enumerate(queries):
-            body = {"query": q["query"], "entity_ids": [entity], "k": k}
-            mark = time.perf_counter()
-            answer = await http.call("POST", "/tools/select", body)
-            ours.latency.append((time.perf_counter() - mark) * 1000)
-            wide = await http.call("POST", "/tools/select", {**body, "k": max(10, k)})
-            names = [t["name"] for t in answer["tools"]]
-            wide_names = [t["name"] for t in wide["tools"]]
-            expected = q["expected"] if isinstance(q["expected"], list) else [q["expected"]]
-            ours.recall5.append(_recall(expected, names, 5))
-            ours.recall10.append(_recall(expected, wide_names, 10))
-            ours.all5.append(float(all(e in names[:5] for e in expected)))
-            ours.sent.append(len(names))
-            ours.reduction.append(1 - answer["tokens"]["selected"] / answer["tokens"]["registry"])
-            fallbacks += answer["fallback"] is not None
-            if (n + 1) % 250 == 0:
-                progress(f"  {n + 1}/{len(queries)} queries")
+        ours, fallbacks, answers = await _run_tool_queries(sdk, entity, queries, k, progress)
         results["edgeindex"] = {**ours.summary(), "fallbacks": fallbacks}
+        extra["splits"] = {"edgeindex": _split_summaries(ours, splits)}
+        if feedback:
+            try:
+                extra["feedback"] = await _feedback_mode(sdk, entity, queries, ours, answers, splits, k, progress)
+            except (EdgeIndexClientError, ValidationError) as exc:   # reported, not fatal: the main figures stand
+                extra["feedback"] = {"error": str(exc)}
     finally:
-        await http.close()
+        await sdk.close()
 
     ids = [t.name for t in tools]
     name_texts = [" ".join(split_identifier(t.name)) for t in tools]
@@ -178,7 +243,8 @@ async def evaluate_tools(folder: Path, endpoints: Endpoints, *, k: int = 5,
             scored.sent.append(len(top))
             scored.reduction.append(1 - sum(tokens[t] for t in top) / total_tokens)
         results[name] = scored.summary()
-    return {"tools": results, "dataset": {"path": str(folder), "tools": len(tools), "queries": len(queries),
+        extra["splits"][name] = _split_summaries(scored, splits)
+    return {"tools": results, **extra, "dataset": {"path": str(folder), "tools": len(tools), "queries": len(queries),
                                           "definition_tokens": total_tokens, "k": k, "entity": entity}}
 
 
@@ -203,6 +269,14 @@ def _index_summary(rows: list[dict], latency: list[float], multi: bool) -> dict:
     return {**out, "p50_ms": _percentile(latency, 50), "p99_ms": _percentile(latency, 99), "queries": len(rows)}
 
 
+def _index_splits(rows: list[dict], splits: list[str], multi: bool) -> dict:
+    out = {}
+    for part in ("tune", "held_out"):
+        keep = [r for r, s in zip(rows, splits) if s == part]
+        out[part] = {key: value for key, value in _index_summary(keep, [], multi).items() if not key.endswith("_ms")}
+    return out
+
+
 async def evaluate_indices(folder: Path, endpoints: Endpoints, *, variant: str = "databases",
                            progress: Callable[[str], None] = print) -> dict:
     index_path, query_path = _index_files(folder, variant)
@@ -210,26 +284,29 @@ async def evaluate_indices(folder: Path, endpoints: Endpoints, *, variant: str =
     queries = _jsonl(query_path)
     defs = [parse_index(r, f"{index_path.name}[{i}]") for i, r in enumerate(raw)]
     multi = any(isinstance(q["expected"], list) and len(q["expected"]) > 1 for q in queries)
+    splits = [split_of(query_key(q)) for q in queries]
     entity, key = await _tenant(endpoints, "indices-eval")
-    http = _HTTP(endpoints.search_url, key)
+    sdk = _SDK(endpoints, key)
     results: dict[str, dict] = {}
+    split_results: dict[str, dict] = {}
     try:
         started = time.perf_counter()
         payload = [{"name": d.name, "description": d.description, "fields": list(d.fields)} for d in defs]
         for start in range(0, len(payload), 500):
-            await http.call("POST", f"/entities/{entity}/indices", {"indices": payload[start:start + 500]})
+            await sdk.post(f"/entities/{entity}/indices", {"indices": payload[start:start + 500]})
         progress(f"registered {len(defs)} indices in {time.perf_counter() - started:.1f} s")
         rows, latency, confident = [], [], 0
         for q in queries:
             mark = time.perf_counter()
-            answer = await http.call("POST", "/indices/select", {"query": q["query"], "entity_ids": [entity], "k": 10})
+            answer = await sdk.select_index(q["query"], entity, 10)
             latency.append((time.perf_counter() - mark) * 1000)
             expected = q["expected"] if isinstance(q["expected"], list) else [q["expected"]]
             rows.append(_rank_metrics(expected, [i["name"] for i in answer["indices"]]))
             confident += answer["confident"]
         results["edgeindex"] = {**_index_summary(rows, latency, multi), "confident": round(confident / len(queries), 4)}
+        split_results["edgeindex"] = _index_splits(rows, splits, multi)
     finally:
-        await http.close()
+        await sdk.close()
     ids = [d.name for d in defs]
     name_texts = [" ".join(split_identifier(d.name)) for d in defs]
     full_texts = [f"{' '.join(split_identifier(d.name))}: {d.description} "
@@ -242,7 +319,8 @@ async def evaluate_indices(folder: Path, endpoints: Endpoints, *, variant: str =
             latency.append(ms)
             rows.append(_rank_metrics(expected, ranked))
         results[name] = _index_summary(rows, latency, multi)
-    return {"indices": results, "dataset": {"path": str(folder), "variant": variant, "indices": len(defs),
+        split_results[name] = _index_splits(rows, splits, multi)
+    return {"indices": results, "splits": split_results, "dataset": {"path": str(folder), "variant": variant, "indices": len(defs),
                                             "queries": len(queries), "entity": entity}}
 
 
@@ -253,6 +331,12 @@ def format_table(results: dict) -> str:
     lines = ["system".ljust(12) + "".join(c.rjust(15) for c in columns)]
     for name, row in systems.items():
         lines.append(name.ljust(12) + "".join(str(row.get(c, "")).rjust(15) for c in columns))
+    for name, halves in results.get("splits", {}).items():
+        for part, row in halves.items():
+            lines.append(f"{name} [{part}, {row['queries']} queries]".ljust(12) + " "
+                         + ", ".join(f"{c} {row[c]}" for c in row if c != "queries"))
+    if "feedback" in results:
+        lines.append("feedback: " + json.dumps(results["feedback"]))
     return "\n".join(lines)
 
 

@@ -16,16 +16,21 @@ def _run_all(args, endpoints: Endpoints) -> dict:
     if args.tools:
         out = selection.run("tools", args.tools, endpoints, k=5)
         results["tools"] = out["tools"]
+        results["tools_splits"] = out["splits"]
+        if "feedback" in out:
+            results["tools_feedback"] = out["feedback"]
         results.setdefault("datasets", {})["tools"] = out["dataset"]
         print("\ntools (" + str(args.tools) + ")\n" + selection.format_table(out), flush=True)
     if args.indices:
         out = selection.run("indices", args.indices, endpoints, variant="databases")
         results["indices"] = out["indices"]
+        results["indices_splits"] = out["splits"]
         results.setdefault("datasets", {})["indices"] = out["dataset"]
         print("\nindices (" + str(args.indices) + ")\n" + selection.format_table(out), flush=True)
         if (args.indices / "indices_tables.jsonl").exists() and (args.indices / "queries_tables.jsonl").exists():
             out = selection.run("indices", args.indices, endpoints, variant="tables")
             results["indices_tables"] = out["indices"]
+            results["indices_tables_splits"] = out["splits"]
             results["datasets"]["indices_tables"] = out["dataset"]
             print("\nindices, table level\n" + selection.format_table(out), flush=True)
     return results

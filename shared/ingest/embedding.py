@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import faults
+
 log = logging.getLogger(__name__)
 
 
@@ -35,6 +37,11 @@ class _Request:
 class EmbeddingBatcher:
     """Coalesces concurrent ``embed`` calls into model calls of up to ``max_texts`` texts."""
 
+    def stats(self) -> dict:
+        return {"calls": self.calls, "texts": self.texts, "isolated": self.isolated, "max_texts": self.max_texts,
+                "linger_ms": round(self.linger * 1000, 1),
+                "mean_texts_per_call": round(self.texts / self.calls, 1) if self.calls else None}
+
     def __init__(self, embedder, *, max_texts: int = 256, linger: float = 0.02) -> None:
         self.embedder = embedder
         self.max_texts = max_texts
@@ -43,6 +50,7 @@ class EmbeddingBatcher:
         self._worker: asyncio.Task | None = None
         self.calls = 0      # model calls made (telemetry)
         self.texts = 0
+        self.isolated = 0   # shared calls that failed and were split per request
 
     async def embed(self, texts: list[str]) -> np.ndarray:
         if not texts:
@@ -62,18 +70,41 @@ class EmbeddingBatcher:
                 request = self._queue.pop(0)
                 taken.append(request)
                 size += len(request.texts)
-            try:
-                vectors = await self.embedder.embed([t for r in taken for t in r.texts])
-            except Exception as exc:
+            await self._embed_shared(taken)
+
+    async def _embed_shared(self, taken: list[_Request]) -> None:
+        """One model call for every request taken. If it fails and several documents shared it, each
+        request is embedded alone: one poison document fails (and retries) on its own, its
+        neighbours in the batch still get their vectors."""
+        try:
+            texts = [t for r in taken for t in r.texts]
+            faults.poison(texts)
+            vectors = await self.embedder.embed(texts)
+        except Exception as exc:
+            if len(taken) > 1:
+                self.isolated += 1
+                log.warning("a shared embedding call of %d requests failed (%s); embedding each alone",
+                            len(taken), exc)
                 for request in taken:
-                    if not request.future.done():
-                        request.future.set_exception(exc)
-                continue
-            self.calls += 1
-            self.texts += size
-            offset = 0
+                    await self._embed_shared([request])
+                return
             for request in taken:
-                n = len(request.texts)
                 if not request.future.done():
-                    request.future.set_result(vectors[offset:offset + n])
-                offset += n
+                    request.future.set_exception(exc)
+            return
+        if vectors.shape[0] != sum(len(r.texts) for r in taken):
+            # Never hand a run rows that belong to another: the shapes must add up.
+            error = ValueError(f"embedder returned {vectors.shape[0]} vectors for "
+                               f"{sum(len(r.texts) for r in taken)} texts")
+            for request in taken:
+                if not request.future.done():
+                    request.future.set_exception(error)
+            return
+        self.calls += 1
+        self.texts += vectors.shape[0]
+        offset = 0
+        for request in taken:
+            n = len(request.texts)
+            if not request.future.done():
+                request.future.set_result(vectors[offset:offset + n])
+            offset += n

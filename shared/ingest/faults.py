@@ -12,10 +12,17 @@ Both read an environment variable of the ingest worker process, ``<step>`` or
 - ``EDGEINDEX_FAULT_FAIL_STEP``: every attempt of that step raises a transient
   ``ConnectionError``, so the step's retries, the queue's retries and finally the
   dead-letter queue are exercised.
+- ``EDGEINDEX_FAULT_SLOW_STEP``: that step first waits ``EDGEINDEX_FAULT_SLOW_SECONDS``
+  (default 45). With ``EDGEINDEX_FAULT_NO_VISIBILITY_EXTENSION=1`` (``bindings.queue``) the
+  message's visibility timeout then lapses while the step runs, and the queue hands the
+  message to another consumer while this one still works (``scripts/chaos.py``).
+- ``EDGEINDEX_FAULT_POISON_TEXT``: a model call whose texts contain this marker raises
+  (a poison document inside a shared embedding batch).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import sys
@@ -25,6 +32,9 @@ log = logging.getLogger(__name__)
 EXIT_AFTER_STEP = "EDGEINDEX_FAULT_EXIT_AFTER_STEP"
 EXIT_IN_STEP = "EDGEINDEX_FAULT_EXIT_IN_STEP"
 FAIL_STEP = "EDGEINDEX_FAULT_FAIL_STEP"
+SLOW_STEP = "EDGEINDEX_FAULT_SLOW_STEP"
+SLOW_SECONDS = "EDGEINDEX_FAULT_SLOW_SECONDS"
+POISON_TEXT = "EDGEINDEX_FAULT_POISON_TEXT"
 
 
 def _armed(variable: str, step: str, document_id: str) -> bool:
@@ -55,3 +65,16 @@ def exit_in(step: str, document_id: str) -> None:
 def fail(step: str, document_id: str) -> None:
     if _armed(FAIL_STEP, step, document_id):
         raise ConnectionError(f"injected transient failure in step {step!r} ({FAIL_STEP} test hook)")
+
+
+async def slow(step: str, document_id: str) -> None:
+    if _armed(SLOW_STEP, step, document_id):
+        seconds = float(os.environ.get(SLOW_SECONDS) or 45)
+        log.warning("test hook %s: step %s of document %s waits %.0f s", SLOW_STEP, step, document_id, seconds)
+        await asyncio.sleep(seconds)
+
+
+def poison(texts: list[str]) -> None:
+    marker = os.environ.get(POISON_TEXT, "")
+    if marker and any(marker in t for t in texts):
+        raise ValueError(f"injected model failure on a text containing {marker!r} ({POISON_TEXT} test hook)")

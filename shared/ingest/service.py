@@ -25,14 +25,14 @@ from dataclasses import dataclass
 from collections import OrderedDict
 from datetime import datetime
 
+from .. import holds, sqlfiles
 from .. import object_keys as keys
-from .. import sqlfiles
 from ..bindings.ai import ChatModel, Embedder
 from ..bindings.bucket import Bucket
 from ..bindings.database import Database
 from ..bindings.kv import KV
 from ..bindings.queue import Message
-from ..errors import Conflict, EdgeIndexError, IngestError, NotFound, ReplayMismatch, ValidationError
+from ..errors import Conflict, EdgeIndexError, IngestError, NotFound, ReplayMismatch, RunDeleted, ValidationError
 from ..object_keys import ObjectRef
 from ..workflow import WorkflowBinding
 from .artifacts import ArtifactStore
@@ -43,6 +43,9 @@ from .workflow import IngestParams
 
 log = logging.getLogger(__name__)
 SQL = sqlfiles.load("ingest.sql")
+# A copy of a message whose run another consumer holds comes back after about one visibility
+# timeout: time for that run to finish (the copy then acks at once) or for its holder to be gone.
+IN_PROGRESS_RETRY_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,7 @@ class IngestSettings:
     summary_sentences: int
     max_document_bytes: int
     max_retries: int           # of the queue consumer: delivery max_retries + 1 is the last one
+    enrich_chunks: bool = False  # LLM keywords and questions per new chunk (shared/enhance/enrich.py)
 
 
 @dataclass(frozen=True)
@@ -59,6 +63,7 @@ class Outcome:
     action: str                 # "ack" | "retry"
     reason: str
     error: str | None = None
+    delay: float | None = None  # seconds before a retried message comes back (None: the consumer's backoff)
 
 
 def _ack(reason: str) -> Outcome:
@@ -122,8 +127,12 @@ class IngestService:
     async def ingest_object(self, ref: ObjectRef, *, attempts: int, last_attempt: bool) -> Outcome:
         db = self.db
         where = {"entity_id": ref.entity_id, "document_id": ref.document_id}
+        await holds.point(db, "ingest:event", ref.entity_id, ref.document_id)
         doc = await db.fetchone(SQL["document_for_event"], where)
-        if doc is None:
+        if doc is None or not ref.of_generation(doc["generation"]):
+            # The object of a deleted life of this document (its key names the generation): litter that
+            # a write racing the DELETE may have left, and that no row will ever point at again.
+            await self._remove_litter(ref)
             return _ack("document deleted")
         if doc["version"] > ref.version:
             return _ack(f"superseded by version {doc['version']}")
@@ -141,6 +150,8 @@ class IngestService:
         # A ready version may still have an unfinished run (it committed just before a crash):
         # create() finishes its remaining steps, and returns at once for a complete run.
         already_ready = doc["status"] == "ready" and doc["ready_version"] == ref.version
+        if already_ready and (changed := await self._changed_behind_ready(ref, doc)):
+            return _ack(changed)
         if not already_ready and await db.fetchone(SQL["start_processing"], {
                 **where, "version": p.version, "generation": p.generation, "run_id": p.run_id}) is None:
             return _ack("document changed meanwhile")
@@ -149,10 +160,16 @@ class IngestService:
         except (IngestError, ReplayMismatch) as exc:  # retrying cannot help either
             await self._fail(p, exc.message)
             return _ack(f"failed: {exc.message}")
+        except RunDeleted:
+            # The document was deleted while its run went on; the upsert wrote nothing for it.
+            await self._remove_litter(ref, generation=p.generation)
+            return _ack("document deleted during ingestion")
         except Conflict:
-            # Another process runs this very version; its own message settles it (or is
-            # redelivered if that process dies), so this duplicate is done.
-            return _ack("run in progress elsewhere")
+            # Another consumer runs this very version: this copy came back because the visibility
+            # timeout lapsed under it (or was delivered twice). Keep it queued, not acked: if that
+            # consumer dies, this copy resumes the run; once the run is complete it acks at once.
+            return Outcome("retry", "run in progress elsewhere", "run in progress elsewhere",
+                           delay=IN_PROGRESS_RETRY_SECONDS)
         except Exception as exc:
             error = _error_text(exc)
             if last_attempt:
@@ -161,6 +178,40 @@ class IngestService:
             return Outcome("retry", "transient failure", error)
         return _ack(str(run.output.get("outcome") if isinstance(run.output, dict) else run.status))
 
+
+    async def _remove_litter(self, ref: ObjectRef, *, generation: str | None = None) -> None:
+        """The object and run artifacts of a deleted life of a document (only when its key says which)."""
+        generation = generation or ref.generation
+        if generation is None:
+            return
+        try:
+            prefix = keys.run_artifacts_prefix(ref.entity_id, ref.document_id, ref.version, generation)
+            doomed = [o.key for o in await self.bucket.list(prefix)]
+            if ref.generation is not None:
+                doomed.append(ref.key)
+            await self.bucket.delete(*doomed)
+        except Exception:
+            log.warning("could not remove what deleted document %s left", ref.key, exc_info=True)
+
+    async def _changed_behind_ready(self, ref: ObjectRef, doc: dict) -> str | None:
+        """Why this event is refused, if the object behind the ready version is not what was ingested.
+
+        A presigned URL of S3 or R2 stays usable until it expires, so its holder can PUT to the same key
+        after the version is ready. The index keeps what was ingested (checked against the upload); the
+        document says the object changed, and a new version is the way to change a document."""
+        if not doc["object_etag"]:
+            return None  # ingested before ETags were recorded: nothing to compare with
+        info = await self.bucket.head(doc["object_key"])
+        if info is None or info.etag == doc["object_etag"]:
+            return None  # a repeated event of the same object
+        warning = (f"the object of ready version {ref.version} was overwritten after ingestion ({info.size} bytes, "
+                   f"ETag {info.etag}; {doc['object_etag']} was ingested); the index keeps the version as "
+                   "ingested: upload a new version to change the document")
+        await self.db.execute(SQL["note_changed_object"], {"entity_id": ref.entity_id,
+                                                          "document_id": ref.document_id, "version": ref.version,
+                                                          "generation": doc["generation"], "warning": warning})
+        log.warning("document %s/%s: %s", ref.entity_id, ref.document_id, warning)
+        return f"refused: object changed behind ready version {ref.version}"
 
     async def _fail(self, p: IngestParams, error: str) -> None:
         row = await self.db.fetchone(SQL["fail_document"], {"entity_id": p.entity_id, "document_id": p.document_id,
@@ -206,7 +257,10 @@ class IngestService:
                 message.ack()
                 continue
             first = failures[0]
-            message.retry(error=_error_text(first) if isinstance(first, BaseException) else first.error)
+            if isinstance(first, BaseException):
+                message.retry(error=_error_text(first))
+            else:
+                message.retry(delay_seconds=first.delay, error=first.error)
 
 
     async def _limited(self, ref: ObjectRef, attempts: int, last: bool) -> Outcome:

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from .. import language, sqlfiles
+from .. import holds, language, sqlfiles
 from .. import object_keys as keys
 from ..cache import Invalidation
 from ..errors import IngestError, ModelMismatchError, ValidationError
@@ -46,6 +46,7 @@ from .diff import DiffPlan, StoredChunk, plan
 from .embedding import decode_vectors, encode_vectors
 from .extract import extract
 from .summary import summarize
+from ..enhance.enrich import enrich_chunks
 
 if TYPE_CHECKING:
     from .service import IngestService
@@ -121,6 +122,7 @@ class Extracted(StepOutput):
     text: dict | None = None           # artifact reference of the extracted text
     chars: int = 0
     title: str | None = None
+    etag: str | None = None            # the object's ETag as read: a later change behind the ready version shows
 
 
 @dataclass(frozen=True)
@@ -150,6 +152,7 @@ class Embedded(StepOutput):
 class Summarized(StepOutput):
     summary: str
     method: str
+    enrichment: dict | None = None     # artifact reference: {position: keywords and questions} (ENRICH_CHUNKS)
 
 
 @dataclass(frozen=True)
@@ -211,12 +214,17 @@ class IngestJob:
             raise IngestError(f"the uploaded object is {len(data)} bytes but this version declared "
                               f"{self.p.expected_size}; upload the document again")
         digest = content_hash(data)
+        # Read after the bytes: if the object changed in between, this is the newer ETag and the
+        # change's own event finds it equal (a changed object behind a ready version goes unseen only
+        # inside this window; the size check above still holds).
+        info = await self.bucket.head(self.p.object_key)
+        etag = info.etag if info is not None and info.size == len(data) else None
         if digest == self.p.previous_hash:
             # The same bytes as the live version: its chunks, vectors and summary stand as they are.
-            return Extracted(size_bytes=len(data), content_hash=digest, unchanged=True)
+            return Extracted(size_bytes=len(data), content_hash=digest, unchanged=True, etag=etag)
         extracted = await asyncio.to_thread(extract, data, self.p.content_type)
         return Extracted(text=await self.artifacts.save_text("text.txt", extracted.text), chars=len(extracted.text),
-                         size_bytes=len(data), content_hash=digest, title=extracted.title)
+                         size_bytes=len(data), content_hash=digest, title=extracted.title, etag=etag)
 
     async def chunk(self, extracted: Extracted) -> Chunked:
         text = await self.artifacts.load_text(extracted.text)
@@ -259,11 +267,19 @@ class IngestJob:
         return Embedded(vectors=await self.artifacts.save_bytes("vectors.f32", encode_vectors(vectors)),
                         count=len(result.embed), model_id=self.embedder.model_id, dimension=self.embedder.dimension)
 
-    async def summarize(self, extracted: Extracted) -> Summarized:
+    async def summarize(self, extracted: Extracted, chunked: Chunked, diffed: Diffed) -> Summarized:
         text = await self.artifacts.load_text(extracted.text)
         summary, method = await summarize(text, n=self.settings.summary_sentences, llm=self.service.llm,
                                           title=extracted.title or "")
-        return Summarized(summary=summary, method=method)
+        enrichment = None
+        if self.settings.enrich_chunks and self.service.llm is not None:
+            # keywords and questions for the chunks this version adds (reused ones keep theirs)
+            result = DiffPlan.from_json(await self.artifacts.load_json(diffed.plan))
+            chunks = await self.load_chunks(chunked)
+            generated = await enrich_chunks(self.service.llm, [chunks[pos].content(text) for pos in result.embed])
+            enrichment = await self.artifacts.save_json("enrichment.json", {
+                str(pos): value for pos, value in zip(result.embed, generated, strict=True) if value})
+        return Summarized(summary=summary, method=method, enrichment=enrichment)
 
     async def _lock_current(self, conn) -> tuple[dict | None, Upserted | None]:
         """Lock the document row for the commit: (row, None) while this run's version is still the
@@ -295,11 +311,13 @@ class IngestJob:
         text = await self.artifacts.load_text(extracted.text) if result.embed else ""
         # full text in each new chunk's language (a reused chunk keeps the one it was stored with)
         languages = await asyncio.to_thread(language.analyse, text, [chunks[pos].content(text) for pos in result.embed])
+        enriched = await self.artifacts.load_json(summarized.enrichment) if summarized.enrichment else {}
         new_rows = [{"entity_id": p.entity_id, "id": uuid.UUID(result.ids[pos]), "document_id": p.document_id,
                      "version": p.version, "position": pos, "start": chunks[pos].start, "end": chunks[pos].end,
                      "content": chunks[pos].content(text), "hash": chunks[pos].hash, "tokens": chunks[pos].tokens,
                      "model_id": embedded.model_id, "embedding": vectors[i], "language": languages[i].language,
-                     "text_config": languages[i].text_config, "segmented": languages[i].segmented}
+                     "text_config": languages[i].text_config, "segmented": languages[i].segmented,
+                     "enrichment": enriched.get(str(pos))}
                     for i, pos in enumerate(result.embed)]
         moved = set(result.moved)
         moves = [{"entity_id": p.entity_id, "id": cid, "position": pos, "start": chunks[pos].start,
@@ -333,7 +351,7 @@ class IngestJob:
                     **self.where, "chunk_count": len(result.ids), "embedded": len(result.embed),
                     "reused": result.reused, "summary": summarized.summary,
                     "content_hash": extracted.content_hash, "size_bytes": extracted.size_bytes,
-                    "found_title": extracted.title})
+                    "found_title": extracted.title, "etag": extracted.etag})
         return Upserted(outcome="ready", chunk_count=len(result.ids), embedded=len(result.embed),
                         reused=result.reused, moved=len(result.moved), stale=len(result.stale),
                         cache_entries_invalidated=invalidation.dropped, **replaced)
@@ -354,7 +372,8 @@ class IngestJob:
                 ids = [r["id"] for r in await (await conn.execute(SQL["chunk_ids"], self.where)).fetchall()]
                 # Title, tags or source may have changed with this upload: cached results show them.
                 await invalidation.begin([p.entity_id], ids)
-                await conn.execute(SQL["reuse_live_version"], {**self.where, "size_bytes": extracted.size_bytes})
+                await conn.execute(SQL["reuse_live_version"], {**self.where, "size_bytes": extracted.size_bytes,
+                                                               "etag": extracted.etag})
         return Upserted(outcome="ready", chunk_count=len(ids), reused=len(ids), unchanged=True,
                         cache_entries_invalidated=invalidation.dropped, **replaced)
 
@@ -393,10 +412,12 @@ class IngestDocument(Workflow):
 
             async def attempt():
                 faults.fail(name, p.document_id)
+                await faults.slow(name, p.document_id)
                 result = await body()
                 faults.exit_in(name, p.document_id)
                 return result.to_json()  # the checkpoint: what a replay hands back
 
+            await holds.point(self.service.db, f"ingest:{name}", p.entity_id, p.document_id)
             stored = await step.do(name, attempt, retries=POLICIES[name])
             faults.exit_after(name, p.document_id, executed=name in step.executed)
             return output.from_json(stored)
@@ -410,10 +431,11 @@ class IngestDocument(Workflow):
             chunked = await do(StepName.CHUNK, lambda: job.chunk(extracted), Chunked)
             diffed = await do(StepName.DIFF, lambda: job.diff(chunked), Diffed)
             embedded = await do(StepName.EMBED, lambda: job.embed(extracted, chunked, diffed), Embedded)
-            summarized = await do(StepName.SUMMARIZE, lambda: job.summarize(extracted), Summarized)
+            summarized = await do(StepName.SUMMARIZE, lambda: job.summarize(extracted, chunked, diffed), Summarized)
             upserted = await do(StepName.UPSERT, lambda: job.upsert(extracted, chunked, diffed, embedded, summarized),
                                 Upserted)
-            written = [key for output in (extracted, chunked, diffed, embedded) for key in output.artifact_keys()]
+            written = [key for output in (extracted, chunked, diffed, embedded, summarized)
+                       for key in output.artifact_keys()]
             await do(StepName.DELETE_STALE, lambda: job.delete_stale(upserted, written), StaleDeleted)
         finally:
             self.service.record_executed(p.run_id, list(step.executed))

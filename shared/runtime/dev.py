@@ -86,6 +86,7 @@ class S3Snapshot:
         self.folder = folder / bucket
         self.manifest_path = self.folder / "manifest.json"
         self._lock = threading.Lock()
+        self._known: dict | None = None  # the manifest as last written (incremental saves compare with it)
 
     def _manifest(self) -> dict:
         try:
@@ -93,9 +94,66 @@ class S3Snapshot:
         except (FileNotFoundError, json.JSONDecodeError):
             return {}
 
+    def _moto_keys(self):
+        """The embedded bucket's objects straight from moto's in-process backend: {key: FakeKey}, or None
+        when the bucket is not served by this process (then the S3 listing is used).
+
+        Listing a bucket through moto's HTTP API costs about 2 ms per object (XML for every key, every
+        round), so a snapshot every few seconds slowed uploads down as the bucket filled. Reading the
+        backend's dict costs microseconds per key and only new or changed objects are then copied."""
+        try:
+            from moto.core import DEFAULT_ACCOUNT_ID
+            from moto.s3.models import s3_backends
+
+            bucket = s3_backends[DEFAULT_ACCOUNT_ID]["global"].buckets.get(self.bucket)
+        except Exception:
+            return None
+        if bucket is None:
+            return None
+        for _ in range(5):  # moto's request threads write while we read: retry a torn iteration
+            try:
+                return {key: bucket.keys[key] for key in list(bucket.keys.keys())}
+            except (RuntimeError, KeyError):
+                continue
+        return None
+
+    def _save_incremental(self, objects: dict) -> int:
+        old = self._known if self._known is not None else self._manifest()
+        new: dict[str, dict] = {}
+        written = 0
+        for key, obj in objects.items():
+            etag = str(obj.etag).strip('"')
+            name = quote(key, safe="")
+            entry = old.get(key)
+            if entry is None or entry["etag"] != etag:
+                tmp = self.folder / f".{name}.tmp"
+                tmp.write_bytes(bytes(obj.value))
+                tmp.replace(self.folder / name)
+                # moto keeps headers and user metadata together; restore() wants them as S3 hands them out
+                meta = dict(obj.metadata or {})
+                entry = {"etag": etag, "content_type": meta.get("content-type"),
+                         "metadata": {k[len("x-amz-meta-"):]: v for k, v in meta.items() if k.startswith("x-amz-meta-")}}
+                written += 1
+            new[key] = entry
+        gone = set(old) - set(new)
+        for key in gone:
+            with contextlib.suppress(FileNotFoundError):
+                (self.folder / quote(key, safe="")).unlink()
+        if written or gone or self._known is None:
+            tmp = self.manifest_path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(new))
+            tmp.replace(self.manifest_path)
+        self._known = new
+        return written
+
     def save(self) -> int:
         """Copy new or changed objects to disk and forget deleted ones; returns objects written."""
         with self._lock:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            objects = self._moto_keys()
+            if objects is not None:
+                return self._save_incremental(objects)
+            self._known = None
             self.folder.mkdir(parents=True, exist_ok=True)
             old = self._manifest()
             new: dict[str, dict] = {}
@@ -143,8 +201,13 @@ class DevStack:
     SNAPSHOT_SECONDS = 3.0
 
     def __init__(self, config: Config, *, workers: list[str] | None = None,
-                 worker_output: IO | None = None, environ: dict[str, str] | None = None) -> None:
+                 worker_output: IO | None = None, environ: dict[str, str] | None = None,
+                 ingest_processes: int = 1) -> None:
+        """``ingest_processes``: consumers of the ingest queue to run (``ingest``, ``ingest-2``, ...); they
+        share its messages (visibility timeout) and each run (advisory lock), each on its own port."""
         self.config = config
+        self.ingest_processes = max(1, ingest_processes)
+        self.ports: dict[str, int] = {}  # extra processes of a worker: "ingest-2" → its HTTP port
         self.state = config.state_path
         self.worker_names = workers or list(config.workers)
         self.worker_output = worker_output
@@ -173,9 +236,14 @@ class DevStack:
             if self._snapshots:
                 self._snapshot_thread = threading.Thread(target=self._snapshot_loop, name="s3-snapshot", daemon=True)
                 self._snapshot_thread.start()
-            for name in self.worker_names:
+            names = list(self.worker_names)
+            if "ingest" in names:
+                for n in range(2, self.ingest_processes + 1):
+                    self.ports[f"ingest-{n}"] = free_port()
+                    names.append(f"ingest-{n}")
+            for name in names:
                 self.start_worker(name)
-            for name in self.worker_names:
+            for name in names:
                 self.wait_healthy(name)
             self._recover()
         except BaseException:
@@ -246,16 +314,22 @@ class DevStack:
         return env
 
     def start_worker(self, name: str, *, extra_env: dict[str, str] | None = None) -> subprocess.Popen:
-        """Start (or restart) one worker process; ``extra_env`` adds variables for this process only."""
-        self.config.worker(name)  # names an unknown worker clearly
+        """Start (or restart) one worker process; ``extra_env`` adds variables for this process only.
+        ``<worker>-<n>`` starts another process of that worker on its own port (``self.ports``)."""
+        kind = name.rsplit("-", 1)[0] if name in self.ports else name
+        self.config.worker(kind)  # names an unknown worker clearly
         out = self.worker_output
+        own = {f"EDGEINDEX_{kind.upper()}_PORT": str(self.ports[name])} if name in self.ports else {}
         self.processes[name] = subprocess.Popen(
-            [sys.executable, "-m", "edgeindex.cli", "--config", str(self.config.path.resolve()), "worker", name],
-            env={**self.worker_environ(), **(extra_env or {})}, stdout=out, stderr=subprocess.STDOUT if out else None,
+            [sys.executable, "-m", "edgeindex.cli", "--config", str(self.config.path.resolve()), "worker", kind],
+            env={**self.worker_environ(), **own, **(extra_env or {})}, stdout=out,
+            stderr=subprocess.STDOUT if out else None,
             preexec_fn=_die_with_parent, cwd=str(self.config.root))
         return self.processes[name]
 
     def url(self, name: str) -> str:
+        if name in self.ports:
+            return f"http://127.0.0.1:{self.ports[name]}"
         return f"http://127.0.0.1:{self.config.worker(name).port}"
 
     def wait_healthy(self, name: str, timeout: float = 120.0) -> dict:

@@ -23,8 +23,11 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
 
+import orjson
+import psycopg
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
+from psycopg_pool import PoolTimeout
 
 from ..errors import EdgeIndexError, PayloadTooLarge, RateLimited, UnsupportedMediaType, ValidationError
 
@@ -36,9 +39,26 @@ REQUEST_ID_HEADER = "X-Request-Id"
 REQUEST_ID = web.RequestKey("request_id", str) if hasattr(web, "RequestKey") else "request_id"
 
 
+# orjson encodes what json.dumps(default=str) did, byte for byte where it matters: datetimes and
+# dataclasses still go through str (not orjson's own forms), so answers keep their shape.
+_ORJSON_OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
+
+
+def _default(value: Any) -> Any:
+    # a float subclass (numpy's float64) is a number to json.dumps; orjson hands it here
+    return float(value) if isinstance(value, float) else str(value)
+
+
+def encode_json(body: Any) -> bytes:
+    try:
+        return orjson.dumps(body, default=_default, option=_ORJSON_OPTIONS)
+    except (orjson.JSONEncodeError, TypeError):  # what orjson refuses (ints over 64 bits, odd keys)
+        return json.dumps(body, default=str).encode()
+
+
 def json_response(body: Any, status: int = 200, *, headers: dict | None = None) -> web.Response:
-    return web.Response(text=json.dumps(body, default=str), status=status, content_type="application/json",
-                        headers=headers)
+    return web.Response(body=encode_json(body), status=status, content_type="application/json",
+                        charset="utf-8", headers=headers)
 
 
 def error_body(code: str, message: str, *, field: str | None = None, request_id: str | None = None) -> dict:
@@ -270,6 +290,13 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
             raise
         response = json_response(error_body(_code_for(exc.status), exc.reason or exc.text or "", request_id=rid),
                                  exc.status)
+    except (psycopg.OperationalError, PoolTimeout) as exc:
+        # The database is restarting or out of reach (chaos: restart-db): a transient 503 the client
+        # may retry (the SDK does, honouring Retry-After), not a 500 that reads like a bug.
+        log.warning("%s %s: database unavailable [%s]: %s", request.method, loggable_path(request.path), rid,
+                    type(exc).__name__)
+        response = json_response(error_body("unavailable", "the database is unavailable for a moment; retry",
+                                            request_id=rid), 503, headers={"Retry-After": "1"})
     except Exception:
         log.exception("%s %s: unexpected error [%s]", request.method, loggable_path(request.path), rid)
         response = json_response(error_body("internal", "unexpected error; the log has the details under "

@@ -16,6 +16,8 @@ import importlib.util
 import logging
 import os
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 from types import ModuleType
@@ -73,6 +75,7 @@ def build_app(module: ModuleType, env: Env, services, ctx: ExecutionContext, *,
         return json_response({
             "worker": env.worker_name,
             "status": "ok",
+            "pid": os.getpid(),  # which of the worker's processes answered (several share a port)
             "uptime_seconds": round(time.time() - started, 1),
             "bindings": env.describe(),
             "vars": sorted(env.worker.vars),
@@ -121,7 +124,8 @@ async def serve(config: Config, name: str, *, stop: asyncio.Event | None = None,
         await runner.setup()
         # Requests aiohttp cannot parse get our JSON error shape too (see http.JSONErrorRequestHandler).
         runner.server.__class__ = JSONErrorServer
-        site = web.TCPSite(runner, host, worker.port, reuse_address=True)
+        # several processes of one worker share its port: the kernel spreads connections among them
+        site = web.TCPSite(runner, host, worker.port, reuse_address=True, reuse_port=worker.processes > 1)
         await site.start()
         log.info("worker %s listening on http://%s:%d", name, host, worker.port)
         print(f"edgeindex: worker {name} ready on http://{host}:{worker.port}", flush=True)
@@ -143,3 +147,39 @@ async def serve(config: Config, name: str, *, stop: asyncio.Event | None = None,
                     task.cancel()
             await ctx.drain()
             await runner.cleanup()
+
+
+PROCESS_VARIABLE = "EDGEINDEX_WORKER_PROCESS"  # set in the copies a worker's first process starts
+
+
+def run(config: Config, name: str, *, host: str | None = None) -> None:
+    """``edgeindex worker NAME``: the worker's ``processes`` copies on its one port.
+
+    The first process starts the others (``processes - 1`` copies of the same command, which die
+    with it) and serves beside them; each copy has its own bindings, model and event loop, and
+    the kernel (SO_REUSEPORT) hands each new connection to one of them. Production runs the same
+    command, or one process per container with ``processes = 1`` behind a load balancer.
+    """
+    from .dev import _die_with_parent  # the dev stack's workers die with it the same way
+
+    worker = config.worker(name)
+    copies: list[subprocess.Popen] = []
+    if worker.processes > 1 and not os.environ.get(PROCESS_VARIABLE):
+        command = [sys.executable, "-m", "edgeindex.cli", "--config", str(config.path.resolve()), "worker", name]
+        if host:
+            command += ["--host", host]
+        for index in range(1, worker.processes):
+            copies.append(subprocess.Popen(command, env={**os.environ, PROCESS_VARIABLE: str(index)},
+                                           preexec_fn=_die_with_parent))
+    try:
+        asyncio.run(serve(config, name, host=host))
+    finally:
+        for copy in copies:
+            copy.terminate()
+        for copy in copies:
+            try:
+                copy.wait(timeout=40)
+            except subprocess.TimeoutExpired:
+                copy.kill()
+                copy.wait()
+

@@ -39,6 +39,9 @@ def _assemble(name: str) -> str:
 LEXICAL_SQL = _assemble("lexical")
 HYBRID_SQL = _assemble("hybrid")
 _WORD = re.compile(r"\w")
+# Query enhancement (shared/enhance/) adds terms to the lexical statement; none by default.
+NO_EXPANSION = {"expansion_configs": [], "expansion_terms": [], "expansion_weights": [],
+                "expansion_text": None, "expansion_text_weight": 0.0}
 DOCUMENT_FILTERS = ("sources", "tags", "created_after", "created_before", "updated_after", "updated_before")
 
 
@@ -105,6 +108,7 @@ def build_params(request: SearchRequest, entity_ids: list[str], embedding: np.nd
         "text_max_matches": defaults.TEXT_MAX_MATCHES,
         "bm25_k1": defaults.BM25_K1,
         "bm25_b": defaults.BM25_B,
+        "tsv_weights": [1.0, defaults.ENRICHMENT_WEIGHT, 1.0, 1.0],
         "fuzzy_min_chars": defaults.FUZZY_MIN_CHARS,
         "fuzzy_max_words": defaults.FUZZY_MAX_WORDS,
         "fuzzy_terms": defaults.FUZZY_TERMS,
@@ -120,6 +124,7 @@ def build_params(request: SearchRequest, entity_ids: list[str], embedding: np.nd
         "include_summary": request.include.summary,
         "neighbours": request.include.neighbours,
         **(lexical.params() if lexical is not None else {}),
+        **NO_EXPANSION,
     }
 
 
@@ -184,9 +189,10 @@ async def _connection(db: Database, tuned: weakref.WeakSet) -> AsyncIterator[psy
 
 
 async def lexical(db: Database, request: SearchRequest, entity_ids: list[str], *, tuned: weakref.WeakSet,
-                  limit: int | None = None) -> LexicalResult:
-    """The half that needs no embedding: the scope's size, and BM25 (with typo stand-ins) over it."""
-    params = build_params(request, entity_ids, None, limit=limit or request.k)
+                  limit: int | None = None, expansion: dict[str, Any] | None = None) -> LexicalResult:
+    """The half that needs no embedding: the scope's size, and BM25 (with typo stand-ins) over it.
+    ``expansion`` (keys of NO_EXPANSION) adds weighted terms: see shared/enhance/."""
+    params = {**build_params(request, entity_ids, None, limit=limit or request.k), **(expansion or {})}
     async with _connection(db, tuned) as conn:
         row = await (await conn.execute(LEXICAL_SQL, params)).fetchone()
     return LexicalResult(nonempty=row["nonempty"], exact=row["exact"], entity_ids=row["entity_ids"],

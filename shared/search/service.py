@@ -1,7 +1,8 @@
 """``POST /search`` as a pipeline of named stages over one context object.
 
-    parse → route (resolve) → scope → cache → plan → embed ‖ lexical → route (decide) → retrieve
-    → rerank → shape → store → telemetry
+    parse → route (resolve) → scope → cache → plan → embed → cache (semantic) → lexical → route
+    (decide) → retrieve → rerank → shape → store → telemetry      (lexical runs beside the embedding,
+    before the semantic lookup, when the cache is off or the router needs its evidence)
 
 Each stage is a small method of :class:`SearchService` reading and writing the
 :class:`SearchContext`; a new capability (routing, query enhancement, telemetry)
@@ -39,6 +40,7 @@ from .cache_keys import CacheKeys, _digest, cache_keys
 from .request import SearchRequest, parse_request
 from ..bindings.rerank import Reranker
 from ..routing.service import Decision, Router, new_search_id, scope_hash
+from ..enhance import QueryEnhancer
 from .semantic_guard import model_vocabulary, signature
 
 SQL = sqlfiles.load("search.sql")
@@ -68,6 +70,8 @@ class SearchContext:
     sequences: tuple[int, ...] = ()
     limit: int = 0
     embedding: np.ndarray | None = None
+    vector: np.ndarray | None = None  # what retrieval searches with, when enhancement changed the query's
+    enhancement: dict | None = None
     lexical: engine.LexicalResult | None = None
     rows: list[dict] = field(default_factory=list)
     results: list[dict] = field(default_factory=list)
@@ -87,7 +91,8 @@ class SearchService:
     """Everything a search needs, given once at start-up by the search worker (or a test, the MCP server)."""
 
     def __init__(self, *, db: Database, kv: KV, embedder: Embedder, semantic_cache: PgVectorIndex,
-                 settings: SearchSettings, reranker: Reranker | None = None, router: Router | None = None) -> None:
+                 settings: SearchSettings, reranker: Reranker | None = None, router: Router | None = None,
+                 enhancer: QueryEnhancer | None = None) -> None:
         self.db = db
         self.kv = kv
         self.embedder = embedder
@@ -95,6 +100,7 @@ class SearchService:
         self.reranker = reranker
         self.settings = settings
         self.router = router
+        self.enhancer = enhancer or QueryEnhancer(db=db, kv=kv, embedder=embedder)  # offline (PRF) only
         self.vocabulary: frozenset[str] | None = None  # the model's whole words (semantic_guard)
         self._stores = itertools.count(1)
         self._tuned = engine.tuned_connections()
@@ -120,24 +126,32 @@ class SearchService:
             return self.telemetry(ctx, ctx.response(hit), background)
         await self.choose_collections(ctx)
         self.plan(ctx)
-        lexical = asyncio.ensure_future(_timed(engine.lexical(self.db, ctx.request, ctx.entity_ids,
-                                                              tuned=self._tuned, limit=ctx.limit),
-                                               ctx.timings, "lexical_ms"))
-        try:
+        if ctx.request.cache and not ctx.decision.routes:
+            # A semantic hit answers before any search statement starts (a hit then costs the
+            # embedding and one index lookup); on a miss the lexical half follows.
             await self.embed(ctx)
-            if ctx.decision.routes:
-                # the decision needs the lexical evidence, and a semantic hit must share the decision
-                ctx.lexical = await lexical
-                self.route(ctx)
             if (hit := await self.cache_semantic(ctx, background)) is not None:
-                background.wait_until(lexical)  # its answer is not needed; let it finish off the request path
                 return self.telemetry(ctx, {**ctx.response(hit), "timings": ctx.timings}, background)
-            if ctx.lexical is None:
-                ctx.lexical = await lexical
-                self.route(ctx)
-        except BaseException:
-            _abandon(background, lexical)
-            raise
+            ctx.lexical = await _timed(self._lexical(ctx), ctx.timings, "lexical_ms")
+            self.route(ctx)
+        else:
+            lexical = asyncio.ensure_future(_timed(self._lexical(ctx), ctx.timings, "lexical_ms"))
+            try:
+                await self.embed(ctx)
+                if ctx.decision.routes:
+                    # the decision needs the lexical evidence, and a semantic hit must share the decision
+                    ctx.lexical = await lexical
+                    self.route(ctx)
+                if (hit := await self.cache_semantic(ctx, background)) is not None:
+                    background.wait_until(lexical)  # its answer is not needed; let it finish off the request path
+                    return self.telemetry(ctx, {**ctx.response(hit), "timings": ctx.timings}, background)
+                if ctx.lexical is None:
+                    ctx.lexical = await lexical
+                    self.route(ctx)
+            except BaseException:
+                _abandon(background, lexical)
+                raise
+        await self.enhance(ctx)
         await self.retrieve(ctx)
         await self.rerank(ctx)
         payload = self.shape(ctx)
@@ -152,6 +166,7 @@ class SearchService:
         if ctx.request.rerank and self.reranker is None:
             raise ValidationError("rerank is not configured on this deployment (set the RERANK_URL var)",
                                   field="rerank")
+        self.enhancer.check(ctx.request)
 
     def resolve(self, ctx: SearchContext) -> None:
         """The strategy a request gets (shared/routing/service.py): fixed, or "auto" to decide later."""
@@ -203,9 +218,12 @@ class SearchService:
         """How many rows to retrieve (more than k when a reranker follows)."""
         ctx.limit = max(ctx.request.k, defaults.RERANK_CANDIDATES) if ctx.request.rerank else ctx.request.k
 
+    def _lexical(self, ctx: SearchContext) -> Awaitable[engine.LexicalResult]:
+        return engine.lexical(self.db, ctx.request, ctx.entity_ids, tuned=self._tuned, limit=ctx.limit)
+
     async def embed(self, ctx: SearchContext) -> None:
-        # The query is embedded (model, in this process) while Postgres runs the half of the
-        # search that needs no embedding (scope and BM25): on two cores they overlap.
+        # Without the cache, the query is embedded (model, in this process) while Postgres runs
+        # the half of the search that needs no embedding (scope and BM25): they overlap.
         if ctx.embedding is not None:   # embedded already (choose_collections)
             return
         mark = time.perf_counter()
@@ -252,9 +270,21 @@ class SearchService:
             ctx.keys = CacheKeys(exact=ctx.keys.exact, namespace=decided.namespace)
         ctx.timings["route_ms"] = _since(mark, 3)
 
+    async def enhance(self, ctx: SearchContext) -> None:
+        """Query enhancement (shared/enhance/): PRF or synonym terms for a second lexical pass, a HyDE
+        vector; each behind its gate. The semantic cache keeps the plain query's vector."""
+        outcome = await self.enhancer.apply(ctx.request, ctx.entity_ids, ctx.lexical, ctx.embedding,
+                                            limit=ctx.limit, tuned=self._tuned)
+        if outcome is not None:
+            ctx.lexical = outcome.lexical or ctx.lexical
+            ctx.vector = outcome.embedding
+            ctx.enhancement = outcome.report
+            ctx.timings["enhance_ms"] = outcome.report["ms"]
+
     async def retrieve(self, ctx: SearchContext) -> None:
         mark = time.perf_counter()
-        ctx.rows = await engine.retrieve(self.db, ctx.request, ctx.entity_ids, ctx.embedding, tuned=self._tuned,
+        vector = ctx.embedding if ctx.vector is None else ctx.vector
+        ctx.rows = await engine.retrieve(self.db, ctx.request, ctx.entity_ids, vector, tuned=self._tuned,
                                          lexical_result=ctx.lexical, limit=ctx.limit,
                                          include_text=True if ctx.request.rerank else None)
         ctx.timings["hybrid_ms"] = _since(mark)
@@ -285,6 +315,8 @@ class SearchService:
         results = ctx.results[::-1] if ctx.request.order == "reverse" else ctx.results
         payload = {"results": results, "entity_ids": ctx.entity_ids, "corrections": ctx.lexical.corrections,
                    "routing": ctx.decision.describe()}
+        if ctx.enhancement is not None:
+            payload["enhancement"] = ctx.enhancement
         if ctx.collections is not None:
             payload["collections"] = ctx.collections
         return payload

@@ -23,6 +23,7 @@ from .catalog_cache import CatalogCache, as_vector, bump
 from .definitions import parse_named
 from .scoring import Catalogue, z_cut, zscore
 from .text import Field, split_identifier, terms
+from .text import query_terms as query_terms_of
 
 SQL = sqlfiles.load("tools.sql")
 COLLECTION_SQL = sqlfiles.load("collections.sql")
@@ -301,7 +302,7 @@ async def select(db, embedder, entity_ids: list[str], request: SelectRequest, *,
     if n < SMALL_CATALOGUE:
         # among a handful of indices one always stands out in z: ask for a word of the request too
         confident = confident and bool(scores.text[order[0]] > 0 or part_scores.text[cat.part_owner == order[0]].max(initial=0) > 0)
-    query_terms = frozenset(terms(request.query))
+    query_terms = frozenset(query_terms_of(request.query))
     out = []
     for i in order:
         row = cat.rows[i]

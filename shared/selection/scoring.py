@@ -71,7 +71,14 @@ class Catalogue:
         # (an empty catalogue keeps its (0, d) shape: reshape(0, -1) cannot infer d)
         self.vectors = vectors.reshape(self.size, -1) if self.size else vectors.reshape(0, vectors.shape[-1])
         self.bm25 = BM25Index(fields)
-        self.example_vectors = example_vectors if example_vectors is not None and len(example_vectors) else None
+        self.example_vectors = None
+        if example_vectors is not None and len(example_vectors):
+            # examples sorted by owner, so one reduceat takes each owner's best (ufunc.at is slow)
+            order = np.argsort(example_owner, kind="stable")
+            self.example_vectors = np.ascontiguousarray(example_vectors[order], dtype=np.float32)
+            owners = np.asarray(example_owner)[order]
+            self.example_starts = np.flatnonzero(np.r_[True, owners[1:] != owners[:-1]])
+            self.example_owners = owners[self.example_starts]
         self.example_owner = example_owner
         self.prior = prior if prior is not None else np.zeros(self.size, np.float32)
 
@@ -79,7 +86,8 @@ class Catalogue:
         vector = self.vectors @ query_vector.astype(np.float32)
         if self.example_vectors is not None:
             # an entry is as close as its closest example request
-            np.maximum.at(vector, self.example_owner, self.example_vectors @ query_vector.astype(np.float32))
+            best = np.maximum.reduceat(self.example_vectors @ query_vector.astype(np.float32), self.example_starts)
+            vector[self.example_owners] = np.maximum(vector[self.example_owners], best)
         bm25, best = self.bm25.scores(query)
         text = np.minimum(bm25 / best, 1.0) if best > 0 else np.zeros(self.size, np.float32)
         fused = alpha * zscore(vector) + (1 - alpha) * zscore(bm25) + self.prior

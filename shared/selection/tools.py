@@ -155,11 +155,17 @@ class ToolCatalogue:
 def _fields(row: dict) -> list[Field]:
     props = (row["parameters"] or {}).get("properties") or {}
     param_desc = " ".join(str(p.get("description", "")) for p in props.values() if isinstance(p, dict))
+    # enum values are words a request uses ("in celsius", "a one-way flight") that say which tool fits
+    enums = " ".join(str(e) for p in props.values() if isinstance(p, dict)
+                     for e in (p.get("enum") if isinstance(p.get("enum"), list) else [])[:50])
+    # BM25F weights (edgeindex eval --tools, tuned on the tuning half of the queries only): the name's
+    # words count most; parameter names half (generic names such as "limit" or "id" are common)
     return [Field(" ".join(split_identifier(row["name"])), 3.0),
             Field(row["description"] or "", 1.0),
-            Field(" ".join(props), 1.0),
+            Field(" ".join(props), 0.5),
             Field(" ".join(filter(None, [row["category"] or "", *row["tags"]])), 1.0),
-            Field(param_desc, 0.3)]
+            Field(param_desc, 0.3),
+            Field(enums, 0.5)]
 
 
 async def _build(db, entity_ids: list[str]) -> ToolCatalogue:

@@ -63,7 +63,8 @@ SELECT d.id AS document_id, d.entity_id, d.version, d.ready_version, d.status,
        END AS waiting_for,
        CASE WHEN d.status = 'pending' AND d.uploaded_at IS NULL THEN d.upload_expires_at END AS upload_expires_at,
        d.error, d.title, d.source, d.tags, d.collection, d.metadata, d.content_type, d.size_bytes, d.filename,
-       d.chunk_count, d.chunks_embedded, d.chunks_reused, d.summary, d.created_at, d.updated_at
+       d.chunk_count, d.chunks_embedded, d.chunks_reused, d.summary, d.created_at, d.updated_at,
+       d.object_warning
 FROM documents d
 LEFT JOIN workflow_runs r ON r.id = d.run_id
 WHERE d.entity_id = %(entity_id)s AND d.id = %(document_id)s;
@@ -109,3 +110,14 @@ SET status = 'failed', step = 'upload', upload_id = NULL,
 FROM expired e
 WHERE d.entity_id = e.entity_id AND d.id = e.id
 RETURNING d.entity_id, d.id AS document_id, d.version, d.object_key, e.upload_id;
+
+-- name: confirm_upload
+-- The bytes of this version of this life of the document are stored. No row when a DELETE or a newer
+-- upload got in first: the caller then removes what it stored and says so (never a 202 for bytes that
+-- will not be ingested). Any status: ingestion may already have started (or ended) from the event.
+UPDATE documents SET uploaded_at = coalesce(uploaded_at, now()),
+                     upload_id = CASE WHEN status = 'pending' THEN NULL ELSE upload_id END
+WHERE entity_id = %(entity_id)s AND id = %(document_id)s AND version = %(version)s
+  AND generation = %(generation)s::uuid
+RETURNING version;
+

@@ -2,7 +2,7 @@
 
 -- name: document_for_event
 SELECT version, generation::text AS generation, status, ready_version, content_hash, content_type, object_key,
-       title, run_id, size_bytes
+       title, run_id, size_bytes, object_etag, object_warning
 FROM documents WHERE entity_id = %(entity_id)s AND id = %(document_id)s;
 
 -- name: start_processing
@@ -30,16 +30,18 @@ SELECT id::text AS id FROM chunks WHERE entity_id = %(entity_id)s AND document_i
 -- The text-search configuration falls back to `simple` where this Postgres lacks the one named
 -- (shared/language.py names those PostgreSQL 18 ships).
 INSERT INTO chunks (entity_id, id, document_id, version, position, start_char, end_char, content,
-                    content_hash, token_count, model_id, embedding, language, text_config, segmented)
+                    content_hash, token_count, model_id, embedding, language, text_config, segmented, enrichment)
 VALUES (%(entity_id)s, %(id)s, %(document_id)s, %(version)s, %(position)s, %(start)s, %(end)s, %(content)s,
         %(hash)s, %(tokens)s, %(model_id)s, %(embedding)s, %(language)s,
         coalesce((SELECT oid::regconfig FROM pg_ts_config
-                  WHERE cfgname = %(text_config)s AND cfgnamespace = 'pg_catalog'::regnamespace), 'simple'::regconfig), %(segmented)s)
+                  WHERE cfgname = %(text_config)s AND cfgnamespace = 'pg_catalog'::regnamespace), 'simple'::regconfig), %(segmented)s,
+        %(enrichment)s)
 ON CONFLICT (entity_id, id) DO UPDATE
 SET version = EXCLUDED.version, position = EXCLUDED.position, start_char = EXCLUDED.start_char,
     end_char = EXCLUDED.end_char, content = EXCLUDED.content, content_hash = EXCLUDED.content_hash,
     token_count = EXCLUDED.token_count, model_id = EXCLUDED.model_id, embedding = EXCLUDED.embedding,
-    language = EXCLUDED.language, text_config = EXCLUDED.text_config, segmented = EXCLUDED.segmented;
+    language = EXCLUDED.language, text_config = EXCLUDED.text_config, segmented = EXCLUDED.segmented,
+    enrichment = EXCLUDED.enrichment;
 
 -- name: move_chunk
 -- A reused chunk whose place changed: new position and offsets, same row and vector.
@@ -56,6 +58,7 @@ UPDATE documents
 SET status = 'ready', step = NULL, error = NULL, ready_version = version, upload_id = NULL,
     chunk_count = %(chunk_count)s, chunks_embedded = %(embedded)s, chunks_reused = %(reused)s,
     summary = %(summary)s, content_hash = %(content_hash)s, size_bytes = %(size_bytes)s,
+    object_etag = %(etag)s, object_warning = NULL,
     title = CASE WHEN title = '' THEN %(found_title)s ELSE title END,
     updated_at = now()
 WHERE entity_id = %(entity_id)s AND id = %(document_id)s;
@@ -64,7 +67,8 @@ WHERE entity_id = %(entity_id)s AND id = %(document_id)s;
 -- Identical bytes uploaded again: the live chunks now stand for this version.
 UPDATE documents
 SET status = 'ready', step = NULL, error = NULL, ready_version = version, upload_id = NULL,
-    chunks_embedded = 0, chunks_reused = chunk_count, size_bytes = %(size_bytes)s, updated_at = now()
+    chunks_embedded = 0, chunks_reused = chunk_count, size_bytes = %(size_bytes)s, updated_at = now(),
+    object_etag = %(etag)s, object_warning = NULL
 WHERE entity_id = %(entity_id)s AND id = %(document_id)s;
 
 -- name: fail_document
@@ -106,3 +110,10 @@ WHERE d.status = 'processing'
 
 -- name: run_invocations
 SELECT attempts FROM workflow_runs WHERE id = %(run_id)s;
+
+-- name: note_changed_object
+-- The object behind the ready version is no longer what was ingested: said on the document (status
+-- stays ready, the index keeps what was checked at upload) until a new version is ready.
+UPDATE documents SET object_warning = %(warning)s
+WHERE entity_id = %(entity_id)s AND id = %(document_id)s AND ready_version = %(version)s
+  AND generation = %(generation)s::uuid;

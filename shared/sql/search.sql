@@ -90,6 +90,23 @@ WITH /*documents_in_scope*/, configs AS MATERIALIZED (
           FROM configs g CROSS JOIN LATERAL unnest(to_tsvector(g.config, %(query)s)) AS u) q
     LEFT JOIN term_stats s ON s.entity_id = ANY(%(entity_ids)s::text[]) AND s.config = q.config AND s.term = q.term
     GROUP BY q.config, q.term, q.positions
+), expanded AS MATERIALIZED (
+    -- Query enhancement (shared/enhance/): extra terms at a lower weight, either lexemes of a
+    -- configuration (pseudo-relevance feedback picks them from chunks' tsvectors) or text parsed
+    -- with every configuration in scope (an LLM's synonyms); never a word the query already has.
+    -- Empty arrays and a NULL text (no enhancement) leave the statement as it was.
+    SELECT e.config, e.term, max(e.weight) AS weight, coalesce(sum(s.df), 0)::float8 AS df
+    FROM (SELECT x.config, x.term, x.weight
+          FROM unnest(%(expansion_configs)s::regconfig[], %(expansion_terms)s::text[],
+                      %(expansion_weights)s::float8[]) AS x (config, term, weight)
+          UNION ALL
+          SELECT g.config, u.lexeme, %(expansion_text_weight)s::float8
+          FROM configs g CROSS JOIN LATERAL unnest(to_tsvector(g.config, %(expansion_text)s::text)) AS u
+          WHERE %(expansion_text)s::text IS NOT NULL) e
+    JOIN configs g ON g.config = e.config
+    LEFT JOIN term_stats s ON s.entity_id = ANY(%(entity_ids)s::text[]) AND s.config = e.config AND s.term = e.term
+    WHERE NOT EXISTS (SELECT 1 FROM words w WHERE w.config = e.config AND w.term = e.term)
+    GROUP BY e.config, e.term
 ), fuzzy AS MATERIALIZED (
     -- A query word that no chunk in scope holds (a typo, most often) is replaced by the
     -- entities' closest vocabulary terms of the same configuration, each counted at its
@@ -114,25 +131,31 @@ WITH /*documents_in_scope*/, configs AS MATERIALIZED (
     WHERE v.similarity >= %(trigram_threshold)s
 ), weighed AS MATERIALIZED (
     -- BM25 idf (Robertson/Lucene) of every query word, known or not, and of every stand-in,
-    -- within its configuration; weight 1, or the stand-in's similarity
-    SELECT t.config, t.term, t.df, t.weight, t.fuzzy, ln(1 + (g.n - t.df + 0.5) / (t.df + 0.5)) AS idf
-    FROM (SELECT config, term, df, 1.0::float8 AS weight, false AS fuzzy FROM words
+    -- within its configuration; weight 1, or the stand-in's similarity, or the expansion's weight
+    SELECT t.config, t.term, t.df, t.weight, t.fuzzy, t.expansion, ln(1 + (g.n - t.df + 0.5) / (t.df + 0.5)) AS idf
+    FROM (SELECT config, term, df, 1.0::float8 AS weight, false AS fuzzy, false AS expansion FROM words
           UNION ALL
-          SELECT config, term, df, similarity, true FROM fuzzy) t
+          SELECT config, term, df, similarity, true, false FROM fuzzy
+          UNION ALL
+          SELECT config, term, df, weight, false, true FROM expanded) t
     JOIN configs g ON g.config = t.config
 ), terms AS MATERIALIZED (
     -- every term the lexical score counts (query words some chunk holds, and the stand-ins):
     -- a one-lexeme tsquery, and its place among the terms by rarity (idf: document frequencies
     -- of different configurations count among different numbers of chunks)
+    -- (the rarest query word and the rarest expansion term always bring their chunks: an
+    -- expansion must not crowd out the query's own words, nor be crowded out entirely)
     SELECT w.config, w.term, w.df, w.weight, w.fuzzy, w.idf, lexeme_query(w.term) AS query,
            sum(w.df) OVER (ORDER BY w.idf DESC, w.term, w.config) AS running_df,
-           row_number() OVER (ORDER BY w.idf DESC, w.term, w.config) AS rarity
+           row_number() OVER (ORDER BY w.idf DESC, w.term, w.config) AS rarity,
+           row_number() OVER (PARTITION BY w.expansion ORDER BY w.idf DESC, w.term, w.config) AS rarity_within
     FROM weighed w
     WHERE w.df > 0 OR w.fuzzy
 ), best AS MATERIALIZED (
-    -- what a chunk holding every query word, many times, would score: scores are shares of it
+    -- what a chunk holding every query word (and expansion term, at its weight), many times,
+    -- would score: scores are shares of it
     -- (per configuration: a chunk is scored with the query as its own configuration parses it)
-    SELECT w.config, greatest(sum(w.idf) * (%(bm25_k1)s + 1), 1e-9) AS score
+    SELECT w.config, greatest(sum(w.weight * w.idf) * (%(bm25_k1)s + 1), 1e-9) AS score
     FROM weighed w
     WHERE NOT w.fuzzy
     GROUP BY w.config
@@ -145,7 +168,7 @@ WITH /*documents_in_scope*/, configs AS MATERIALIZED (
      FROM chunks c
      WHERE %(use_text)s AND NOT %(websearch)s AND (SELECT nonempty FROM scope)
        AND c.tsv @@ (SELECT tsquery_or_all(t.query) FROM terms t
-                     WHERE t.rarity = 1 OR t.running_df <= %(text_max_matches)s)
+                     WHERE t.rarity = 1 OR t.rarity_within = 1 OR t.running_df <= %(text_max_matches)s)
        AND /*candidate_filter*/
      LIMIT %(text_max_matches)s)
     UNION ALL
@@ -158,8 +181,9 @@ WITH /*documents_in_scope*/, configs AS MATERIALIZED (
      LIMIT %(text_max_matches)s)
 ), fts AS MATERIALIZED (
     -- BM25 (Robertson/Lucene idf, k1, b); the term frequency of a one-lexeme query is what
-    -- ts_rank_cd returns with unit weights. Query words count as `text`, stand-ins for
-    -- misspelled ones as `trigram`.
+    -- ts_rank_cd returns with unit weights (an occurrence in the chunk's enrichment, weight C,
+    -- counts ENRICHMENT_WEIGHT). Query words (and expansion terms) count as `text`, stand-ins
+    -- for misspelled ones as `trigram`.
     SELECT entity_id, id, text, trigram
     FROM (
         SELECT x.entity_id, x.id,
@@ -172,7 +196,8 @@ WITH /*documents_in_scope*/, configs AS MATERIALIZED (
             SELECT t.fuzzy, t.weight * t.idf * f.tf * (%(bm25_k1)s + 1)
                    / (f.tf + %(bm25_k1)s * (1 - %(bm25_b)s + %(bm25_b)s * length(x.tsv) / c.avg_length)) AS part
             -- OFFSET 0 keeps the planner from inlining tf into its three uses: one call, not three
-            FROM terms t CROSS JOIN LATERAL (SELECT ts_rank_cd('{1,1,1,1}', x.tsv, t.query)::float8 AS tf OFFSET 0) f
+            -- (weights {D, C, B, A}: a chunk's own words are D, its enrichment C: infra/migrations/0010)
+            FROM terms t CROSS JOIN LATERAL (SELECT ts_rank_cd(%(tsv_weights)s::float4[], x.tsv, t.query)::float8 AS tf OFFSET 0) f
             WHERE t.config = x.text_config AND f.tf > 0
         ) s
         GROUP BY x.entity_id, x.id, b.score

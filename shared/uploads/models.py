@@ -58,7 +58,9 @@ class DirectUploadQuery(DocumentFields):
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=False)
 
-    skip_unchanged: bool = False  # bytes identical to the live version: no new version, metadata updated in place
+    # bytes identical to the live version: no new version, metadata updated in place. On by default:
+    # re-syncing a folder must cost only what changed (``skip_unchanged=false`` forces a new version)
+    skip_unchanged: bool = True
 
 
 class UploadRequest(DocumentFields):

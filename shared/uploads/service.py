@@ -20,8 +20,8 @@ from urllib.parse import quote
 import psycopg
 from psycopg.types.json import Jsonb
 
+from .. import holds, sqlfiles
 from .. import object_keys as keys
-from .. import sqlfiles
 from ..bindings.bucket import Bucket
 from ..bindings.database import Database
 from ..bindings.kv import KV
@@ -100,16 +100,45 @@ class UploadService:
             raise Conflict(f"version {grant.version} no longer takes uploads (it is {row['status']}); "
                            "request a new upload to change the document", field="token")
         if grant.is_part:
-            return await self.bucket.upload_part(grant.object_key, grant.upload_id, grant.part_number, data)
+            try:
+                return await self.bucket.upload_part(grant.object_key, grant.upload_id, grant.part_number, data)
+            except ObjectStoreError as exc:
+                if exc.missing:  # aborted by a DELETE or a newer upload since the check above
+                    raise Conflict("this upload URL's multipart upload was aborted (the document was deleted or "
+                                   "replaced); request a new upload", field="token") from None
+                raise
+        await holds.point(self.db, "upload:stored-version", grant.entity_id, grant.document_id)
         info = await self.bucket.put(grant.object_key, data, content_type=grant.content_type)
-        await self.db.execute(SQL["mark_uploaded"], {"entity_id": grant.entity_id,
-                                                     "document_id": grant.document_id, "version": grant.version})
+        await self._confirm_stored(grant.entity_id, grant.document_id, grant.version, str(row["generation"]),
+                                   grant.object_key)
         return info.etag
+
+    async def _confirm_stored(self, entity_id: str, document_id: str, version: int, generation: str,
+                              key: str) -> None:
+        """Mark this version's bytes stored, or (a DELETE or a newer upload got in first) remove them and
+        refuse: a concurrent write never leaves bytes no document points at, nor a 202 for a version
+        that will not be ingested."""
+        await holds.point(self.db, "upload:confirm", entity_id, document_id)
+        where = {"entity_id": entity_id, "document_id": document_id, "version": version, "generation": generation}
+        if await self.db.fetchone(SQL["confirm_upload"], where) is not None:
+            return
+        # The key holds this life's generation, so it cannot be anyone else's object.
+        await self.bucket.delete(key)
+        now = await self.db.fetchone(SQL["pending_upload"], {"entity_id": entity_id, "document_id": document_id})
+        if now is None or str(now["generation"]) != generation:
+            log.info("upload of %s/%s v%d lost to a concurrent delete", entity_id, document_id, version)
+            raise Conflict(f"document {document_id!r} was deleted while version {version} was being uploaded; "
+                           "nothing was stored (upload it again to create the document anew)", field="document_id")
+        log.info("upload of %s/%s v%d lost to version %d", entity_id, document_id, version, now["version"])
+        raise Conflict(f"version {version} of document {document_id!r} was replaced by version {now['version']}, "
+                       "uploaded at the same time, before its bytes were stored; nothing was stored for "
+                       f"version {version}", field="document_id")
 
     async def _create_version(self, entity_id: str, document_id: str, fields: DocumentFields, *, media_type: str,
                               size_bytes: int, metadata: dict | None, upload_id_for=None,
-                              expires: int | None = None) -> tuple[int, str, str | None]:
-        """Insert or bump the document row and point it at its new object key: (version, object key, upload id).
+                              expires: int | None = None) -> tuple[int, str, str | None, str]:
+        """Insert or bump the document row and point it at its new object key:
+        (version, object key, upload id, generation).
 
         ``upload_id_for(key)`` starts a multipart upload for the key when one is wanted."""
         filename = keys.safe_filename(fields.filename or document_id)
@@ -121,15 +150,15 @@ class UploadService:
                     "metadata": Jsonb(metadata) if metadata is not None else None,
                     "content_type": media_type, "size_bytes": size_bytes, "filename": filename})
                 row = await cur.fetchone()
-                version = row["version"]
-                key = keys.object_key(entity_id, document_id, version, filename)
+                version, generation = row["version"], str(row["generation"])
+                key = keys.object_key(entity_id, document_id, version, filename, generation)
                 upload_id = await upload_id_for(key) if upload_id_for else None
                 await conn.execute(SQL["set_object"], {"entity_id": entity_id, "document_id": document_id,
                                                        "version": version, "object_key": key, "upload_id": upload_id,
                                                        "expires": expires})
         except psycopg.errors.ForeignKeyViolation:
             raise NotFound(f"unknown entity {entity_id!r}", field="entity_id") from None
-        return version, key, upload_id
+        return version, key, upload_id, generation
 
     async def request_upload(self, entity_id: str, body: dict, *, base_url: str) -> dict:
         """A presigned PUT (or a multipart upload with presigned parts) for a new document version."""
@@ -144,7 +173,7 @@ class UploadService:
         async def start_multipart(key: str) -> str:
             return await bucket.create_multipart(key, content_type=media_type)
 
-        version, key, upload_id = await self._create_version(entity_id, document_id, req, media_type=media_type,
+        version, key, upload_id, _ = await self._create_version(entity_id, document_id, req, media_type=media_type,
                                                 size_bytes=req.size_bytes, metadata=req.metadata,
                                                 upload_id_for=start_multipart if multipart else None,
                                                 expires=limits.presign_expires)
@@ -191,7 +220,7 @@ class UploadService:
             raise ValidationError(f"parts: the completed object is {info.size} bytes but the upload declared "
                                   f"size_bytes {row['size_bytes']}; this version is failed, upload it again",
                                   field="parts")
-        await self.db.execute(SQL["mark_uploaded"], where)
+        await self._confirm_stored(entity_id, document_id, row["version"], str(row["generation"]), row["object_key"])
         return {"document_id": document_id, "entity_id": entity_id, "version": row["version"], "status": "pending",
                 "object_key": row["object_key"], "size_bytes": info.size}
 
@@ -232,9 +261,11 @@ class UploadService:
         if fields.skip_unchanged and await self._keep_live_version(entity_id, document_id,
                                                               content_hash(data), media_type, fields):
             return await self.get_document(entity_id, document_id), False
-        version, key, _ = await self._create_version(entity_id, document_id, fields, media_type=media_type,
-                                                size_bytes=len(data), metadata=None)
+        version, key, _, generation = await self._create_version(entity_id, document_id, fields,
+                                                                 media_type=media_type, size_bytes=len(data),
+                                                                 metadata=None)
         where = {"entity_id": entity_id, "document_id": document_id, "version": version}
+        await holds.point(self.db, "upload:stored-version", entity_id, document_id)
         try:
             await self.bucket.put(key, data, content_type=media_type)
             stored = await self.bucket.head(key)
@@ -246,7 +277,7 @@ class UploadService:
             await self.db.execute(SQL["mark_upload_failed"], {
                 **where, "error": f"object storage kept {stored.size if stored else 0} of {len(data)} bytes"})
             raise BindingError(f"object storage kept {stored.size if stored else 0} of the {len(data)} bytes sent")
-        await self.db.execute(SQL["mark_uploaded"], where)
+        await self._confirm_stored(entity_id, document_id, version, generation, key)
         return await self.get_document(entity_id, document_id), True
 
     async def retry_document(self, entity_id: str, document_id: str) -> dict:
@@ -301,7 +332,9 @@ class UploadService:
                 "next_after": rows[-1]["document_id"] if len(rows) == q.limit else None}
 
     async def delete_document(self, entity_id: str, document_id: str) -> dict:
-        """Objects first (a retried delete can still find the row), then rows with cache invalidation."""
+        """Objects first (a retried delete can still find the row), then rows with cache invalidation, then
+        objects again: an upload that stored its bytes in between (and confirmed them before the rows
+        went) left them for this sweep; one that confirms after finds no row and removes its own."""
         db, bucket = self.db, self.bucket
         where = {"entity_id": entity_id, "document_id": document_id}
         row = await db.fetchone(SQL["pending_upload"], where)
@@ -318,6 +351,7 @@ class UploadService:
         if objects:
             await bucket.delete(*objects)
 
+        await holds.point(db, "delete:rows", entity_id, document_id)
         async with Invalidation(self.kv) as invalidation:
             async with self.db.transaction() as conn:
                 # Lock the row first so an ingest commit cannot add chunks we would not invalidate.
@@ -326,8 +360,31 @@ class UploadService:
                     raise NotFound(f"no document {document_id!r} in entity {entity_id!r}", field="document_id")
                 chunk_ids = [r["id"] for r in await (await conn.execute(SQL["chunk_ids"], where)).fetchall()]
                 await invalidation.begin([entity_id], chunk_ids)
-                await conn.execute(SQL["delete_document"], where)
+                gone = await (await conn.execute(SQL["delete_document"], where)).fetchone()
                 await conn.execute(SQL["delete_runs"], {"prefix": keys.run_prefix(entity_id, document_id)})
         invalidated = invalidation.dropped
+        objects += await self._sweep(entity_id, document_id, str(gone["generation"]), gone["upload_id"],
+                                     gone["object_key"], already=set(objects))
         return {"deleted": True, "document_id": document_id, "entity_id": entity_id, "chunks_deleted": len(chunk_ids),
                 "objects_deleted": len(objects), "cache_entries_invalidated": invalidated}
+
+    async def _sweep(self, entity_id: str, document_id: str, generation: str, upload_id: str | None,
+                     object_key: str, *, already: set[str]) -> list[str]:
+        """After the rows are gone: what concurrent writers of the deleted life stored meanwhile (best
+        effort; logged). Only that life's keys: the id may already have been uploaded anew."""
+        try:
+            if upload_id:
+                try:
+                    await self.bucket.abort_multipart(object_key, upload_id)
+                except ObjectStoreError:
+                    pass  # aborted above, or completed
+            late = [o.key for prefix in (keys.document_objects_prefix(entity_id, document_id),
+                                         keys.artifacts_prefix(entity_id, document_id))
+                    for o in await self.bucket.list(prefix)
+                    if o.key not in already and keys.of_generation(o.key, generation)]
+            if late:
+                await self.bucket.delete(*late)
+            return late
+        except (BindingError, ObjectStoreError):
+            log.warning("objects of deleted document %s/%s not swept", entity_id, document_id, exc_info=True)
+            return []

@@ -20,6 +20,7 @@ from ..helpers import (
     TOPICS,
     Client,
     chunks,
+    generation,
     document,
     paragraph,
     put_document,
@@ -105,7 +106,7 @@ async def test_killed_after_the_commit_and_delivered_twice_leaves_the_same_rows(
     # Resumed at start-up: upsert runs again. Then the same event is delivered once more.
     sqs = aws.client("sqs", endpoint=stack.sqs_endpoint, region="us-east-1", access_key_id="edgeindex",
                      secret_access_key="edgeindex")
-    key = object_key(tenant.entity_id, "wf-idem", 2, "wf-idem")
+    key = object_key(tenant.entity_id, "wf-idem", 2, "wf-idem", await generation(db, tenant.entity_id, "wf-idem"))
     sqs.send_message(QueueUrl=sqs.get_queue_url(QueueName="edgeindex-ingest")["QueueUrl"],
                      MessageBody=json.dumps(object_created("edgeindex-documents", key, size=len(TEXT))))
     await wait_for(lambda: run_status(stack, row["run_id"])["status"] == "complete", timeout=60)
@@ -197,7 +198,8 @@ async def test_recovery_after_a_stack_restart(stack, tenant, db):
         for name in ("rc-processing", "rc-lost"):
             await db.execute(f"UPDATE documents SET status = 'processing' WHERE {where}", (tenant.entity_id, name))
         for name in ("rc-lost", "rc-lost-upload"):
-            s3.delete_object(Bucket="edgeindex-documents", Key=object_key(tenant.entity_id, name, 1, name))
+            s3.delete_object(Bucket="edgeindex-documents",
+                             Key=object_key(tenant.entity_id, name, 1, name, await generation(db, tenant.entity_id, name)))
 
         requeued, lost = requeue_unfinished_sync(stack.config, dsn=stack.dsn, s3_endpoint=stack.s3_endpoint,
                                                  sqs_endpoint=stack.sqs_endpoint)

@@ -4,6 +4,7 @@ as JSON with a request id, and the service is healthy afterwards."""
 from __future__ import annotations
 
 import json
+import re
 import urllib.request
 from dataclasses import dataclass
 from urllib.parse import quote
@@ -50,6 +51,7 @@ CASES = [
     Case("admin route, tenant key: entities", "upload", "POST", "/admin/entities", 403, "Authorization",
          {"id": "x-cat", "kind": "user"}),
     Case("admin route, tenant key: keys", "upload", "GET", "/admin/keys", 403, "Authorization"),
+    Case("admin route, tenant key: list entities", "upload", "GET", "/admin/entities", 403, "Authorization"),
     Case("admin route, tenant key: revoke", "upload", "DELETE", "/admin/keys/key_x", 403, "Authorization"),
     Case("admin route, tenant key: runs", "ingest", "GET", "/runs?id=x", 403, "Authorization"),
     Case("foreign entity upload", "upload", "POST", f"/entities/{O}/uploads", 403, "entity_id",
@@ -212,6 +214,12 @@ CASES = [
          headers={"Content-Type": "text/plain"}),
     Case("put: skip_unchanged not a bool", "upload", "PUT", f"/entities/{T}/documents/s?skip_unchanged=maybe",
          400, "skip_unchanged", b"x", headers={"Content-Type": "text/plain"}),
+    Case("bulk: JSON instead of NDJSON", "upload", "POST", f"/entities/{T}/documents", 415, "Content-Type",
+         b'{"document_id": "a", "text": "x"}', headers={"Content-Type": "application/json"}),
+    Case("bulk: no lines", "upload", "POST", f"/entities/{T}/documents", 400, "body", b"\n\n",
+         headers={"Content-Type": "application/x-ndjson"}),
+    Case("bulk: foreign entity", "upload", "POST", f"/entities/{O}/documents", 403, "entity_id",
+         b'{"document_id": "a", "text": "x"}\n', headers={"Content-Type": "application/x-ndjson"}),
     Case("put: unknown query field", "upload", "PUT", f"/entities/{T}/documents/q?colour=red", 400, "colour",
          b"x", headers={"Content-Type": "text/plain"}),
     Case("status: unknown document", "upload", "GET", f"/entities/{T}/documents/nope", 404, "document_id"),
@@ -236,6 +244,21 @@ CASES = [
     Case("retry: unknown document", "upload", "POST", f"/entities/{T}/documents/nope/retry", 404, "document_id"),
     Case("runs: missing id", "ingest", "GET", "/runs", 400, "id", key="admin"),
     Case("runs: unknown id", "ingest", "GET", "/runs?id=nope", 404, "id", key="admin"),
+    Case("outcomes: tenant key", "ingest", "GET", f"/outcomes?entity_id={T}&document_id=d", 403, "Authorization"),
+    Case("outcomes: missing document", "ingest", "GET", f"/outcomes?entity_id={T}", 400, "document_id", key="admin"),
+    # --- tool and index selection: what the cases above leave out ----------------------------
+    Case("tools: foreign entity list", "search", "GET", f"/entities/{O}/tools", 403, "entity"),
+    Case("tools: foreign entity delete", "search", "DELETE", f"/entities/{O}/tools/t", 403, "entity"),
+    Case("tools: unknown parameter type", "search", "POST", f"/entities/{T}/tools", 400,
+         "tools.0.parameters.0.type", {"tools": [{"name": "x", "parameters": [{"name": "a", "type": "quaternion"}]}]}),
+    Case("tools: feedback with an empty entity list", "search", "POST", "/tools/feedback", 400, "entity_ids",
+         {"query": "x", "entity_ids": [], "used": ["t"]}),
+    Case("tools: feedback foreign entity", "search", "POST", "/tools/feedback", 403, "entity_ids",
+         {"query": "x", "entity_ids": [O], "used": ["t"]}),
+    Case("indices: fields not a list", "search", "POST", f"/entities/{T}/indices", 400, "indices.0.fields",
+         {"indices": [{"name": "x", "fields": "title"}]}),
+    Case("indices: select foreign entity", "search", "POST", "/indices/select", 403, "entity_ids",
+         {"query": "x", "entity_ids": [O]}),
 ]
 
 
@@ -253,6 +276,24 @@ def parties(stack, upload_admin):
 def test_the_catalogue_is_big_enough():
     assert len(CASES) >= 60 and len({c.name for c in CASES}) == len(CASES)
     assert {c.worker for c in CASES} == {"upload", "ingest", "search"}
+
+
+def _route_pattern(template: str) -> re.Pattern:
+    return re.compile("^" + re.sub(r"\\\{[^}]+\\\}", "[^/?]+", re.escape(template)) + "(\\?.*)?$")
+
+
+@pytest.mark.parametrize("worker", ["upload", "ingest", "search"])
+def test_every_route_has_a_bad_input_in_the_catalogue(stack, worker):
+    """A new route must bring its bad inputs here: the catalogue covers every route of every worker's
+    spec (the MCP worker's one JSON-RPC route has its own refusal tests; health and docs take no input)."""
+    with urllib.request.urlopen(stack.url(worker) + "/openapi.json", timeout=30) as resp:
+        spec = json.loads(resp.read())
+    routes = [(method.upper(), path) for path, item in spec["paths"].items() for method in item
+              if path not in ("/health", "/openapi.json", "/docs", "/admin")]  # no input: status and pages
+    assert routes
+    cases = [(c.method, c.path) for c in CASES if c.worker == worker]
+    missing = [f"{m} {p}" for m, p in routes if not any(cm == m and _route_pattern(p).match(cp) for cm, cp in cases)]
+    assert missing == [], f"routes with no bad input in the catalogue: {missing}"
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])

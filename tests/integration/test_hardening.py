@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 import pytest
 from edgeindex.bindings import aws
-from edgeindex.object_keys import object_key
+from edgeindex.object_keys import document_objects_prefix
 from edgeindex_client import path_segment
 
 from ..helpers import new_tenant, put_document, wait_document
@@ -62,7 +62,9 @@ def test_a_large_chunked_upload_is_stored_whole_not_cut(stack, tenant):
     assert doc["size_bytes"] == len(data)  # what the worker read ...
     s3 = aws.client("s3", endpoint=stack.s3_endpoint, region="us-east-1", access_key_id="edgeindex",
                     secret_access_key="edgeindex")
-    stored = s3.get_object(Bucket="edgeindex-documents", Key=object_key(tenant.entity_id, "big-1", 1, "big-1"))
+    listed = s3.list_objects_v2(Bucket="edgeindex-documents", Prefix=document_objects_prefix(tenant.entity_id, "big-1"))
+    assert len(listed["Contents"]) == 1
+    stored = s3.get_object(Bucket="edgeindex-documents", Key=listed["Contents"][0]["Key"])
     assert stored["Body"].read() == data  # ... and what the bucket holds
 
 

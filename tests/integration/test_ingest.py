@@ -19,6 +19,7 @@ from ..helpers import (
     TOPICS,
     Client,
     chunks,
+    generation,
     document,
     make_pdf,
     paragraph,
@@ -75,7 +76,8 @@ async def test_reupload_embeds_only_changed_chunks(stack, tenant, db):
     assert second[2]["id"] != first[2]["id"] and second[2]["version"] == 2
     assert first[2]["id"] not in {c["id"] for c in second}                     # the stale row is deleted
     await run_complete(db, tenant.entity_id, "evolving")
-    assert objects(stack, tenant.entity_id, "evolving") == [object_key(tenant.entity_id, "evolving", 2, "evolving")]
+    assert objects(stack, tenant.entity_id, "evolving") == [
+        object_key(tenant.entity_id, "evolving", 2, "evolving", await generation(db, tenant.entity_id, "evolving"))]
 
     # v3: a new paragraph first, the last one removed: one embedded, the other four reused and moved.
     v3 = [paragraph("glaciers")] + v2[:4]
@@ -87,7 +89,10 @@ async def test_reupload_embeds_only_changed_chunks(stack, tenant, db):
     assert [c["id"] for c in third][1:] == [c["id"] for c in second][:4]
 
     # Same bytes again: nothing to chunk or embed, the live chunks stand for version 4.
-    put_document(tenant, "evolving", document(v3), title="Renamed")
+    # (skip_unchanged=false: a forced version; by default the upload worker would create none)
+    status, _ = tenant.upload.put(f"/entities/{tenant.entity_id}/documents/evolving?skip_unchanged=false&title=Renamed",
+                                  raw=document(v3).encode(), headers={"Content-Type": "text/plain"})
+    assert status == 202
     doc = await wait_document(tenant, "evolving", version=4)
     assert (doc["chunk_count"], doc["chunks_embedded"], doc["chunks_reused"]) == (5, 0, 5)
     assert (doc["ready_version"], doc["title"]) == (4, "Renamed")
@@ -136,7 +141,8 @@ async def test_poison_documents_fail_with_a_reason_and_spare_the_batch(stack, te
     doc = await wait_document(tenant, "p-latin1", version=2)
     assert doc["status"] == "ready" and doc["error"] is None
     await run_complete(db, tenant.entity_id, "p-latin1")  # the failed version's object goes too
-    assert objects(stack, tenant.entity_id, "p-latin1") == [object_key(tenant.entity_id, "p-latin1", 2, "p-latin1")]
+    assert objects(stack, tenant.entity_id, "p-latin1") == [
+        object_key(tenant.entity_id, "p-latin1", 2, "p-latin1", await generation(db, tenant.entity_id, "p-latin1"))]
 
 
 async def test_pdf_and_json_documents(tenant, db):

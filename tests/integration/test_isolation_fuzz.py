@@ -1,11 +1,10 @@
-"""A bounded run of scripts/fuzz_isolation.py against the shared stack: no search ever leaks."""
+"""A bounded run of scripts/fuzz_isolation.py against the shared stack: no search, tool or index
+selection or catalogue listing ever leaks."""
 
 from __future__ import annotations
 
 import importlib.util
 import sys
-
-import aiohttp
 
 from ..helpers import ROOT
 
@@ -18,14 +17,15 @@ def _fuzz_module():
     return module
 
 
-async def test_generated_searches_never_see_another_tenants_chunks(stack):
+async def test_generated_searches_and_selections_never_see_another_tenants_data(stack):
     fuzz = _fuzz_module()
-    async with aiohttp.ClientSession() as session:
-        world = await fuzz.build_world(session, stack.url("upload"), stack.admin_key, tenants=6, seed=11)
-    result = await fuzz.fuzz(world, stack.url("search"), searches=600, agents=4, seed=11)
+    world = await fuzz.build_world(stack.url("upload"), stack.url("search"), stack.admin_key, tenants=6, seed=11)
+    result = await fuzz.fuzz(world, stack.url("search"), searches=600, selections=300, agents=4, seed=11)
     assert result["leaks"] == 0, result["examples"]
-    # the generator really tried: refused requests and answered ones both occurred
+    # the generator really tried: refused requests and answered ones both occurred, for every kind
     assert result["statuses"].get("403", 0) > 50 and result["statuses"].get("200", 0) > 200, result
+    for kind in ("search", "tools", "indices", "list-tools", "list-indices"):
+        assert result["by_kind"].get(f"{kind} 200", 0) > 0 and result["by_kind"].get(f"{kind} 403", 0) > 0, result
 
 
 def test_the_checker_catches_a_leak():
@@ -38,3 +38,20 @@ def test_the_checker_catches_a_leak():
     assert fuzz.check(world, key, {"query": "x", "entity_ids": ["b"]}, 200, {"results": []}) is not None
     assert fuzz.check(world, key, {"query": "x", "entity_ids": ["b"]}, 403, {}) is None
     assert fuzz.check(world, key, {"query": "x"}, 200, {"results": [{"entity_id": "a", "document_id": "d"}]}) is None
+
+
+def test_the_selection_checker_catches_a_leak():
+    fuzz = _fuzz_module()
+    world = fuzz.World([fuzz.Tenant("a", "user", "m1"), fuzz.Tenant("b", "user", "m2")], [], {},
+                       tool_owner={"m1_lookup": "a", "m2_lookup": "b"}, index_owner={"m1_survey": "a",
+                                                                                      "m2_survey": "b"})
+    key = fuzz.Key("secret", frozenset({"a"}))
+    check = fuzz.check_selection
+    assert check(world, "tools", key, {"query": "x"}, 200, {"tools": [{"name": "m2_lookup"}]}) is not None
+    assert check(world, "tools", key, {"query": "x"}, 200, {"tools": [{"name": "m1_lookup"}]}) is None
+    assert check(world, "indices", key, {"query": "x"}, 200, {"indices": [{"name": "m2_survey"}]}) is not None
+    assert check(world, "indices", key, {"query": "x", "entity_ids": ["b"]}, 200, {"indices": []}) is not None
+    assert check(world, "indices", key, {"query": "x", "entity_ids": ["b"]}, 403, {}) is None
+    assert check(world, "list-tools", key, {"entity_id": "b"}, 200, {"tools": []}) is not None
+    assert check(world, "list-tools", key, {"entity_id": "b"}, 403, {}) is None
+    assert check(world, "list-indices", key, {"entity_id": "a"}, 200, {"indices": [{"name": "m2_survey"}]}) is not None

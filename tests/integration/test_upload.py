@@ -10,7 +10,7 @@ from edgeindex.bindings import aws
 from edgeindex.bindings.kv import DiskKV
 from edgeindex.object_keys import document_objects_prefix, object_key, run_prefix
 
-from ..helpers import Client, new_tenant, put_document, wait_document
+from ..helpers import Client, generation, new_tenant, put_document, wait_document
 
 BUCKET = "edgeindex-documents"
 TEXT = ("Edge workers answer search requests close to the agents that send them.\n\n"
@@ -48,7 +48,8 @@ async def test_presigned_upload_is_ingested(stack, tenant, db, s3):
         "metadata": {"lang": "en"}})
     assert status == 201, answer
     assert answer["status"] == "pending" and answer["version"] == 1
-    assert answer["object_key"] == object_key(tenant.entity_id, "pre-1", 1, "edge_workers.md")
+    assert answer["object_key"] == object_key(tenant.entity_id, "pre-1", 1, "edge_workers.md",
+                                              await generation(db, tenant.entity_id, "pre-1"))
     upload = answer["upload"]
     assert upload["method"] == "PUT" and upload["headers"] == {"Content-Type": "text/markdown"}
     assert http_put(upload["url"], TEXT.encode(), upload["headers"])[0] == 200

@@ -33,3 +33,18 @@ def test_keys_written_before_the_encoding_still_parse():
 def test_the_default_file_name_never_carries_the_raw_id():
     assert keys.safe_filename("reports/2025/q3.pdf") == "q3.pdf"
     assert keys.safe_filename("..") == "document"
+
+
+def test_a_key_names_the_life_of_the_document_it_belongs_to():
+    generation = "1a2b3c4d-0000-4000-8000-000000000000"
+    key = keys.object_key("team-a", "reports/q3.pdf", 2, "q3.pdf", generation)
+    ref = keys.parse_object_key(quote_plus(key, safe="/"))
+    assert (ref.document_id, ref.version, ref.generation) == ("reports/q3.pdf", 2, "1a2b3c4d")
+    assert ref.of_generation(generation) and not ref.of_generation("ffffffff-0000-4000-8000-000000000000")
+    assert key != keys.object_key("team-a", "reports/q3.pdf", 2, "q3.pdf", "ffffffff")  # a new life, a new key
+    assert keys.of_generation(key, generation) and not keys.of_generation(key, "ffffffff")
+    artifact = keys.run_artifacts_prefix("team-a", "reports/q3.pdf", 2, generation) + "text.txt"
+    assert keys.of_generation(artifact, generation) and not keys.of_generation(artifact, "ffffffff")
+    # keys written before generations were named belong to whatever life holds the id
+    old = keys.parse_object_key("docs/team-a/report-1/v3/q3.pdf")
+    assert old.generation is None and old.of_generation(generation)

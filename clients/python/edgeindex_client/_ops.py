@@ -153,7 +153,7 @@ def _doc_fields(title, source, tags, filename, collection=None) -> dict[str, str
 def upload_bytes(entity_id: str, document_id: str | None, data: bytes, *, content_type: str,
                  title: str | None = None, source: str | None = None, tags: list[str] | None = None,
                  filename: str | None = None, metadata: dict[str, Any] | None = None,
-                 skip_unchanged: bool = False, mode: UploadMode = "auto",
+                 skip_unchanged: bool = True, mode: UploadMode = "auto",
                  direct_max_bytes: int = DIRECT_MAX_BYTES, collection: str | None = None) -> Op:
     """Upload one document version, by the cheapest path that fits.
 
@@ -169,8 +169,7 @@ def upload_bytes(entity_id: str, document_id: str | None, data: bytes, *, conten
         if not document_id:
             raise ValueError("a direct upload needs a document_id")
         params = _doc_fields(title, source, tags, filename, collection)
-        if skip_unchanged:
-            params["skip_unchanged"] = "true"
+        params["skip_unchanged"] = "true" if skip_unchanged else "false"  # said either way: never the server's guess
         reply = yield Call("PUT", _doc_path(entity_id, document_id), content=data, params=params,
                            headers={"Content-Type": content_type})
         return m.Document.model_validate(reply.body)
@@ -207,6 +206,69 @@ def upload_bytes(entity_id: str, document_id: str | None, data: bytes, *, conten
     else:  # pragma: no cover - a server answering neither is broken
         raise ValueError(f"upload answer has neither 'upload' nor 'multipart': {reply.body}")
     return (yield from get_document(entity_id, ticket.document_id))
+
+
+BULK_MAX_DOCUMENTS = 1000               # the server's limit per request
+BULK_MAX_BYTES = 8 * 1024 * 1024         # per request, well under the server's 32 MiB
+BULK_FILE_MAX_BYTES = 256 * 1024         # files up to this size go in bulk requests
+
+
+def upload_many(entity_id: str, documents: list[m.BulkDocument]) -> Op:
+    """Many small documents in one request (NDJSON); one result per document, in order.
+
+    Each is its own document version, ingested on its own; a bad one is reported in its
+    result (``outcome == "failed"`` with the error) and does not stop the others."""
+    import json
+
+    body = "".join(json.dumps(d.to_json(), ensure_ascii=False) + "\n" for d in documents).encode()
+    reply = yield Call("POST", f"/entities/{_seg(entity_id)}/documents", content=body,
+                       headers={"Content-Type": "application/x-ndjson"})
+    return m.BulkResult.model_validate(reply.body)
+
+
+def bulk_batches(sizes: list[int], *, max_documents: int = BULK_MAX_DOCUMENTS,
+                 max_bytes: int = BULK_MAX_BYTES) -> list[list[int]]:
+    """Indexes of documents grouped into requests within both limits, in order."""
+    batches: list[list[int]] = []
+    current: list[int] = []
+    used = 0
+    for i, size in enumerate(sizes):
+        if current and (len(current) >= max_documents or used + size > max_bytes):
+            batches.append(current)
+            current, used = [], 0
+        current.append(i)
+        used += size
+    if current:
+        batches.append(current)
+    return batches
+
+
+def bulk_document(document_id: str, data: bytes, *, content_type: str, filename: str | None = None,
+                  source: str | None = None, tags: list[str] | None = None,
+                  skip_unchanged: bool = True, collection: str | None = None) -> m.BulkDocument:
+    """A file's bytes as a bulk line: text when it is UTF-8 text, else base64."""
+    import base64
+
+    text: str | None = None
+    if content_type.startswith("text/") or content_type == "application/json":
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            text = None
+    return m.BulkDocument(document_id=document_id, text=text,
+                          content_base64=None if text is not None else base64.b64encode(data).decode(),
+                          content_type=content_type, filename=filename, source=source, tags=tags,
+                          skip_unchanged=skip_unchanged, collection=collection)
+
+
+def bulk_item_document(entity_id: str, item: m.BulkItem) -> m.Document:
+    """What ``upload_files`` reports for a line stored by a bulk request (raises its error if it failed)."""
+    from .errors import error_from_response
+
+    if item.outcome == "failed" or item.error is not None:
+        raise error_from_response(item.status, item.error.model_dump() if item.error else None)
+    return m.Document(document_id=item.document_id or "", entity_id=entity_id, version=item.version or 0,
+                      status=item.document_status or "pending", unchanged=item.outcome == "unchanged")
 
 
 # --- search and selection -------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from ._base import (
 )
 from ._ops import Call, Parallel, RawResponse, Sleep, UploadMode
 from ._shared_api import UploadOutcome
-from .client import _as_files
+from .client import _as_files, _split_small
 from .files import FileToUpload, collect_files, guess_content_type
 
 
@@ -117,7 +117,7 @@ class AsyncClient:
 
     async def upload_text(self, entity_id: str, document_id: str, text: str, *, content_type: str = "text/plain",
                           title: str | None = None, source: str | None = None, tags: list[str] | None = None,
-                          skip_unchanged: bool = False, collection: str | None = None) -> m.Document:
+                          skip_unchanged: bool = True, collection: str | None = None) -> m.Document:
         """A small text document, uploaded directly; returns it pending (see ``wait_ready``)."""
         return await self._run(ops.upload_bytes(entity_id, document_id, text.encode(), content_type=content_type,
                                                 title=title, source=source, tags=tags,
@@ -127,7 +127,7 @@ class AsyncClient:
     async def upload_bytes(self, entity_id: str, document_id: str | None, data: bytes, *, content_type: str,
                            title: str | None = None, source: str | None = None, tags: list[str] | None = None,
                            filename: str | None = None, metadata: dict[str, Any] | None = None,
-                           skip_unchanged: bool = False, mode: UploadMode = "auto",
+                           skip_unchanged: bool = True, mode: UploadMode = "auto",
                            collection: str | None = None) -> m.Document:
         """Any body: direct when small, else presigned (multipart above the server's threshold)."""
         return await self._run(ops.upload_bytes(entity_id, document_id, data, content_type=content_type, title=title,
@@ -153,14 +153,20 @@ class AsyncClient:
     async def upload_files(self, entity_id: str, paths: Iterable[str | Path] | Iterable[FileToUpload], *,
                            pattern: str | None = None, prefix: str = "", concurrency: int = 8,
                            skip_unchanged: bool = True, source: str | None = None, tags: list[str] | None = None,
-                           mode: UploadMode = "auto",
+                           mode: UploadMode = "auto", bulk: bool = True,
                            collection: str | None = None,
                            on_result: Callable[[UploadOutcome], None] | None = None) -> list[UploadOutcome]:
         """Files, folders (walked; ``pattern`` filters names) and globs, ``concurrency`` at a time.
 
-        A file that fails does not stop the others: its outcome carries the error."""
+        With ``bulk`` (and mode ``auto``) small files (up to 256 KiB) go many to a request
+        (``upload_many``); larger ones one by one. A file that fails does not stop the
+        others: its outcome carries the error. Outcomes: bulk-sent files first."""
         files = _as_files(paths, pattern=pattern, prefix=prefix)
+        small, files = _split_small(files, mode=mode, bulk=bulk)
         gate = asyncio.Semaphore(max(1, concurrency))
+        bulk_runs = [self._upload_bulk(entity_id, [small[i] for i in batch], gate, skip_unchanged=skip_unchanged,
+                                       source=source, tags=tags, collection=collection, on_result=on_result)
+                     for batch in ops.bulk_batches([f.path.stat().st_size for f in small])]
 
         async def one(file: FileToUpload) -> UploadOutcome:
             outcome = UploadOutcome(file.path, file.document_id)
@@ -177,7 +183,36 @@ class AsyncClient:
                 on_result(outcome)
             return outcome
 
-        return list(await asyncio.gather(*(one(f) for f in files)))
+        bulk_outcomes = [o for outcomes in await asyncio.gather(*bulk_runs) for o in outcomes]
+        return bulk_outcomes + list(await asyncio.gather(*(one(f) for f in files)))
+
+    async def upload_many(self, entity_id: str, documents: list[m.BulkDocument]) -> m.BulkResult:
+        """Many small documents in one request; one result per document (see ``BulkResult``)."""
+        return await self._run(ops.upload_many(entity_id, documents))
+
+    async def _upload_bulk(self, entity_id: str, files: list[FileToUpload], gate: asyncio.Semaphore, *,
+                           skip_unchanged: bool, source, tags, collection: str | None,
+                           on_result) -> list[UploadOutcome]:
+        outcomes = [UploadOutcome(f.path, f.document_id) for f in files]
+        async with gate:
+            try:
+                datas = await asyncio.to_thread(lambda: [f.path.read_bytes() for f in files])
+                docs = [ops.bulk_document(f.document_id, data, content_type=guess_content_type(f.path),
+                                          filename=f.path.name, source=source, tags=tags, skip_unchanged=skip_unchanged,
+                                          collection=collection) for f, data in zip(files, datas)]
+                result = await self.upload_many(entity_id, docs)
+                for outcome, item in zip(outcomes, result.results, strict=True):
+                    try:
+                        outcome.document = ops.bulk_item_document(entity_id, item)
+                    except Exception as exc:
+                        outcome.error = exc
+            except Exception as exc:  # the whole request failed: every file of it reports why
+                for outcome in outcomes:
+                    outcome.error = exc
+        for outcome in outcomes:
+            if on_result is not None:
+                on_result(outcome)
+        return outcomes
 
     # --- documents -------------------------------------------------------------------------------
 

@@ -116,7 +116,7 @@ class Client:
 
     def upload_text(self, entity_id: str, document_id: str, text: str, *, content_type: str = "text/plain",
                     title: str | None = None, source: str | None = None, tags: list[str] | None = None,
-                    skip_unchanged: bool = False, collection: str | None = None) -> m.Document:
+                    skip_unchanged: bool = True, collection: str | None = None) -> m.Document:
         """A small text document, uploaded directly; returns it pending (see ``wait_ready``)."""
         return self._run(ops.upload_bytes(entity_id, document_id, text.encode(), content_type=content_type,
                                           title=title, source=source, tags=tags, skip_unchanged=skip_unchanged,
@@ -125,7 +125,7 @@ class Client:
     def upload_bytes(self, entity_id: str, document_id: str | None, data: bytes, *, content_type: str,
                      title: str | None = None, source: str | None = None, tags: list[str] | None = None,
                      filename: str | None = None, metadata: dict[str, Any] | None = None,
-                     skip_unchanged: bool = False, mode: UploadMode = "auto",
+                     skip_unchanged: bool = True, mode: UploadMode = "auto",
                      collection: str | None = None) -> m.Document:
         """Any body: direct when small, else presigned (multipart above the server's threshold)."""
         return self._run(ops.upload_bytes(entity_id, document_id, data, content_type=content_type, title=title,
@@ -150,13 +150,21 @@ class Client:
     def upload_files(self, entity_id: str, paths: Iterable[str | Path] | Iterable[FileToUpload], *,
                      pattern: str | None = None, prefix: str = "", concurrency: int = 8,
                      skip_unchanged: bool = True, source: str | None = None, tags: list[str] | None = None,
-                     mode: UploadMode = "auto",
+                     mode: UploadMode = "auto", bulk: bool = True,
                      collection: str | None = None,
                      on_result: Callable[[UploadOutcome], None] | None = None) -> list[UploadOutcome]:
         """Files, folders (walked; ``pattern`` filters names) and globs, ``concurrency`` at a time.
 
-        A file that fails does not stop the others: its outcome carries the error."""
+        With ``bulk`` (and mode ``auto``) small files (up to 256 KiB) go many to a request
+        (``upload_many``); larger ones one by one. A file that fails does not stop the
+        others: its outcome carries the error. Outcomes: bulk-sent files first."""
         files = _as_files(paths, pattern=pattern, prefix=prefix)
+        small, files = _split_small(files, mode=mode, bulk=bulk)
+        bulk_outcomes: list[UploadOutcome] = []
+        for batch in ops.bulk_batches([f.path.stat().st_size for f in small]):
+            bulk_outcomes += self._upload_bulk(entity_id, [small[i] for i in batch], skip_unchanged=skip_unchanged,
+                                               source=source, tags=tags, collection=collection,
+                                               on_result=on_result)
 
         def one(file: FileToUpload) -> UploadOutcome:
             outcome = UploadOutcome(file.path, file.document_id)
@@ -172,7 +180,33 @@ class Client:
             return outcome
 
         with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
-            return list(pool.map(one, files))
+            return bulk_outcomes + list(pool.map(one, files))
+
+    def upload_many(self, entity_id: str, documents: list[m.BulkDocument]) -> m.BulkResult:
+        """Many small documents in one request; one result per document (see ``BulkResult``)."""
+        return self._run(ops.upload_many(entity_id, documents))
+
+    def _upload_bulk(self, entity_id: str, files: list[FileToUpload], *, skip_unchanged: bool, source, tags,
+                     collection: str | None, on_result) -> list[UploadOutcome]:
+        outcomes = [UploadOutcome(f.path, f.document_id) for f in files]
+        try:
+            docs = [ops.bulk_document(f.document_id, f.path.read_bytes(), content_type=guess_content_type(f.path),
+                                      filename=f.path.name, source=source, tags=tags, skip_unchanged=skip_unchanged,
+                                      collection=collection)
+                    for f in files]
+            result = self.upload_many(entity_id, docs)
+            for outcome, item in zip(outcomes, result.results, strict=True):
+                try:
+                    outcome.document = ops.bulk_item_document(entity_id, item)
+                except Exception as exc:
+                    outcome.error = exc
+        except Exception as exc:  # the whole request failed: every file of it reports why
+            for outcome in outcomes:
+                outcome.error = exc
+        for outcome in outcomes:
+            if on_result is not None:
+                on_result(outcome)
+        return outcomes
 
     # --- documents -------------------------------------------------------------------------------
 
@@ -270,6 +304,21 @@ class Client:
 
     def openapi(self, service: ops.Service = "upload") -> dict:
         return self._run(ops.get_json(service, "/openapi.json"))
+
+
+def _split_small(files: list[FileToUpload], *, mode: UploadMode,
+                 bulk: bool) -> tuple[list[FileToUpload], list[FileToUpload]]:
+    """(files small enough for bulk requests, the others)."""
+    if not bulk or mode != "auto":
+        return [], files
+    small, large = [], []
+    for f in files:
+        try:
+            size = f.path.stat().st_size
+        except OSError:
+            size = ops.BULK_FILE_MAX_BYTES + 1  # its own upload reports the error
+        (small if 0 < size <= ops.BULK_FILE_MAX_BYTES else large).append(f)
+    return small, large
 
 
 def _as_files(paths, *, pattern: str | None, prefix: str) -> list[FileToUpload]:

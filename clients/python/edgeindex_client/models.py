@@ -148,6 +148,45 @@ class Document(_Response):
     unchanged: bool = False
 
 
+class BulkDocument(_Request):
+    """One document of ``upload_many`` (a line of ``POST /entities/{entity_id}/documents``)."""
+
+    document_id: str
+    text: str | None = None
+    content_base64: str | None = None  # binary types (PDF): the bytes, base64
+    content_type: str | None = None    # the server's default: text/plain
+    title: str | None = None
+    source: str | None = None
+    tags: list[str] | None = None
+    filename: str | None = None
+    collection: str | None = None
+    skip_unchanged: bool | None = None  # the server's default: true
+
+
+class BulkItemError(_Response):
+    error: str
+    message: str
+    field: str | None = None
+
+
+class BulkItem(_Response):
+    line: int
+    document_id: str | None = None
+    outcome: Literal["accepted", "unchanged", "failed"] | str
+    status: int
+    version: int | None = None
+    document_status: str | None = None
+    error: BulkItemError | None = None
+
+
+class BulkResult(_Response):
+    entity_id: str
+    accepted: int
+    unchanged: int
+    failed: int
+    results: list[BulkItem]
+
+
 class DocumentPage(_Response):
     documents: list[Document]
     next_after: str | None = None
@@ -199,6 +238,7 @@ class SearchRequest(_Request):
     include: SearchInclude | None = None
     cache: bool | None = None
     order: Literal["best_first", "reverse"] | None = None
+    enhance: Literal["auto", "none"] | list[Literal["prf", "synonyms", "hyde"]] | None = None
     collections: list[str] | Literal["auto"] | None = None
 
 
@@ -249,6 +289,7 @@ class SearchResponse(_Response):
     timings: dict[str, float] | None = None
     search_id: str | None = None
     routing: dict[str, Any] | None = None
+    enhancement: dict[str, Any] | None = None
     collections: dict[str, Any] | None = None   # what `collections` made of the scope, when given
 
 

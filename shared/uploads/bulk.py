@@ -1,0 +1,163 @@
+"""Bulk upload: many small documents in one request (NDJSON), each its own document and version.
+
+Agents and folder syncs push many small files; one HTTP request per file spends more on the
+round trip than on the file. ``POST /entities/{entity_id}/documents`` takes one JSON object
+per line (``BulkDocument``) and stores every line through the same path as a direct upload
+(``UploadService.direct_upload``): its own row, its own object, its own bucket event and so
+its own durable ingestion run. A bad line never sinks the others: the answer holds one result
+per line, in order, each ``accepted``, ``unchanged`` or ``failed`` with the error (code,
+message, field) a single upload would have answered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import json
+from typing import Annotated, Any
+
+from pydantic import StringConstraints
+
+from ..errors import EdgeIndexError, UnsupportedMediaType, ValidationError
+from .. import sqlfiles
+from ..validation import DocumentId, content_hash, parse
+from .models import DocumentFields
+
+SQL = sqlfiles.load("bulk.sql")
+MAX_BULK_DOCUMENTS = 1000
+MAX_BULK_BYTES = 32 * 1024 * 1024  # each line is also held to MAX_UPLOAD_BYTES
+MEDIA_TYPES = ("application/x-ndjson", "application/ndjson", "application/jsonl")
+BULK_CONCURRENCY = 8  # lines stored at once: each holds a pooled connection at a time, the pool is shared
+
+
+class BulkDocument(DocumentFields):
+    """One NDJSON line: a document id and its content (``text``, or ``content_base64`` for binary types)."""
+
+    document_id: DocumentId
+    content_type: Annotated[str, StringConstraints(min_length=1, max_length=200)] = "text/plain"
+    text: str | None = None
+    content_base64: str | None = None
+    skip_unchanged: bool = True  # the same bytes as the live version: no new version (as a direct upload)
+
+
+# What a direct upload calls a field, as a bulk line calls it.
+_LINE_FIELDS = {"Content-Type": "content_type", "body": "text"}
+
+
+def _payload(doc: BulkDocument) -> bytes:
+    if doc.text is not None:
+        return doc.text.encode("utf-8")
+    try:
+        return base64.b64decode(doc.content_base64 or "", validate=True)
+    except (binascii.Error, ValueError):
+        raise ValidationError("content_base64 is not valid base64", field="content_base64") from None
+
+
+def _query(doc: BulkDocument) -> dict[str, str]:
+    """The direct upload's query for this line (the same validation runs on it)."""
+    query = {"skip_unchanged": "true" if doc.skip_unchanged else "false"}
+    for name in ("title", "source", "filename", "collection"):
+        if (value := getattr(doc, name)) is not None:
+            query[name] = value
+    if doc.tags is not None:
+        query["tags"] = ",".join(doc.tags)
+    return query
+
+
+def _unchanged(row: dict | None, doc: BulkDocument, data: bytes) -> bool:
+    if row is None or row["status"] != "ready" or row["ready_version"] != row["version"]:
+        return False
+    if doc.collection is not None:  # a line naming its collection goes the direct upload's way, which files it
+        return False
+    media = doc.content_type.partition(";")[0].strip().lower()
+    if (row["content_hash"], row["content_type"]) != (content_hash(data), media):
+        return False
+    return all(getattr(doc, name) is None or getattr(doc, name) == row[name] for name in ("title", "source", "tags"))
+
+
+def parse_lines(body: bytes) -> list[tuple[int, dict[str, Any] | EdgeIndexError]]:
+    """(line number, JSON object or the error for that line) for every non-blank line."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValidationError("body is not UTF-8 NDJSON", field="body") from None
+    lines = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
+    if not lines:
+        raise ValidationError("body is empty: send one JSON object per line", field="body")
+    if len(lines) > MAX_BULK_DOCUMENTS:
+        raise ValidationError(f"body: {len(lines)} documents is more than the {MAX_BULK_DOCUMENTS} "
+                              "one request takes", field="body")
+    out: list[tuple[int, dict[str, Any] | EdgeIndexError]] = []
+    for n, line in lines:
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as exc:
+            out.append((n, ValidationError(f"line {n} is not valid JSON: {exc.msg}", field="body")))
+            continue
+        if not isinstance(value, dict):
+            out.append((n, ValidationError(f"line {n} must be a JSON object", field="body")))
+            continue
+        out.append((n, value))
+    return out
+
+
+async def bulk_upload(uploads, entity_id: str, body: bytes, *, check_json=None) -> dict:
+    """Store every line as a direct upload; one result per line, in order (see the module doc)."""
+    parsed = parse_lines(body)
+    ids = [line.get("document_id") for _, line in parsed if isinstance(line, dict)]
+    seen: set = set()
+    repeated = {i for i in ids if isinstance(i, str) and (i in seen or seen.add(i))}
+    limit = asyncio.Semaphore(BULK_CONCURRENCY)
+    named = [i for i in ids if isinstance(i, str)]
+    live = {r["document_id"]: r for r in await uploads.db.fetch(SQL["live_versions"], {
+        "entity_id": entity_id, "document_ids": named})} if named else {}
+
+    async def one(n: int, line: dict[str, Any] | EdgeIndexError) -> dict:
+        document_id = line.get("document_id") if isinstance(line, dict) else None
+        result: dict[str, Any] = {"line": n, "document_id": document_id if isinstance(document_id, str) else None}
+        try:
+            if isinstance(line, EdgeIndexError):
+                raise line
+            if check_json is not None:
+                check_json(line)
+            doc = parse(BulkDocument, line)
+            if (doc.text is None) == (doc.content_base64 is None):
+                raise ValidationError("give exactly one of text and content_base64", field="text")
+            if doc.document_id in repeated:
+                # Two versions of one document in one request: which one wins would be a race.
+                raise ValidationError(f"document_id {doc.document_id!r} appears more than once in this request",
+                                      field="document_id")
+            data = _payload(doc)
+            if doc.skip_unchanged and _unchanged(live.get(doc.document_id), doc, data):
+                # The ready version has these bytes and these fields: nothing to write at all.
+                return {**result, "outcome": "unchanged", "status": 200,
+                        "version": live[doc.document_id]["version"], "document_status": "ready"}
+            async with limit:
+                document, created = await uploads.direct_upload(entity_id, doc.document_id, data,
+                                                                raw_content_type=doc.content_type,
+                                                                query=_query(doc))
+        except EdgeIndexError as exc:
+            error = exc.to_dict()
+            if isinstance(line, dict) and error.get("field") in _LINE_FIELDS:
+                field = _LINE_FIELDS[error["field"]]
+                error["field"] = "content_base64" if field == "text" and "content_base64" in line else field
+            return {**result, "outcome": "failed", "status": exc.status, "error": error}
+        return {**result, "outcome": "accepted" if created else "unchanged", "status": 202 if created else 200,
+                "version": document["version"], "document_status": document["status"]}
+
+    results = await asyncio.gather(*(one(n, line) for n, line in parsed))
+    counts = {name: sum(r["outcome"] == name for r in results) for name in ("accepted", "unchanged", "failed")}
+    return {"entity_id": entity_id, **counts, "results": results}
+
+
+
+
+def check_media_type(raw: str | None) -> None:
+    media = (raw or "").partition(";")[0].strip().lower()
+    if media not in MEDIA_TYPES:
+        raise UnsupportedMediaType(f"Content-Type {media or 'missing'!r}: this route takes NDJSON "
+                                   f"({', '.join(MEDIA_TYPES)}), one document per line", field="Content-Type")
+
+
+__all__ = ["BulkDocument", "bulk_upload", "check_media_type", "MAX_BULK_BYTES", "MAX_BULK_DOCUMENTS"]

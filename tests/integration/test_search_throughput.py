@@ -1,0 +1,86 @@
+"""What makes searches cheap under concurrency, on the real stack: a semantic hit answers before
+any search statement runs, the semantic lookup walks the HNSW index (migration 0012) when a scope
+has many past queries, and concurrent queries are embedded together with the same vectors."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+from edgeindex.bindings.ai import local_embedder
+from edgeindex.bindings.vectorize import EXACT_MAX, PgVectorIndex
+from edgeindex.evaluation.explain import executed_index_scans
+
+from ..helpers import new_tenant, put_document, wait_document, wait_for
+
+TEXT = ("To bake sourdough bread, feed the starter the night before, mix flour, water and salt, and let the "
+        "dough rise slowly in a cool kitchen.")
+
+
+async def _remembered(db, query: str) -> bool:
+    # a query text no other test asks (this looks in every scope)
+    row = await db.fetchone("SELECT count(*) AS n FROM vector_index WHERE index_name = 'query-cache' "
+                            "AND metadata->>'query' = %(q)s", {"q": query})
+    return row["n"] > 0
+
+
+async def test_a_semantic_hit_runs_no_search_statement(stack, upload_admin, db):
+    tenant = new_tenant(stack, upload_admin, prefix="tp")
+    put_document(tenant, "bread", TEXT)
+    assert (await wait_document(tenant, "bread"))["status"] == "ready"
+    status, first = tenant.search.post("/search", {"query": "how do i bake sourdough at home"})
+    assert status == 200 and first["cache"] == "none", first
+    assert {"embed_ms", "semantic_lookup_ms", "lexical_ms", "hybrid_ms"} <= set(first["timings"])
+    await wait_for(lambda: _remembered(db, "how do i bake sourdough at home"), timeout=10)
+    status, hit = tenant.search.post("/search", {"query": "how to bake sourdough at home"})
+    assert status == 200 and hit["cache"] == "semantic", hit
+    assert hit["results"] == first["results"]
+    # the hit is the embedding and the lookup: neither search statement was started
+    assert set(hit["timings"]) == {"embed_ms", "semantic_lookup_ms"}
+
+
+async def test_semantic_lookup_uses_the_hnsw_index_for_a_large_scope(db):
+    index = PgVectorIndex(db, "hnsw-test", model_id="sentence-transformers/all-MiniLM-L6-v2", dimension=384)
+    rng = np.random.default_rng(7)
+    vectors = rng.normal(size=(2000, 384)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    async with db.connection() as conn:
+        async with conn.cursor() as cur:
+            await cur.executemany(
+                "INSERT INTO vector_index (index_name, namespace, id, model_id, embedding) "
+                "VALUES ('hnsw-test', %s, %s, 'sentence-transformers/all-MiniLM-L6-v2', %s)",
+                [("big" if i else "small", f"q{i}", v) for i, v in enumerate(vectors)])
+        await conn.commit()
+        await conn.execute("ANALYZE vector_index")
+        await conn.commit()
+    try:
+        from edgeindex import sqlfiles
+
+        sql = sqlfiles.load("vectorize.sql")["query"]
+        plans = {}
+        for namespace in ("big", "small"):
+            rows = await db.fetch("EXPLAIN (ANALYZE) " + sql, {"index": "hnsw-test", "namespace": namespace,
+                                                              "model": index.model_id, "embedding": vectors[5],
+                                                              "k": 3, "exact_max": EXACT_MAX})
+            plans[namespace] = executed_index_scans([r["QUERY PLAN"] for r in rows])
+        assert "vector_index_embedding_hnsw" in plans["big"]
+        assert "vector_index_embedding_hnsw" not in plans["small"]  # one vector: the b-tree and a sort
+        # the nearest is found either way, best first
+        found = await index.query(vectors[5], namespace="big", top_k=3)
+        assert found[0].id == "q5" and found[0].score > 0.999
+        assert [m.score for m in found] == sorted((m.score for m in found), reverse=True)
+        assert [m.id for m in await index.query(vectors[0], namespace="small", top_k=3)] == ["q0"]
+    finally:
+        await db.execute("DELETE FROM vector_index WHERE index_name = 'hnsw-test'")
+
+
+async def test_concurrent_queries_share_a_model_call_and_keep_their_vectors(tmp_path):
+    embedder = local_embedder()
+    embedder.prepare_queries(cache=tmp_path)  # this process's embedder: a no-op if already prepared
+    texts = ["how do we rotate the oncall schedule", "sourdough", "ZX-4471-QK certificate rotation failed",
+             "quarterly revenue grew 12% while operating costs fell", "pager escalation policy", "a", "b c d e"]
+    alone = np.stack([embedder.encode_query_sync(t) for t in texts])
+    calls_before = embedder.query_batcher.batches
+    together = np.stack(await asyncio.gather(*(embedder.embed_query(t) for t in texts)))
+    assert embedder.query_batcher.batches - calls_before < len(texts)  # some shared a call
+    assert np.abs(together - alone).max() < 1e-5
