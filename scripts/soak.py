@@ -8,13 +8,15 @@ error body without a request id, or a 4xx the request did not ask for is an erro
 kind (expected: none).
 
 Prints, per minute and route, the request count and p50/p99 in ms; then each worker process's
-resident memory at start (after warm-up) and at the end — it should stay flat.
+resident memory at start (after warm-up) and at the end — it should stay flat — and its timeline
+(every --sample-seconds). EDGEINDEX_MEMTRACE_FILE=/tmp/mt-{pid}.jsonl also makes the ingest worker
+write tracemalloc and malloc figures (edgeindex.runtime.memtrace).
 
   .venv/bin/python scripts/soak.py                       # 8 agents, 10 minutes
   .venv/bin/python scripts/soak.py --agents 4 --minutes 2
 
 Ends with one JSON line: {"agents", "minutes", "requests", "errors", "errors_by_kind",
-"p50_ms"/"p99_ms" per route, "rss_mb": {worker: [start, end]}}.
+"p50_ms"/"p99_ms" per route, "rss_mb": {worker: [start, end]}, "rss_timeline_mb": {worker: [[s, MB]]}}.
 """
 
 from __future__ import annotations
@@ -132,7 +134,8 @@ async def setup(upload: str, admin_key: str, agents: int) -> list[tuple[str, str
     return tenants
 
 
-def report(rec: Recorder, rss: dict[str, list[float]], args) -> dict:
+def report(rec: Recorder, rss: dict[str, list[float]], timeline: dict[str, list[tuple[int, float]]],
+           args) -> dict:
     routes = sorted({route for _, route in rec.latency})
     minutes = sorted({m for m, _ in rec.latency})
     print(f"\n{'minute':>6} " + " ".join(f"{r:>26}" for r in routes))
@@ -146,11 +149,14 @@ def report(rec: Recorder, rss: dict[str, list[float]], args) -> dict:
     overall = {r: [v for (m, route), vs in rec.latency.items() if route == r for v in vs] for r in routes}
     print("\nerrors by kind:", dict(rec.errors) or "none")
     print("worker memory (MB, start → end):", {k: f"{v[0]} → {v[1]}" for k, v in rss.items()})
+    print("worker memory over time (s: MB):")
+    for name, samples in timeline.items():
+        print(f"  {name:>8} " + " ".join(f"{t}:{mb:.0f}" for t, mb in samples))
     return {"agents": args.agents, "minutes": args.minutes, "requests": rec.requests,
             "errors": sum(rec.errors.values()), "errors_by_kind": dict(rec.errors),
             "p50_ms": {r: round(float(np.percentile(v, 50)), 1) for r, v in overall.items()},
             "p99_ms": {r: round(float(np.percentile(v, 99)), 1) for r, v in overall.items()},
-            "rss_mb": rss}
+            "rss_mb": rss, "rss_timeline_mb": timeline}
 
 
 def main() -> None:
@@ -158,6 +164,8 @@ def main() -> None:
     parser.add_argument("--agents", type=int, default=8)
     parser.add_argument("--minutes", type=float, default=10.0)
     parser.add_argument("--warmup-seconds", type=float, default=30.0, help="memory is read after this")
+    parser.add_argument("--sample-seconds", type=float, default=30.0,
+                        help="memory of every process is also read this often, for the timeline")
     parser.add_argument("--seed", type=int, default=3)
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
@@ -168,6 +176,7 @@ def main() -> None:
         rec = Recorder(time.monotonic())
         deadline = time.monotonic() + args.minutes * 60
         rss: dict[str, list[float]] = {}
+        timeline: dict[str, list[tuple[int, float]]] = {}
 
         async def run() -> None:
             async def sample_start():
@@ -175,14 +184,24 @@ def main() -> None:
                 for name, process in stack.processes.items():
                     rss[name] = [rss_mb(process.pid)]
 
-            await asyncio.gather(sample_start(), *(
+            async def sample_timeline():
+                # every --sample-seconds until the end: growth that levels off is warm-up, a steady
+                # slope to the end is a leak (start and end alone cannot tell them apart)
+                while time.monotonic() < deadline:
+                    t = round(time.monotonic() - rec.started)
+                    for name, process in stack.processes.items():
+                        timeline.setdefault(name, []).append((t, rss_mb(process.pid)))
+                    await asyncio.sleep(min(args.sample_seconds, max(0.0, deadline - time.monotonic())))
+
+            await asyncio.gather(sample_start(), sample_timeline(), *(
                 agent(n, stack.url("upload"), stack.url("search"), entity, key, deadline, rec, args.seed)
                 for n, (entity, key) in enumerate(tenants)))
 
         asyncio.run(run())
         for name, process in stack.processes.items():
             rss.setdefault(name, [float("nan")]).append(rss_mb(process.pid))
-        result = report(rec, rss, args)
+            timeline.setdefault(name, []).append((round(time.monotonic() - rec.started), rss[name][-1]))
+        result = report(rec, rss, timeline, args)
     print(json.dumps(result))
     sys.exit(1 if result["errors"] else 0)
 

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from edgeindex import api_models
 from edgeindex.errors import ValidationError
 from edgeindex.ingest.service import IngestService, IngestSettings
+from edgeindex.bindings import native_memory
+from edgeindex.runtime import memtrace
 from edgeindex.runtime.http import Routes
 from edgeindex.selection.collections import CollectionRefresher
 from edgeindex.tenancy import Tenancy
@@ -23,6 +25,8 @@ class Services:
 
 
 async def startup(env) -> Services:
+    # batches of ever-different shapes: large blocks mmapped and returned, not kept in the heap
+    native_memory.fix_mmap_threshold()
     settings = IngestSettings(chunk_tokens=env.var("CHUNK_TOKENS", int),
                               chunk_overlap_tokens=env.var("CHUNK_OVERLAP_TOKENS", int),
                               summary_sentences=env.var("SUMMARY_SENTENCES", int),
@@ -38,6 +42,8 @@ async def startup(env) -> Services:
         task = asyncio.create_task(work)
         services.background.add(task)
         task.add_done_callback(services.background.discard)
+    if (trace := memtrace.start_if_enabled()) is not None:  # EDGEINDEX_MEMTRACE_FILE (diagnostics)
+        services.background.add(trace)
     return services
 
 

@@ -74,6 +74,9 @@ def _error_text(exc: BaseException) -> str:
     return exc.message if isinstance(exc, EdgeIndexError) else f"{type(exc).__name__}: {exc}"
 
 
+PER_KEY_KEEP = 50  # latest outcomes / invocations kept per document or run (GET /outcomes, /runs)
+
+
 class IngestService:
     """What the ingest worker does, given its bindings once at start-up. It also owns what the
     runs of this process share: the chunker (its tokenizer loaded once), the embedding batcher
@@ -290,9 +293,13 @@ class IngestService:
         return len(refs)
 
 
-def _remember(table: OrderedDict, key, item, *, keep: int) -> None:
-    """Append ``item`` under ``key``, keeping the ``keep`` most recently touched keys."""
-    table.setdefault(key, []).append(item)
+def _remember(table: OrderedDict, key, item, *, keep: int, per_key: int = PER_KEY_KEEP) -> None:
+    """Append ``item`` under ``key``, keeping the ``keep`` most recently touched keys and the
+    ``per_key`` latest items of each: a document updated again and again over a process's life
+    must not grow its list without end (diagnostics want the recent history, not all of it)."""
+    items = table.setdefault(key, [])
+    items.append(item)
+    del items[:-per_key]
     table.move_to_end(key)
     while len(table) > keep:
         table.popitem(last=False)

@@ -38,6 +38,11 @@ class McpTools:
             return await self.selection.select_tools(principal, arguments)
         if name == "select_index":
             return await self.selection.select_indices(principal, arguments)
+        if name == "feedback":  # only searches the key could have run (checked by the router, as over HTTP)
+            if self.search.router is None:
+                raise ValidationError("feedback needs the retrieval router, which this deployment has not",
+                                      field="search_id")
+            return await self.search.router.feedback(principal, arguments)
         model, _ = TOOLS[name]
         args = parse(model, arguments)
         principal.check([args.entity_id], field="entity_id")

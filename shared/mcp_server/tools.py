@@ -19,6 +19,7 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from ..search import defaults
+from ..routing.feedback_model import FeedbackRequest
 from ..search.request import SearchRequest
 from ..selection.models import IndexSelectRequest, ToolSelectRequest
 from ..uploads.models import DocumentFields, ListQuery
@@ -92,6 +93,14 @@ SEARCH = {
     "cache": "Allow cached results.",
     "collections": "Only documents of these collections; \"auto\": the collections select_index picks "
                    "(see list_collections).",
+    "strategy": "auto: the router picks keyword, vector or a blend per query; or force text, vector, hybrid.",
+    "enhance": "Query expansion: auto (where it helps), none, or a list (prf; synonyms/hyde need an LLM).",
+    "order": "reverse: best result last (next to the question in an answer prompt).",
+}
+FEEDBACK = {
+    "": "Tell the retrieval router which results of a search (its search_id) helped; improves later searches.",
+    "useful": "Chunk ids of that search that helped.",
+    "not_useful": "Chunk ids of that search that did not.",
 }
 GET_DOCUMENT = {
     "": "A document's metadata, summary and a page of its chunks in order (ready version).",
@@ -194,6 +203,7 @@ TOOLS: dict[str, tuple[type[BaseModel], dict[str, str]]] = {
     "list_collections": (EntityArgs, LIST_COLLECTIONS),
     "select_tools": (ToolSelectRequest, SELECT_TOOLS),
     "select_index": (IndexSelectRequest, SELECT_INDEX),
+    "feedback": (FeedbackRequest, FEEDBACK),
 }
 
 

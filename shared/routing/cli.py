@@ -35,7 +35,12 @@ def register(subparsers) -> None:
     train.add_argument("--out", type=Path, help="write the fitted model here as JSON")
     train.add_argument("--leave-one-out", action="store_true",
                        help="also train on all datasets but one and score on that one, for each")
-    train.add_argument("--l2", type=float, default=1e-3, help="L2 penalty of the fit")
+    train.add_argument("--l2", type=float, help="L2 penalty of the fit (default: edgeindex.routing.train.L2)")
+    train.add_argument("--switch-cost", type=float,
+                       help="prior toward the fixed blend: extra reward of its bin in the fit "
+                            "(default: edgeindex.routing.train.SWITCH_COST)")
+    train.add_argument("--features", help="comma-separated feature names to fit on (default: "
+                                          "edgeindex.routing.train.FEATURES)")
     train.add_argument("--k", type=int, default=10)
     train.add_argument("--upload-url")
     train.add_argument("--search-url")
@@ -96,11 +101,12 @@ def cmd_train(args) -> int:
     if args.save:
         train.save(collected, args.save)
         print(f"wrote {args.save}")
+    fit_args = _fit_args(args)
     if args.leave_one_out and len(collected) > 1:
         print("\nleave-one-dataset-out (NDCG@10; trained on the others, scored on this one):")
-        for name, result in train.leave_one_out(collected, l2=args.l2).items():
+        for name, result in train.leave_one_out(collected, **fit_args).items():
             print(f"  {name}: " + json.dumps(result))
-    model = train.fit(collected, l2=args.l2)
+    model = train.fit(collected, **fit_args)
     print("\nin-sample (trained on all):")
     for data in collected:
         print(f"  {data['dataset']}: " + json.dumps(train.score(model, data)))
@@ -118,6 +124,23 @@ def cmd_train(args) -> int:
         version = asyncio.run(_with_db(args.dsn, add))
         print(f"stored and serving: router model version {version}")
     return 0
+
+
+def _fit_args(args) -> dict:
+    from .features import NAMES
+
+    out = {}
+    if args.l2 is not None:
+        out["l2"] = args.l2
+    if args.switch_cost is not None:
+        out["switch_cost"] = args.switch_cost
+    if args.features:
+        features = [f.strip() for f in args.features.split(",") if f.strip()]
+        unknown = [f for f in features if f not in NAMES]
+        if unknown or not features:
+            raise ValidationError(f"unknown features {unknown}; known: {', '.join(NAMES)}", field="features")
+        out["features"] = tuple(features)
+    return out
 
 
 def _collect(args, datasets) -> list[dict]:

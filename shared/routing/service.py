@@ -37,7 +37,7 @@ PRUNE_EVERY = 500        # telemetry rows between two prunes of expired ones
 
 @dataclass(frozen=True)
 class RouterSettings:
-    default: str = "hybrid"          # the strategy of a request that names none: "hybrid" or "auto"
+    default: str = "auto"            # the strategy of a request that names none: "auto" or "hybrid" (the fixed blend)
     shadow: bool = False             # decide and log, serve the fixed blend (requests naming no strategy)
     telemetry: bool = True
     telemetry_days: int = 30

@@ -22,9 +22,14 @@ from ..evaluation.beir import Dataset
 from ..evaluation.edgeindex_client import EdgeIndexClient
 from ..evaluation.runner import entity_name, search_body
 from ..evaluation.stack import Endpoints
+from .features import NAMES
 from .model import DEFAULT_BINS, RouterModel
 
 RECALL_WEIGHT = 0.5  # the reward is NDCG@10 + this * Recall@10: the goals name both
+# the fit's defaults (results/router/README.md: chosen by leave-one-dataset-out)
+L2 = 1e-3
+SWITCH_COST = 0.1   # reward units (NDCG@10 + ½ Recall@10); see results/router/README.md
+FEATURES = NAMES
 
 
 def bin_params(alpha: float) -> dict:
@@ -74,9 +79,9 @@ async def _search(client: EdgeIndexClient, body: dict) -> dict:
     return await client.search_answer(body)
 
 
-def matrices(collected: list[dict]) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+def matrices(collected: list[dict], features=NAMES) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
     """Features, rewards (queries x bins) and sample weights (each dataset counts the same)."""
-    model = RouterModel.blank()
+    model = RouterModel.blank(features=features)
     names = [n for n, _ in model.bins]
     x, r, w, sets = [], [], [], []
     for data in collected:
@@ -89,12 +94,20 @@ def matrices(collected: list[dict]) -> tuple[np.ndarray, np.ndarray, np.ndarray,
     return np.array(x), np.array(r), np.array(w), sets
 
 
-def fit(collected: list[dict], *, l2: float = 1e-3) -> RouterModel:
-    x, r, w, _ = matrices(collected)
-    model = RouterModel.blank().fit(x, r, w, l2=l2)
+def fit(collected: list[dict], *, l2: float = L2, features=FEATURES, switch_cost: float = SWITCH_COST) -> RouterModel:
+    """The router fitted on these datasets. ``switch_cost`` is a prior toward the fixed blend: the
+    blend's bin gets that much extra reward in the fit, so another bin is chosen only where the
+    training data show it ahead by more than that (a few datasets cannot show where an unseen
+    domain will sit, and the blend is the safe choice there)."""
+    x, r, w, _ = matrices(collected, features)
+    model = RouterModel.blank(features=features)
+    r = r.copy()
+    r[:, model.default_bin] += switch_cost
+    model.fit(x, r, w, l2=l2)
     model.meta = {"source": "train", "trained_on": ", ".join(d["dataset"] for d in collected),
                   "queries": int(x.shape[0]), "reward": f"ndcg@10 + {RECALL_WEIGHT} * recall@10",
-                  "l2": l2, "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
+                  "l2": l2, "switch_cost": switch_cost,
+                  "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
     return model
 
 
@@ -116,11 +129,11 @@ def score(model: RouterModel, data: dict) -> dict:
             for k, v in out.items()}
 
 
-def leave_one_out(collected: list[dict], *, l2: float = 1e-3) -> dict[str, dict]:
+def leave_one_out(collected: list[dict], **fit_args) -> dict[str, dict]:
     """Train on every dataset but one, score on that one; for each."""
     results = {}
     for held in collected:
-        model = fit([d for d in collected if d is not held], l2=l2)
+        model = fit([d for d in collected if d is not held], **fit_args)
         results[held["dataset"]] = score(model, held)
     return results
 

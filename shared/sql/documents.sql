@@ -28,11 +28,6 @@ UPDATE documents SET object_key = %(object_key)s, upload_id = %(upload_id)s,
                      upload_expires_at = now() + make_interval(secs => %(expires)s)
 WHERE entity_id = %(entity_id)s AND id = %(document_id)s AND version = %(version)s;
 
--- name: mark_uploaded
--- The object of this version exists (direct upload, completed multipart upload).
-UPDATE documents SET uploaded_at = coalesce(uploaded_at, now()), upload_id = NULL
-WHERE entity_id = %(entity_id)s AND id = %(document_id)s AND version = %(version)s;
-
 -- name: mark_upload_failed
 UPDATE documents SET status = 'failed', step = 'upload', error = %(error)s
 WHERE entity_id = %(entity_id)s AND id = %(document_id)s AND version = %(version)s AND status = 'pending';

@@ -264,6 +264,13 @@ class UploadService:
         version, key, _, generation = await self._create_version(entity_id, document_id, fields,
                                                                  media_type=media_type, size_bytes=len(data),
                                                                  metadata=None)
+        await self._store(entity_id, document_id, version, generation, key, data, media_type)
+        return await self.get_document(entity_id, document_id), True
+
+    async def _store(self, entity_id: str, document_id: str, version: int, generation: str, key: str, data: bytes,
+                     media_type: str) -> None:
+        """Write a new version's bytes under its key, check all of them arrived, and confirm the version
+        (or refuse it, when a DELETE or a newer upload got in first: ``_confirm_stored``)."""
         where = {"entity_id": entity_id, "document_id": document_id, "version": version}
         await holds.point(self.db, "upload:stored-version", entity_id, document_id)
         try:
@@ -278,7 +285,6 @@ class UploadService:
                 **where, "error": f"object storage kept {stored.size if stored else 0} of {len(data)} bytes"})
             raise BindingError(f"object storage kept {stored.size if stored else 0} of the {len(data)} bytes sent")
         await self._confirm_stored(entity_id, document_id, version, generation, key)
-        return await self.get_document(entity_id, document_id), True
 
     async def retry_document(self, entity_id: str, document_id: str) -> dict:
         """Ingest a failed document's bytes again, as its next version (the failed run stays failed; its
@@ -298,10 +304,9 @@ class UploadService:
         doc = await self.get_document(entity_id, document_id)
         # Title, source, tags and metadata are kept by create_or_bump when not given (None).
         fields = DocumentFields.model_construct(filename=doc["filename"])
-        version, key, _ = await self._create_version(entity_id, document_id, fields, media_type=row["content_type"],
-                                                     size_bytes=len(data), metadata=None)
-        await self.bucket.put(key, data, content_type=row["content_type"])
-        await self.db.execute(SQL["mark_uploaded"], {**where, "version": version})
+        version, key, _, generation = await self._create_version(
+            entity_id, document_id, fields, media_type=row["content_type"], size_bytes=len(data), metadata=None)
+        await self._store(entity_id, document_id, version, generation, key, data, row["content_type"])
         log.info("document %s/%s: failed version %d retried as version %d", entity_id, document_id,
                  row["version"], version)
         return await self.get_document(entity_id, document_id)

@@ -246,6 +246,17 @@ CASES = [
     Case("runs: unknown id", "ingest", "GET", "/runs?id=nope", 404, "id", key="admin"),
     Case("outcomes: tenant key", "ingest", "GET", f"/outcomes?entity_id={T}&document_id=d", 403, "Authorization"),
     Case("outcomes: missing document", "ingest", "GET", f"/outcomes?entity_id={T}", 400, "document_id", key="admin"),
+    Case("batcher: tenant key", "ingest", "GET", "/batcher", 403, "Authorization"),
+    Case("batcher: no key", "ingest", "GET", "/batcher", 401, "Authorization", key="none"),
+    # --- router feedback ----------------------------------------------------------------------
+    Case("feedback: missing search id", "search", "POST", "/feedback", 400, "search_id",
+         {"useful": ["00000000-0000-0000-0000-000000000001"]}),
+    Case("feedback: search id not a uuid", "search", "POST", "/feedback", 400, "search_id",
+         {"search_id": "nope", "useful": ["00000000-0000-0000-0000-000000000001"]}),
+    Case("feedback: chunk id not a uuid", "search", "POST", "/feedback", 400, "useful.0",
+         {"search_id": "00000000-0000-0000-0000-000000000001", "useful": ["nope"]}),
+    Case("feedback: unknown search", "search", "POST", "/feedback", 404, None,
+         {"search_id": "00000000-0000-0000-0000-000000000001", "useful": ["00000000-0000-0000-0000-000000000002"]}),
     # --- tool and index selection: what the cases above leave out ----------------------------
     Case("tools: foreign entity list", "search", "GET", f"/entities/{O}/tools", 403, "entity"),
     Case("tools: foreign entity delete", "search", "DELETE", f"/entities/{O}/tools/t", 403, "entity"),

@@ -19,7 +19,7 @@ from mcp.client.streamable_http import streamable_http_client
 from ..helpers import Client, new_tenant, paragraph, wait_for
 
 TOOL_NAMES = {"search", "get_document", "get_chunk", "upload_text", "document_status", "list_documents",
-              "list_collections", "select_tools", "select_index"}
+              "list_collections", "select_tools", "select_index", "feedback"}
 
 
 def mcp_url(stack) -> str:
@@ -106,6 +106,11 @@ async def test_http_calls_every_tool_and_sees_what_http_sees(stack, indexed):
         assert [r["chunk_id"] for r in found["results"]] == [r["chunk_id"] for r in over_http["results"]]
         top = found["results"][0]
         assert (top["document_id"], top["position"]) == ("notes/field guide.md", 1)
+        judged = await ok(session, "feedback", {"search_id": found["search_id"], "useful": [top["chunk_id"]]})
+        assert judged["search_id"] == found["search_id"] and judged["rewards"], judged
+        error, bad = await call(session, "feedback", {"search_id": found["search_id"],
+                                                      "useful": ["00000000-0000-0000-0000-000000000000"]})
+        assert error and (bad["error"], bad["field"]) == ("invalid_request", "useful")
 
         chunk = await ok(session, "get_chunk", {"entity_id": entity, "chunk_id": top["chunk_id"], "neighbours": 1})
         assert (chunk["chunk_id"], chunk["position"]) == (top["chunk_id"], 1)
@@ -160,8 +165,12 @@ async def test_http_refuses_a_foreign_entity(stack, upload_admin, indexed):
     other = new_tenant(stack, upload_admin, prefix="mcpx")
     entity = indexed.entity_id
     async with http_session(stack, indexed.key) as session:
-        chunk_id = (await ok(session, "search", {"query": "glaciers", "k": 1}))["results"][0]["chunk_id"]
+        theirs = await ok(session, "search", {"query": "glaciers", "k": 1})
+        chunk_id = theirs["results"][0]["chunk_id"]
     async with http_session(stack, other.key) as session:
+        # another tenant's search cannot be judged: it does not exist for this key
+        error, body = await call(session, "feedback", {"search_id": theirs["search_id"], "useful": [chunk_id]})
+        assert error and body["error"] == "not_found", body
         for name, args in [("search", {"query": "glaciers", "entity_ids": [entity]}),
                            ("get_chunk", {"entity_id": entity, "chunk_id": chunk_id}),
                            ("get_document", {"entity_id": entity, "document_id": "notes/field guide.md"}),

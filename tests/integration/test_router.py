@@ -68,8 +68,16 @@ async def test_fixed_strategies_set_alpha_and_alpha_belongs_to_hybrid(stack, upl
     assert all(r["scores"]["text"] > 0 for r in text["results"])  # only lexical matches come back
     vector = search(t, {"query": IDENTIFIERS, "strategy": "vector"})
     assert vector["routing"]["alpha"] == 1.0 and len(vector["results"]) == 3
+    # no strategy: the deployment's default (ROUTER_DEFAULT = "auto"): routed exactly as an auto request
     default = search(t, {"query": IDENTIFIERS})
-    assert default["routing"]["strategy"] == "hybrid" and default["routing"]["alpha"] == 0.8
+    auto = search(t, {"query": IDENTIFIERS, "strategy": "auto"})
+    assert default["routing"]["requested"] is None and default["routing"]["bin"] == auto["routing"]["bin"]
+    assert (default["routing"]["strategy"], default["routing"]["alpha"]) == (auto["routing"]["strategy"],
+                                                                            auto["routing"]["alpha"])
+    # an alpha without a strategy is still the fixed blend
+    blend = search(t, {"query": IDENTIFIERS, "alpha": 0.8})
+    assert (blend["routing"]["strategy"], blend["routing"]["alpha"]) == ("hybrid", 0.8)
+    assert "bin" not in blend["routing"]
     status, answer = t.search.post("/search", {"query": "x", "entity_ids": [t.entity_id], "strategy": "text",
                                                "alpha": 0.3})
     assert status == 400 and answer["field"] == "alpha", answer

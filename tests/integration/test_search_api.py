@@ -113,7 +113,8 @@ def test_result_shape(corpus):
                                       "include": {"summary": True}})
     assert answer["cache"] == "none" and answer["took_ms"] > 0
     # the query embedding and the lexical statement run side by side, then the hybrid one
-    assert set(answer["timings"]) == {"embed_ms", "lexical_ms", "hybrid_ms"}
+    # the router decides per query by default (ROUTER_DEFAULT = "auto"): its stage is timed too
+    assert set(answer["timings"]) == {"embed_ms", "lexical_ms", "route_ms", "hybrid_ms"}
     assert answer["took_ms"] >= answer["timings"]["hybrid_ms"] > 0
     assert answer["entity_ids"] == [corpus.a.entity_id]
     top = answer["results"][0]

@@ -67,3 +67,43 @@ def test_ranking_reward_prefers_the_blend_that_ranks_useful_chunks_first():
                {"chunk_id": "b", "scores": {"vector": 0.5, "text": 0.9, "trigram": 0.0}}]
     assert ranking_reward(results, {"b"}, {"a"}, 0.0) > ranking_reward(results, {"b"}, {"a"}, 1.0)
     assert ranking_reward(results, {"a"}, set(), 1.0) > ranking_reward(results, {"a"}, set(), 0.0)
+
+
+def _rows(dataset: str, gains: list[tuple[float, float]]) -> dict:
+    """One saved dataset of the training table: per query, identifier_share and text's lead over the blend."""
+    names = [n for n, _ in RouterModel.blank().bins]
+    rows = {}
+    for i, (ident, lead) in enumerate(gains):
+        ndcg = dict.fromkeys(names, 0.5)
+        ndcg["text"] = 0.5 + lead
+        rows[f"{dataset}-{i}"] = {"features": {**dict.fromkeys(NAMES, 0.0), "identifier_share": ident},
+                                  "ndcg": ndcg, "recall": dict.fromkeys(names, 0.0)}
+    return {"dataset": dataset, "rows": rows}
+
+
+def test_switch_cost_keeps_the_blend_unless_another_bin_leads_clearly():
+    from edgeindex.routing import train
+
+    # identifier-heavy queries: text leads the blend by 0.3; the rest: text leads by 0.02 (noise-sized)
+    data = [_rows("a", [(0.9, 0.3)] * 50 + [(0.0, 0.02)] * 50)]
+    names = [n for n, _ in RouterModel.blank().bins]
+    free = train.fit(data, switch_cost=0.0)
+    prior = train.fit(data, switch_cost=0.1)
+    small = {**dict.fromkeys(NAMES, 0.0), "identifier_share": 0.0}
+    big = {**small, "identifier_share": 0.9}
+    assert names[free.decide(small)] == "text"          # without the prior the small lead wins
+    assert names[prior.decide(small)] == "hybrid-0.8"   # with it the blend is kept ...
+    assert names[prior.decide(big)] == "text"           # ... but a clear lead still switches
+    assert prior.meta["switch_cost"] == 0.1
+
+
+def test_fit_on_a_feature_subset_uses_only_those_features():
+    from edgeindex.routing import train
+
+    data = [_rows("a", [(0.9, 0.3)] * 50 + [(0.0, -0.3)] * 50)]
+    model = train.fit(data, features=("identifier_share", "length"))
+    assert model.features == ["identifier_share", "length"] and model.weights.shape[1] == 3
+    names = [n for n, _ in model.bins]
+    assert names[model.decide({"identifier_share": 0.9})] == "text"
+    assert names[model.decide({"identifier_share": 0.0})] != "text"
+    assert RouterModel.from_json(model.to_json()).features == ["identifier_share", "length"]

@@ -1,0 +1,52 @@
+"""The ingest worker's native-memory settings take effect (glibc only: elsewhere they are no-ops)."""
+
+import ctypes
+import sys
+
+import pytest
+
+from edgeindex.bindings import native_memory
+from edgeindex.runtime.memtrace import malloc_stats, rss_mb
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux") or malloc_stats() is None,
+                                reason="glibc malloc only")
+libc = ctypes.CDLL("libc.so.6")
+libc.malloc.restype = ctypes.c_void_p
+libc.malloc.argtypes = [ctypes.c_size_t]
+libc.free.argtypes = [ctypes.c_void_p]
+MB = 2 ** 20
+
+
+def _mmapped_while_held(size: int) -> float:
+    before = malloc_stats()["mmapped_mb"]
+    block = libc.malloc(size)
+    try:
+        return malloc_stats()["mmapped_mb"] - before
+    finally:
+        libc.free(block)
+
+
+def test_fixed_threshold_keeps_large_blocks_out_of_the_heap_after_a_larger_free():
+    # glibc raises its threshold to the size of a freed mmapped block: without the fix, the 8 MiB
+    # block that follows a 16 MiB free would land in the heap (and its memory stay there)
+    libc.free(libc.malloc(16 * MB))
+    assert native_memory.fix_mmap_threshold(1 * MB)
+    assert _mmapped_while_held(8 * MB) >= 7.5  # MB, rounded to 0.1 by malloc_stats
+
+
+def test_trim_returns_freed_heap_pages():
+    native_memory.trim()
+    # 64 KiB blocks (heap, not mmap), every other one freed: free holes between live blocks,
+    # which free() itself never returns (fragmentation, as torch's activations leave it)
+    blocks = [libc.malloc(64 * 1024) for _ in range(1600)]
+    for block in blocks:
+        ctypes.memset(block, 1, 64 * 1024)
+    for block in blocks[::2]:
+        libc.free(block)
+    try:
+        held = rss_mb()
+        native_memory.trim()
+        assert held - rss_mb() >= 30
+    finally:
+        for block in blocks[1::2]:
+            libc.free(block)
