@@ -28,11 +28,14 @@ async def test_a_semantic_hit_runs_no_search_statement(stack, upload_admin, db):
     tenant = new_tenant(stack, upload_admin, prefix="tp")
     put_document(tenant, "bread", TEXT)
     assert (await wait_document(tenant, "bread"))["status"] == "ready"
-    status, first = tenant.search.post("/search", {"query": "how do i bake sourdough at home"})
+    # a fixed strategy: "auto" (the default) waits for the lexical statement's evidence before it
+    # decides, and a semantic hit must share the decision (see the search service)
+    status, first = tenant.search.post("/search", {"query": "how do i bake sourdough at home",
+                                                   "strategy": "hybrid"})
     assert status == 200 and first["cache"] == "none", first
     assert {"embed_ms", "semantic_lookup_ms", "lexical_ms", "hybrid_ms"} <= set(first["timings"])
     await wait_for(lambda: _remembered(db, "how do i bake sourdough at home"), timeout=10)
-    status, hit = tenant.search.post("/search", {"query": "how to bake sourdough at home"})
+    status, hit = tenant.search.post("/search", {"query": "how to bake sourdough at home", "strategy": "hybrid"})
     assert status == 200 and hit["cache"] == "semantic", hit
     assert hit["results"] == first["results"]
     # the hit is the embedding and the lookup: neither search statement was started
