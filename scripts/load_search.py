@@ -301,7 +301,12 @@ def main() -> int:
             stack = DevStack(config, workers=["upload", "search"], worker_output=log,
                              environ={**environ, "EDGEINDEX_ADMIN_KEY": "load-admin"})
             print("starting the stack...", flush=True)
-            stack.start()
+            try:
+                stack.start()
+            except Exception:
+                log.flush()  # the state folder goes with the run: show why a worker did not start
+                print(log_path.read_text()[-4000:], file=sys.stderr)
+                raise
             try:
                 asyncio.run(load_chunks(stack.dsn, args.chunks))
                 import urllib.request
