@@ -26,6 +26,7 @@ class Bucket(Protocol):
     async def put(self, key: str, body: bytes, *, content_type: str | None = None,
                   metadata: dict[str, str] | None = None) -> ObjectInfo: ...
     async def get(self, key: str) -> bytes | None: ...
+    async def read(self, key: str) -> tuple[bytes, ObjectInfo] | None: ...
     async def head(self, key: str) -> ObjectInfo | None: ...
     async def delete(self, *keys: str) -> None: ...
     async def list(self, prefix: str = "") -> list[ObjectInfo]: ...
@@ -64,13 +65,24 @@ class S3Bucket:
                           content_type=content_type, metadata=metadata)
 
     async def get(self, key) -> bytes | None:
+        found = await self.read(key)
+        return found[0] if found is not None else None
+
+    async def read(self, key) -> tuple[bytes, ObjectInfo] | None:
+        """The object's bytes and what S3 said of exactly those bytes (ETag, type), in one request."""
+        def get_all():
+            out = self._s3.get_object(Bucket=self.name, Key=key)
+            return out, out["Body"].read()
+
         try:
-            out = await aws.call(self._s3.get_object, Bucket=self.name, Key=key)
+            out, data = await aws.call(get_all)
         except ObjectStoreError as exc:
             if exc.missing:
                 return None
             raise
-        return await aws.call(out["Body"].read)
+        return data, ObjectInfo(key=key, size=len(data), etag=_etag(out.get("ETag")),
+                                content_type=out.get("ContentType"), metadata=out.get("Metadata") or {},
+                                last_modified=out.get("LastModified"))
 
     async def head(self, key) -> ObjectInfo | None:
         try:

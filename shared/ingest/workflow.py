@@ -45,6 +45,7 @@ from .chunking import Chunk
 from .diff import DiffPlan, StoredChunk, plan
 from .embedding import decode_vectors, encode_vectors
 from .extract import extract
+from .grouped import DocumentWrite
 from .summary import summarize
 from ..enhance.enrich import enrich_chunks
 
@@ -204,9 +205,10 @@ class IngestJob:
             size = info.size if info is not None else 0
         if size > limit:
             raise IngestError(f"the file is {size} bytes; the limit is {limit} bytes (MAX_DOCUMENT_BYTES)")
-        data = await self.bucket.get(self.p.object_key)
-        if data is None:
+        found = await self.bucket.read(self.p.object_key)
+        if found is None:
             raise IngestError(f"the uploaded object {self.p.object_key} is missing; upload the document again")
+        data, info = found
         if len(data) > limit:
             raise IngestError(f"the file is {len(data)} bytes; the limit is {limit} bytes (MAX_DOCUMENT_BYTES)")
         if self.p.expected_size is not None and len(data) != self.p.expected_size:
@@ -214,11 +216,9 @@ class IngestJob:
             raise IngestError(f"the uploaded object is {len(data)} bytes but this version declared "
                               f"{self.p.expected_size}; upload the document again")
         digest = content_hash(data)
-        # Read after the bytes: if the object changed in between, this is the newer ETag and the
-        # change's own event finds it equal (a changed object behind a ready version goes unseen only
-        # inside this window; the size check above still holds).
-        info = await self.bucket.head(self.p.object_key)
-        etag = info.etag if info is not None and info.size == len(data) else None
+        # The ETag S3 sent with these very bytes (no second request, and no window in which the
+        # object could change between reading it and asking for its ETag).
+        etag = info.etag or None
         if digest == self.p.previous_hash:
             # The same bytes as the live version: its chunks, vectors and summary stand as they are.
             return Extracted(size_bytes=len(data), content_hash=digest, unchanged=True, etag=etag)
@@ -312,49 +312,26 @@ class IngestJob:
         # full text in each new chunk's language (a reused chunk keeps the one it was stored with)
         languages = await asyncio.to_thread(language.analyse, text, [chunks[pos].content(text) for pos in result.embed])
         enriched = await self.artifacts.load_json(summarized.enrichment) if summarized.enrichment else {}
-        new_rows = [{"entity_id": p.entity_id, "id": uuid.UUID(result.ids[pos]), "document_id": p.document_id,
-                     "version": p.version, "position": pos, "start": chunks[pos].start, "end": chunks[pos].end,
-                     "content": chunks[pos].content(text), "hash": chunks[pos].hash, "tokens": chunks[pos].tokens,
-                     "model_id": embedded.model_id, "embedding": vectors[i], "language": languages[i].language,
-                     "text_config": languages[i].text_config, "segmented": languages[i].segmented,
-                     "enrichment": enriched.get(str(pos))}
+        new_rows = [(p.entity_id, uuid.UUID(result.ids[pos]), p.document_id, p.version, pos, chunks[pos].start,
+                     chunks[pos].end, chunks[pos].content(text), chunks[pos].hash, chunks[pos].tokens,
+                     embedded.model_id, vectors[i], languages[i].language, languages[i].text_config,
+                     languages[i].segmented, enriched.get(str(pos)))
                     for i, pos in enumerate(result.embed)]
         moved = set(result.moved)
         moves = [{"entity_id": p.entity_id, "id": cid, "position": pos, "start": chunks[pos].start,
                   "end": chunks[pos].end} for pos, cid in enumerate(result.ids) if cid in moved]
-        previous: list[str] = []
-        replaced: dict = {}
-        async with Invalidation(self.service.kv) as invalidation:
-            async with self.db.transaction() as conn:
-                row, gone = await self._lock_current(conn)
-                if gone is not None:
-                    return gone
-                replaced = await self._replaced(conn, row)
-                live = row["ready_version"] is not None  # no live version, no chunks: a first ingest only adds
-                if live:
-                    previous = [r["id"] for r in await (await conn.execute(SQL["chunk_ids"], self.where)).fetchall()]
-                missing = set(result.ids) - set(previous) - {result.ids[pos] for pos in result.embed}
-                if missing:  # the stored chunks changed since the diff: a bug or manual edits
-                    raise IngestError(f"{len(missing)} chunk(s) the diff reused are gone; upload the document again")
-                # Every cached result holding a chunk of this document may now be wrong (content, positions,
-                # title/tags), and every cached result of the entity lacks what this version adds: retire
-                # them, and keep new ones from being cached until the commit.
-                await invalidation.begin([p.entity_id], previous)
-                async with conn.cursor() as cur:
-                    if new_rows:
-                        await cur.executemany(SQL["insert_chunk"], new_rows)
-                    if moves:
-                        await cur.executemany(SQL["move_chunk"], moves)
-                if live:
-                    await conn.execute(SQL["delete_other_chunks"], {**self.where, "keep": result.ids})
-                await conn.execute(SQL["finish_document"], {
-                    **self.where, "chunk_count": len(result.ids), "embedded": len(result.embed),
-                    "reused": result.reused, "summary": summarized.summary,
-                    "content_hash": extracted.content_hash, "size_bytes": extracted.size_bytes,
-                    "found_title": extracted.title, "etag": extracted.etag})
-        return Upserted(outcome="ready", chunk_count=len(result.ids), embedded=len(result.embed),
-                        reused=result.reused, moved=len(result.moved), stale=len(result.stale),
-                        cache_entries_invalidated=invalidation.dropped, **replaced)
+        # Committed with the upserts of the other runs in flight in this process (grouped.py); the
+        # outcome is still this document's alone.
+        committed = await self.service.writer.commit(DocumentWrite(
+            entity_id=p.entity_id, document_id=p.document_id, version=p.version, generation=p.generation,
+            ids=result.ids, embedded_ids={result.ids[pos] for pos in result.embed}, rows=new_rows, moves=moves,
+            finish={"chunk_count": len(result.ids), "embedded": len(result.embed), "reused": result.reused,
+                    "summary": summarized.summary, "content_hash": extracted.content_hash,
+                    "size_bytes": extracted.size_bytes, "found_title": extracted.title, "etag": extracted.etag}))
+        if committed["outcome"] != "ready":
+            return Upserted(**committed)
+        return Upserted(chunk_count=len(result.ids), embedded=len(result.embed), reused=result.reused,
+                        moved=len(result.moved), stale=len(result.stale), **committed)
 
     async def reuse_live(self, extracted: Extracted) -> Upserted:
         """``upsert`` for identical bytes: the live version's chunks become this version's."""

@@ -1,0 +1,44 @@
+-- The upsert commits of concurrent ingestion runs, grouped in one transaction (shared/ingest/grouped.py).
+
+-- name: lock_documents
+-- Every document of the group, locked in one statement and in one order (entity, id): two
+-- processes committing overlapping groups wait for each other instead of deadlocking.
+SELECT d.entity_id, d.id AS document_id, d.version, d.generation::text AS generation, d.ready_version,
+       d.content_hash
+FROM documents d
+JOIN unnest(%(entity_ids)s::text[], %(document_ids)s::text[]) AS g (entity_id, document_id)
+  ON d.entity_id = g.entity_id AND d.id = g.document_id
+ORDER BY d.entity_id, d.id
+FOR UPDATE OF d;
+
+-- name: create_chunk_stage
+-- The new chunks of a group arrive by one binary COPY into this session's staging table, then
+-- reach `chunks` in ONE insert: one statement-level term-statistics trigger for the whole group
+-- (migration 0003) instead of one per document. Emptied at every commit.
+CREATE TEMP TABLE IF NOT EXISTS chunk_stage (
+    entity_id text, id uuid, document_id text, version integer, position integer, start_char integer,
+    end_char integer, content text, content_hash text, token_count integer, model_id text, embedding vector,
+    language text, text_config text, segmented text, enrichment text
+) ON COMMIT DELETE ROWS;
+
+-- name: copy_chunk_stage
+COPY chunk_stage (entity_id, id, document_id, version, position, start_char, end_char, content, content_hash,
+                  token_count, model_id, embedding, language, text_config, segmented, enrichment)
+FROM STDIN (FORMAT BINARY);
+
+-- name: insert_staged_chunks
+-- As insert_chunk (ingest.sql), for every staged row at once: deterministic ids make a rerun of a
+-- version write the same rows again; a text-search configuration this Postgres lacks is `simple`.
+INSERT INTO chunks (entity_id, id, document_id, version, position, start_char, end_char, content,
+                    content_hash, token_count, model_id, embedding, language, text_config, segmented, enrichment)
+SELECT s.entity_id, s.id, s.document_id, s.version, s.position, s.start_char, s.end_char, s.content,
+       s.content_hash, s.token_count, s.model_id, s.embedding, s.language,
+       coalesce(c.oid::regconfig, 'simple'::regconfig), s.segmented, s.enrichment
+FROM chunk_stage s
+LEFT JOIN pg_ts_config c ON c.cfgname = s.text_config AND c.cfgnamespace = 'pg_catalog'::regnamespace
+ON CONFLICT (entity_id, id) DO UPDATE
+SET version = EXCLUDED.version, position = EXCLUDED.position, start_char = EXCLUDED.start_char,
+    end_char = EXCLUDED.end_char, content = EXCLUDED.content, content_hash = EXCLUDED.content_hash,
+    token_count = EXCLUDED.token_count, model_id = EXCLUDED.model_id, embedding = EXCLUDED.embedding,
+    language = EXCLUDED.language, text_config = EXCLUDED.text_config, segmented = EXCLUDED.segmented,
+    enrichment = EXCLUDED.enrichment;
