@@ -184,14 +184,18 @@ class StackCPU:
 
 
 def raw_model(texts: list[str], batch_size: int) -> Meter:
-    """The embedding model alone on these texts, in batches of ``batch_size``, in this process."""
+    """The embedding model alone on these texts, in this process, with the ingest worker's settings:
+    calls of ``MODEL_CALL_TEXTS`` texts (the worker's batcher), each run by the model in batches of
+    ``batch_size`` (``services.ai.batch_size``), torch's default threads. Like with like: the same
+    call size lets the model sort as many texts by length as the worker's calls let it."""
     from edgeindex.bindings.ai import local_embedder
+    from edgeindex.ingest.embedding import MODEL_CALL_TEXTS
 
     model = local_embedder(batch_size)
     model.encode_sync(texts[:batch_size])  # warm-up
     with Meter() as meter:
-        for start in range(0, len(texts), batch_size):
-            model.encode_sync(texts[start:start + batch_size])
+        for start in range(0, len(texts), MODEL_CALL_TEXTS):
+            model.encode_sync(texts[start:start + MODEL_CALL_TEXTS])
     return meter
 
 
@@ -220,6 +224,19 @@ def changed(docs: list[tuple[str, str]], fraction: float, seed: int = 7) -> dict
     return {docs[i][0]: docs[i][1] + " This passage was revised for the re-ingest benchmark." for i in picked}
 
 
+def sharing(url: str, admin_key: str) -> str:
+    """What the ingest process's GET /batcher says: texts per model call, documents per commit."""
+    import urllib.request
+
+    request = urllib.request.Request(f"{url}/batcher", headers={"Authorization": f"Bearer {admin_key}"})
+    with urllib.request.urlopen(request, timeout=10) as resp:
+        stats = json.loads(resp.read())
+    writes = stats.get("writes") or {}
+    return (f"{stats['mean_texts_per_call']} texts per model call ({stats['calls']} calls), "
+            f"{writes.get('mean_documents_per_commit')} documents per upsert commit ({writes.get('commits')} commits, "
+            f"{writes.get('isolated')} redone alone)")
+
+
 def peak_rss_mb(pid: int) -> float:
     """The process's peak resident set (VmHWM), in MiB."""
     try:
@@ -233,6 +250,8 @@ def peak_rss_mb(pid: int) -> float:
 
 async def run(args, config, base: str, admin_key: str, cpu: StackCPU | None = None) -> None:
     from edgeindex_client import AsyncClient
+
+    from edgeindex.ingest.embedding import MODEL_CALL_TEXTS
 
     docs = load_corpus(Path(args.corpus), args.limit)
     texts = chunk_texts(config, docs)
@@ -278,7 +297,7 @@ async def run(args, config, base: str, admin_key: str, cpu: StackCPU | None = No
     print(f"documents ready                   {len(ready)} of {len(docs)} ({chunks} chunks)")
     print(f"end to end (upload → ready)       {e2e:8.1f} chunks/s   ({full:.1f} s, route {args.route}, "
           f"{args.ingest_processes} ingest process(es))")
-    print(f"embedding model alone             {raw:8.1f} chunks/s   (batch size {batch}, {len(texts)} texts, this "
+    print(f"embedding model alone             {raw:8.1f} chunks/s   (calls of {MODEL_CALL_TEXTS} texts, batch size {batch}, {len(texts)} texts, this "
           f"process; {len(texts) / raw_before.wall:.1f} before and {len(texts) / raw_after.wall:.1f} after)")
     print(f"end to end / raw model            {e2e / raw:8.1%}        (goal >= 80%)")
     if cpu_used:
@@ -292,6 +311,7 @@ async def run(args, config, base: str, admin_key: str, cpu: StackCPU | None = No
         for name, process in cpu.stack.processes.items():
             if name.startswith("ingest"):
                 print(f"peak RSS of {name:<13}         {peak_rss_mb(process.pid):8.0f} MiB")
+                print(f"sharing in {name:<13}          {sharing(cpu.stack.url(name), admin_key)}")
     print(f"re-ingest, corpus re-uploaded     {reingest_all:8.1f} s       = {reingest_all / full:.1%} of the full "
           f"ingest ({new_versions} new versions; goal < 5%)")
     print(json.dumps({"raw_chunks_per_s": round(raw, 1), "end_to_end_chunks_per_s": round(e2e, 1),

@@ -184,6 +184,13 @@ class BulkUploadResult(_Body):
     results: list[BulkItem] = Field(description="one per non-blank line, in order")
 
 
+class WriterStats(_Body):
+    commits: int = Field(description="upsert transactions committed by this ingest process")
+    documents: int = Field(description="documents committed in them")
+    isolated: int = Field(description="grouped commits that failed and were redone one document at a time")
+    mean_documents_per_commit: float | None
+
+
 class BatcherStats(_Body):
     calls: int = Field(description="model calls made by this ingest process")
     texts: int = Field(description="chunk texts embedded in them")
@@ -191,6 +198,7 @@ class BatcherStats(_Body):
     max_texts: int
     linger_ms: float
     mean_texts_per_call: float | None
+    writes: WriterStats | None = Field(default=None, description="how the runs' upserts shared transactions")
 
 
 class DocumentList(_Body):

@@ -81,6 +81,7 @@ async def outcomes(request, services: Services, ctx):
 @routes.get("/batcher", response=api_models.BatcherStats, auth="admin",
             summary="How this process's embedding batcher shared model calls between runs")
 async def batcher(request, services: Services, ctx):
-    """Model calls, texts and isolated (split) calls of this process (admin; diagnostics and benchmarks)."""
+    """Model calls, texts and isolated (split) calls of this process, and its grouped upsert commits
+    (admin; diagnostics and benchmarks)."""
     await services.tenancy.require_admin(request.headers)
-    return services.ingest.batcher.stats()
+    return {**services.ingest.batcher.stats(), "writes": services.ingest.writer.stats()}

@@ -20,6 +20,12 @@ from . import faults
 log = logging.getLogger(__name__)
 
 
+# Texts per model call (the model itself runs them in batches of services.ai.batch_size, sorted by
+# length): big enough that concurrent runs' chunks share calls, small enough that a run is not held
+# up for long. scripts/bench_ingest.py embeds its raw pass in calls of the same size.
+MODEL_CALL_TEXTS = 256
+
+
 def encode_vectors(vectors: np.ndarray) -> bytes:
     return np.ascontiguousarray(vectors, dtype="<f4").tobytes()
 
@@ -42,7 +48,7 @@ class EmbeddingBatcher:
                 "linger_ms": round(self.linger * 1000, 1),
                 "mean_texts_per_call": round(self.texts / self.calls, 1) if self.calls else None}
 
-    def __init__(self, embedder, *, max_texts: int = 256, linger: float = 0.02) -> None:
+    def __init__(self, embedder, *, max_texts: int = MODEL_CALL_TEXTS, linger: float = 0.02) -> None:
         self.embedder = embedder
         self.max_texts = max_texts
         self.linger = linger
