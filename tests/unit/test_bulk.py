@@ -72,3 +72,39 @@ def test_a_line_holding_unicode_line_separators_stays_one_document():
     assert [n for n, _ in parsed] == [1, 2]
     assert parsed[0][1] == {"document_id": "a", "text": "one\u0085two\u2028three"}
     assert parsed[1][1] == {"document_id": "b", "text": "x"}
+
+
+def _drive(op, reply=None, error: Exception | None = None):
+    """Run an SDK operation by hand: its one request answered with ``reply`` or failed with ``error``."""
+    from edgeindex_client._ops import Reply
+
+    call = next(op)
+    assert (call.method, call.headers["Content-Type"]) == ("POST", "application/x-ndjson")
+    try:
+        op.throw(error) if error is not None else op.send(Reply(200, {}, reply))
+    except StopIteration as stop:
+        return call, stop.value
+    raise AssertionError("the operation asked for more than one request")
+
+
+def test_bulk_files_get_one_outcome_each_and_a_failed_request_reports_on_every_file(tmp_path):
+    from edgeindex_client._ops import upload_bulk_files
+    from edgeindex_client.files import FileToUpload
+
+    files = [FileToUpload(tmp_path / f"{n}.txt", n, None) for n in ("a", "b")]
+    op = upload_bulk_files("e1", files, [b"alpha", b"beta"], skip_unchanged=True, source=None, tags=None,
+                           collection=None)
+    reply = {"entity_id": "e1", "accepted": 1, "unchanged": 0, "failed": 1, "results": [
+        {"line": 1, "document_id": "a", "outcome": "accepted", "status": 202, "version": 1,
+         "document_status": "pending"},
+        {"line": 2, "document_id": "b", "outcome": "failed", "status": 400,
+         "error": {"error": "validation_error", "message": "bad line", "field": "text"}}]}
+    call, outcomes = _drive(op, reply)
+    assert [json.loads(line)["document_id"] for line in call.content.decode().splitlines()] == ["a", "b"]
+    assert [(o.document_id, o.ok) for o in outcomes] == [("a", True), ("b", False)]
+    assert outcomes[0].document.version == 1 and "bad line" in str(outcomes[1].error)
+
+    op = upload_bulk_files("e1", files, [b"alpha", b"beta"], skip_unchanged=True, source=None, tags=None,
+                           collection=None)
+    _, outcomes = _drive(op, error=ConnectionError("connection reset"))
+    assert [str(o.error) for o in outcomes] == ["connection reset", "connection reset"]

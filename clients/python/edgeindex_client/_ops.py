@@ -274,6 +274,31 @@ def bulk_item_document(entity_id: str, item: m.BulkItem) -> m.Document:
                       status=item.document_status or "pending", unchanged=item.outcome == "unchanged")
 
 
+def upload_bulk_files(entity_id: str, files: list, datas: list[bytes], *, skip_unchanged: bool,
+                      source: str | None, tags: list[str] | None, collection: str | None) -> Op:
+    """Files already read (``files``: ``FileToUpload``, ``datas``: their bytes) in one bulk request;
+    returns an ``UploadOutcome`` per file, in order. A line the server refused carries its error; a
+    request that failed as a whole reports that error on every file of it."""
+    from ._shared_api import UploadOutcome
+    from .files import guess_content_type
+
+    outcomes = [UploadOutcome(f.path, f.document_id) for f in files]
+    try:
+        docs = [bulk_document(f.document_id, data, content_type=guess_content_type(f.path), filename=f.path.name,
+                              source=source, tags=tags, skip_unchanged=skip_unchanged, collection=collection)
+                for f, data in zip(files, datas, strict=True)]
+        result = yield from upload_many(entity_id, docs)
+        for outcome, item in zip(outcomes, result.results, strict=True):
+            try:
+                outcome.document = bulk_item_document(entity_id, item)
+            except Exception as exc:
+                outcome.error = exc
+    except Exception as exc:  # the whole request failed: every file of it reports why
+        for outcome in outcomes:
+            outcome.error = exc
+    return outcomes
+
+
 # --- search and selection -------------------------------------------------------------------------------
 
 def search(request: m.SearchRequest) -> Op:

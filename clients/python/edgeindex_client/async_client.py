@@ -193,22 +193,15 @@ class AsyncClient:
     async def _upload_bulk(self, entity_id: str, files: list[FileToUpload], gate: asyncio.Semaphore, *,
                            skip_unchanged: bool, source, tags, collection: str | None,
                            on_result) -> list[UploadOutcome]:
-        outcomes = [UploadOutcome(f.path, f.document_id) for f in files]
         async with gate:
             try:
                 datas = await asyncio.to_thread(lambda: [f.path.read_bytes() for f in files])
-                docs = [ops.bulk_document(f.document_id, data, content_type=guess_content_type(f.path),
-                                          filename=f.path.name, source=source, tags=tags, skip_unchanged=skip_unchanged,
-                                          collection=collection) for f, data in zip(files, datas)]
-                result = await self.upload_many(entity_id, docs)
-                for outcome, item in zip(outcomes, result.results, strict=True):
-                    try:
-                        outcome.document = ops.bulk_item_document(entity_id, item)
-                    except Exception as exc:
-                        outcome.error = exc
-            except Exception as exc:  # the whole request failed: every file of it reports why
-                for outcome in outcomes:
-                    outcome.error = exc
+            except OSError as exc:  # a file that cannot be read: the request is not sent, every file says why
+                outcomes = [UploadOutcome(f.path, f.document_id, error=exc) for f in files]
+            else:
+                outcomes = await self._run(ops.upload_bulk_files(
+                    entity_id, files, datas, skip_unchanged=skip_unchanged, source=source, tags=tags,
+                    collection=collection))
         for outcome in outcomes:
             if on_result is not None:
                 on_result(outcome)

@@ -188,21 +188,13 @@ class Client:
 
     def _upload_bulk(self, entity_id: str, files: list[FileToUpload], *, skip_unchanged: bool, source, tags,
                      collection: str | None, on_result) -> list[UploadOutcome]:
-        outcomes = [UploadOutcome(f.path, f.document_id) for f in files]
         try:
-            docs = [ops.bulk_document(f.document_id, f.path.read_bytes(), content_type=guess_content_type(f.path),
-                                      filename=f.path.name, source=source, tags=tags, skip_unchanged=skip_unchanged,
-                                      collection=collection)
-                    for f in files]
-            result = self.upload_many(entity_id, docs)
-            for outcome, item in zip(outcomes, result.results, strict=True):
-                try:
-                    outcome.document = ops.bulk_item_document(entity_id, item)
-                except Exception as exc:
-                    outcome.error = exc
-        except Exception as exc:  # the whole request failed: every file of it reports why
-            for outcome in outcomes:
-                outcome.error = exc
+            datas = [f.path.read_bytes() for f in files]
+        except OSError as exc:  # a file that cannot be read: the request is not sent, every file says why
+            outcomes = [UploadOutcome(f.path, f.document_id, error=exc) for f in files]
+        else:
+            outcomes = self._run(ops.upload_bulk_files(entity_id, files, datas, skip_unchanged=skip_unchanged,
+                                                       source=source, tags=tags, collection=collection))
         for outcome in outcomes:
             if on_result is not None:
                 on_result(outcome)
