@@ -329,7 +329,7 @@ def main() -> int:
                         help="bulk: NDJSON requests of --bulk-size documents (default); put: one direct PUT each")
     parser.add_argument("--bulk-size", type=int, default=50, help="documents per bulk request")
     parser.add_argument("--ingest-processes", type=int, default=1, help="ingest worker processes on the queue")
-    parser.add_argument("--window", type=int, default=64,
+    parser.add_argument("--window", type=int, default=128,
                         help="at most this many documents uploaded but not yet ingested (0: upload everything at "
                              "once; the embedded SQS then scans a deep queue on every receive)")
     parser.add_argument("--changed", type=float, default=0.01, help="fraction changed in the re-ingest")

@@ -197,6 +197,8 @@ class BatcherStats(_Body):
     isolated: int = Field(description="shared calls that failed and were retried one document at a time")
     max_texts: int
     linger_ms: float
+    fill: int | None = Field(default=None, description="texts a call waits for while runs are on their way")
+    window_ms: float | None = Field(default=None, description="longest wait for them")
     mean_texts_per_call: float | None
     writes: WriterStats | None = Field(default=None, description="how the runs' upserts shared transactions")
 

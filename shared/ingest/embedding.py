@@ -10,6 +10,8 @@ linger) and embeds them in one call, then hands every run its own rows.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import logging
 from dataclasses import dataclass, field
 
@@ -34,6 +36,10 @@ def decode_vectors(data: bytes, dimension: int) -> np.ndarray:
     return np.frombuffer(data, dtype="<f4").reshape(-1, dimension)
 
 
+# The run (asyncio task) asking: set by EmbeddingBatcher.coming, read when it embeds.
+_RUN_TOKEN: contextvars.ContextVar[dict | None] = contextvars.ContextVar("embedding_run", default=None)
+
+
 @dataclass
 class _Request:
     texts: list[str]
@@ -41,35 +47,87 @@ class _Request:
 
 
 class EmbeddingBatcher:
-    """Coalesces concurrent ``embed`` calls into model calls of up to ``max_texts`` texts."""
+    """Coalesces concurrent ``embed`` calls into model calls of up to ``max_texts`` texts.
+
+    A call starts once the model is free and either ``fill`` texts are waiting, or no run that
+    said it is coming (``coming``) is still on its way, or ``window`` seconds passed since the
+    oldest waiting request. Runs of a queue batch reach the embed step spread out by their
+    database and bucket round trips; without the wait the model would start on the first few and
+    embed the rest a handful at a time, where it is least efficient. A lone run never waits for
+    anyone: nobody else is coming."""
 
     def stats(self) -> dict:
         return {"calls": self.calls, "texts": self.texts, "isolated": self.isolated, "max_texts": self.max_texts,
+                "fill": self.fill, "window_ms": round(self.window * 1000, 1),
                 "linger_ms": round(self.linger * 1000, 1),
                 "mean_texts_per_call": round(self.texts / self.calls, 1) if self.calls else None}
 
-    def __init__(self, embedder, *, max_texts: int = MODEL_CALL_TEXTS, linger: float = 0.02) -> None:
+    def __init__(self, embedder, *, max_texts: int = MODEL_CALL_TEXTS, linger: float = 0.02,
+                 fill: int | None = None, window: float = 0.5) -> None:
         self.embedder = embedder
         self.max_texts = max_texts
         self.linger = linger
+        self.fill = min(max_texts, fill or getattr(embedder, "batch_size", None) or max_texts)
+        self.window = window
         self._queue: list[_Request] = []
         self._worker: asyncio.Task | None = None
+        self._coming = 0                 # runs that said they will embed and have not asked yet
+        self._changed = asyncio.Event()  # a request queued or a run no longer coming
         self.calls = 0      # model calls made (telemetry)
         self.texts = 0
         self.isolated = 0   # shared calls that failed and were split per request
 
+    @contextlib.contextmanager
+    def coming(self):
+        """Held around a run, in its task: it counts as on its way to ``embed`` until it asks for
+        vectors, says it will not (``arrived``), or ends."""
+        token = {"here": False}
+        self._coming += 1
+        reset = _RUN_TOKEN.set(token)
+        try:
+            yield token
+        finally:
+            _RUN_TOKEN.reset(reset)
+            self._arrive(token)
+
+    def arrived(self) -> None:
+        """The current run will not ask (again): a replayed embed step, unchanged bytes."""
+        self._arrive(_RUN_TOKEN.get())
+
+    def _arrive(self, token: dict | None) -> None:
+        if token is not None and not token["here"]:
+            token["here"] = True
+            self._coming -= 1
+            self._changed.set()
+
     async def embed(self, texts: list[str]) -> np.ndarray:
+        self.arrived()
         if not texts:
             return np.zeros((0, self.embedder.dimension), np.float32)
         request = _Request(list(texts))
         self._queue.append(request)
+        self._changed.set()
         if self._worker is None or self._worker.done():
             self._worker = asyncio.create_task(self._drain())
         return await request.future
 
+    async def _gather(self) -> None:
+        """Wait until a call is worth starting: ``fill`` texts, nobody else coming, or the window."""
+        deadline = asyncio.get_running_loop().time() + self.window
+        while self._coming > 0 and sum(len(r.texts) for r in self._queue) < self.fill:
+            remaining = deadline - asyncio.get_running_loop().time()
+            if remaining <= 0:
+                return
+            self._changed.clear()
+            try:
+                await asyncio.wait_for(self._changed.wait(), remaining)
+            except asyncio.TimeoutError:
+                return
+
     async def _drain(self) -> None:
         await asyncio.sleep(self.linger)  # let runs of the same queue batch catch up
         while self._queue:
+            await self._gather()
             taken: list[_Request] = []
             size = 0
             while self._queue and (not taken or size + len(self._queue[0].texts) <= self.max_texts):

@@ -270,7 +270,8 @@ class IngestService:
 
     async def _limited(self, ref: ObjectRef, attempts: int, last: bool) -> Outcome:
         async with self.limiter:
-            outcome = await self.ingest_object(ref, attempts=attempts, last_attempt=last)
+            with self.batcher.coming():  # its chunks are worth waiting for (EmbeddingBatcher)
+                outcome = await self.ingest_object(ref, attempts=attempts, last_attempt=last)
         log.info("ingest %s v%d: %s %s", f"{ref.entity_id}/{ref.document_id}", ref.version, outcome.action,
                  outcome.reason)
         self.record_outcome(ref, outcome)

@@ -35,7 +35,7 @@ async def rewrite(db, tenant, doc: dict, text: str, *, dimension: int = DIMENSIO
         rows=[(tenant.entity_id, uuid.UUID(stored["id"]), doc["document_id"], row["version"], 0, 0, len(text), text,
                "h" * 64, 8, "sentence-transformers/all-MiniLM-L6-v2", vector, "en", "english", None, None)],
         moves=[], finish={"chunk_count": 1, "embedded": 1, "reused": 0, "summary": text,
-                          "content_hash": "c" * 64, "size_bytes": len(text), "found_title": None, "etag": None})
+                          "content_hash": "c" * 64, "size_bytes": len(text), "found_title": "", "etag": None})
 
 
 async def term_stats_match_chunks(db, entity_id: str) -> None:

@@ -65,3 +65,21 @@ async def test_a_wrong_number_of_vectors_is_never_handed_out():
     batcher = EmbeddingBatcher(Short(), linger=0.0)
     with pytest.raises(ValueError, match="vectors for"):
         await batcher.embed(["a", "b"])
+
+
+async def test_a_call_waits_for_runs_on_their_way_but_a_lone_run_does_not():
+    model = FakeModel()
+    batcher = EmbeddingBatcher(model, max_texts=64, linger=0.0, fill=64, window=5.0)
+
+    async def run(texts: list[str], delay: float) -> np.ndarray:
+        with batcher.coming():
+            await asyncio.sleep(delay)  # its extract, chunk and diff steps
+            return await batcher.embed(texts)
+
+    # The second run asks 0.2 s after the first: both still share one call.
+    await asyncio.gather(run(["early"], 0.0), run(["late one"], 0.2))
+    assert [len(c) for c in model.calls] == [2]
+    # Alone, nobody else is coming: no wait for the window.
+    started = asyncio.get_running_loop().time()
+    await run(["alone"], 0.0)
+    assert asyncio.get_running_loop().time() - started < 1.0 and len(model.calls) == 2
