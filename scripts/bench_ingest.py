@@ -183,15 +183,16 @@ class StackCPU:
         return out
 
 
-def raw_model(texts: list[str], batch_size: int) -> Meter:
+def raw_model(texts: list[str], batch_size: int, threads: int) -> Meter:
     """The embedding model alone on these texts, in this process, with the ingest worker's settings:
     calls of ``MODEL_CALL_TEXTS`` texts (the worker's batcher), each run by the model in batches of
-    ``batch_size`` (``services.ai.batch_size``), torch's default threads. Like with like: the same
+    ``batch_size`` (``services.ai.batch_size``), torch's threads the worker's ``MODEL_THREADS``. Like with like: the same
     call size lets the model sort as many texts by length as the worker's calls let it."""
     from edgeindex.bindings.ai import local_embedder
     from edgeindex.ingest.embedding import MODEL_CALL_TEXTS
 
     model = local_embedder(batch_size)
+    model.set_threads(threads)
     model.encode_sync(texts[:batch_size])  # warm-up
     with Meter() as meter:
         for start in range(0, len(texts), MODEL_CALL_TEXTS):
@@ -256,10 +257,11 @@ async def run(args, config, base: str, admin_key: str, cpu: StackCPU | None = No
     docs = load_corpus(Path(args.corpus), args.limit)
     texts = chunk_texts(config, docs)
     batch = config.services.ai.batch_size
+    threads = int(config.worker("ingest").vars.get("MODEL_THREADS") or 0)  # 0: torch's default
     print(f"corpus: {len(docs)} documents ({len(texts)} chunks) from {args.corpus}; route {args.route}"
           f"{f' ({args.bulk_size} documents per request)' if args.route == 'bulk' else ''}", flush=True)
     print("1) raw model throughput on the chunk texts, before", flush=True)
-    raw_before = raw_model(texts, batch)
+    raw_before = raw_model(texts, batch, threads)
     print(f"    {len(texts) / raw_before.wall:.1f} chunks/s (load average {os.getloadavg()[0]:.1f})", flush=True)
 
     # No retries: a failure is a finding, not something to paper over.
@@ -280,7 +282,7 @@ async def run(args, config, base: str, admin_key: str, cpu: StackCPU | None = No
             print(f"    {len(failed)} document(s) failed, e.g. {failed[0]['document_id']}: {failed[0]['error']}")
 
         print("3) raw model throughput on the chunk texts, after", flush=True)
-        raw_after = raw_model(texts, batch)
+        raw_after = raw_model(texts, batch, threads)
         print(f"    {len(texts) / raw_after.wall:.1f} chunks/s (load average {os.getloadavg()[0]:.1f})", flush=True)
 
         revised = changed(docs, args.changed)
@@ -297,7 +299,7 @@ async def run(args, config, base: str, admin_key: str, cpu: StackCPU | None = No
     print(f"documents ready                   {len(ready)} of {len(docs)} ({chunks} chunks)")
     print(f"end to end (upload → ready)       {e2e:8.1f} chunks/s   ({full:.1f} s, route {args.route}, "
           f"{args.ingest_processes} ingest process(es))")
-    print(f"embedding model alone             {raw:8.1f} chunks/s   (calls of {MODEL_CALL_TEXTS} texts, batch size {batch}, {len(texts)} texts, this "
+    print(f"embedding model alone             {raw:8.1f} chunks/s   (calls of {MODEL_CALL_TEXTS} texts, batch size {batch}, {threads or 'default'} thread(s), {len(texts)} texts, this "
           f"process; {len(texts) / raw_before.wall:.1f} before and {len(texts) / raw_after.wall:.1f} after)")
     print(f"end to end / raw model            {e2e / raw:8.1%}        (goal >= 80%)")
     if cpu_used:

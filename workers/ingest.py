@@ -33,6 +33,8 @@ async def startup(env) -> Services:
                               max_document_bytes=env.var("MAX_DOCUMENT_BYTES", int),
                               max_retries=env.worker.queues.consumers[0].max_retries,
                               enrich_chunks=env.var("ENRICH_CHUNKS", bool))
+    if threads := env.worker.vars.get("MODEL_THREADS"):  # torch's threads per model call (bindings.ai)
+        getattr(env.AI.embedder, "set_threads", lambda n: None)(int(threads))
     ingest = IngestService(db=env.DB, bucket=env.BUCKET, kv=env.KV, embedder=env.AI.embedder,
                            llm=getattr(env.AI, "llm", None), workflow=env.INGEST_WORKFLOW, settings=settings)
     services = Services(Tenancy(env.DB), ingest, set())
