@@ -26,6 +26,11 @@ log = logging.getLogger(__name__)
 # length): big enough that concurrent runs' chunks share calls, small enough that a run is not held
 # up for long. scripts/bench_ingest.py embeds its raw pass in calls of the same size.
 MODEL_CALL_TEXTS = 256
+# Texts a call waits for while other runs are on their way. Not more: with every run of the process
+# in one call, the model idles while they all do their other steps together (lockstep); with about
+# half of them, one half prepares while the other is embedded. One model thread (MODEL_THREADS)
+# costs about the same per text in calls of 8 as of 256, so small calls lose little.
+CALL_FILL = 16
 
 
 def encode_vectors(vectors: np.ndarray) -> bytes:

@@ -37,7 +37,7 @@ from ..object_keys import ObjectRef
 from ..workflow import WorkflowBinding
 from .artifacts import ArtifactStore
 from .chunking import Chunker
-from .embedding import MODEL_CALL_TEXTS, EmbeddingBatcher
+from .embedding import CALL_FILL, MODEL_CALL_TEXTS, EmbeddingBatcher
 from .grouped import GroupedWriter
 from .events import object_refs
 from .workflow import IngestParams
@@ -97,7 +97,7 @@ class IngestService:
         self.settings = settings
         self.chunker = Chunker(embedder.tokenizer(), capacity=settings.chunk_tokens,
                                overlap=settings.chunk_overlap_tokens)
-        self.batcher = EmbeddingBatcher(embedder, max_texts=MODEL_CALL_TEXTS)
+        self.batcher = EmbeddingBatcher(embedder, max_texts=MODEL_CALL_TEXTS, fill=CALL_FILL)
         self.writer = GroupedWriter(db, kv)  # the upserts of concurrent runs share transactions
         # Runs at once in this process, whatever the number of batches in flight: each run holds a
         # pooled connection for its lock and borrows another per query, so the pool bounds them.
