@@ -190,6 +190,9 @@ class AIService(_Strict):
     base_url: str = ""
     api_key: str = ""
     dimension: int | None = Field(None, ge=1, le=16000)  # needed for remote models
+    # a remote embedding model's languages (ISO 639-1 codes it was trained on; ["*"] or empty: any).
+    # The local model's are its own (English). The router leans on full text outside them.
+    languages: list[str] = Field(default_factory=list, max_length=200)
     llm_model: str = ""  # set to enable LLM summaries (OpenAI-compatible chat)
     batch_size: int = Field(64, ge=1, le=2048)
     timeout: float = Field(30.0, gt=0)

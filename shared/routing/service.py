@@ -73,11 +73,12 @@ class Decision:
 
 class Router:
     def __init__(self, db: Database, settings: RouterSettings, *, tokenizer: Any | None = None,
-                 vocabulary: frozenset[str] | None = None) -> None:
+                 vocabulary: frozenset[str] | None = None, languages: frozenset[str] | None = None) -> None:
         self.db = db
         self.settings = settings
         self.tokenizer = tokenizer
         self.vocabulary = vocabulary
+        self.languages = languages   # the embedding model's (bindings/ai.py model_languages); None: any
         self.models = store.ModelCache(db, settings.refresh_seconds)
         self._rows = itertools.count(1)
 
@@ -110,11 +111,14 @@ class Router:
     # --- after lexical + embedding ---------------------------------------------------------------
 
     def decide(self, decision: Decision, query: str, lexical, candidates: int,
-               version: store.Version | None) -> None:
+               version: store.Version | None, embedding: Any | None = None) -> None:
         """Fill in ``decision`` (the served choice when routing, the shadow choice in shadow mode)."""
         evidence = Evidence.from_lexical(lexical.evidence if lexical else None, lexical.text if lexical else [],
-                                         lexical.trigram if lexical else [], candidates)
-        values = features(query, self.tokenizer, self.vocabulary, evidence)
+                                         lexical.trigram if lexical else [], candidates,
+                                         languages=lexical.probe_languages if lexical else (),
+                                         vectors=lexical.probe_vectors if lexical else ())
+        values = features(query, self.tokenizer, self.vocabulary, evidence, embedding=embedding,
+                          languages=self.languages)
         model = version.model if version is not None else RouterModel.blank()
         chosen = model.decide(values)
         name, alpha = model.bins[chosen]

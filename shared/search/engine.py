@@ -70,6 +70,9 @@ class LexicalResult:
     trigram: list[float] = field(default_factory=list)
     corrections: dict[str, list[str]] = field(default_factory=dict)
     evidence: dict[str, Any] | None = None  # term statistics of the query, for the router
+    # the router's probe: the best BM25 chunks' stored language and vector (pgvector's binary form)
+    probe_languages: list[str | None] = field(default_factory=list)
+    probe_vectors: list[bytes] = field(default_factory=list)
 
     def params(self) -> dict[str, Any]:
         return {"nonempty": self.nonempty, "exact": self.exact,
@@ -125,6 +128,7 @@ def build_params(request: SearchRequest, entity_ids: list[str], embedding: np.nd
         "neighbours": request.include.neighbours,
         **(lexical.params() if lexical is not None else {}),
         **NO_EXPANSION,
+        "probe": 0,
     }
 
 
@@ -189,15 +193,20 @@ async def _connection(db: Database, tuned: weakref.WeakSet) -> AsyncIterator[psy
 
 
 async def lexical(db: Database, request: SearchRequest, entity_ids: list[str], *, tuned: weakref.WeakSet,
-                  limit: int | None = None, expansion: dict[str, Any] | None = None) -> LexicalResult:
+                  limit: int | None = None, expansion: dict[str, Any] | None = None,
+                  probe: int = 0) -> LexicalResult:
     """The half that needs no embedding: the scope's size, and BM25 (with typo stand-ins) over it.
-    ``expansion`` (keys of NO_EXPANSION) adds weighted terms: see shared/enhance/."""
-    params = {**build_params(request, entity_ids, None, limit=limit or request.k), **(expansion or {})}
+    ``expansion`` (keys of NO_EXPANSION) adds weighted terms: see shared/enhance/. ``probe``: how
+    many of the best BM25 chunks come back with their language and vector (the router's)."""
+    params = {**build_params(request, entity_ids, None, limit=limit or request.k), **(expansion or {}),
+              "probe": probe}
     async with _connection(db, tuned) as conn:
         row = await (await conn.execute(LEXICAL_SQL, params)).fetchone()
     return LexicalResult(nonempty=row["nonempty"], exact=row["exact"], entity_ids=row["entity_ids"],
                          ids=row["ids"], text=row["text"], trigram=row["trigram"],
-                         corrections=row["corrections"] or {}, evidence=row.get("evidence"))
+                         corrections=row["corrections"] or {}, evidence=row.get("evidence"),
+                         probe_languages=row.get("probe_languages") or [],
+                         probe_vectors=[bytes(v) for v in row.get("probe_vectors") or []])
 
 
 async def retrieve(db: Database, request: SearchRequest, entity_ids: list[str], embedding: np.ndarray, *,

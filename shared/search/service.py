@@ -40,6 +40,7 @@ from .cache_keys import CacheKeys, _digest, cache_keys
 from .request import SearchRequest, parse_request
 from ..bindings.rerank import Reranker
 from ..routing.service import Decision, Router, new_search_id, scope_hash
+from ..routing.features import PROBE
 from ..enhance import QueryEnhancer
 from .semantic_guard import model_vocabulary, signature
 
@@ -115,6 +116,7 @@ class SearchService:
                 self.router.tokenizer = self.embedder.tokenizer()
             except Exception:  # a remote model: no tokenizer, so no fragmentation to measure
                 self.router.tokenizer = None
+            self.router.languages = getattr(self.embedder, "languages", None)
 
     async def search(self, principal: Principal, body: dict, *, background: Any) -> dict:
         """``background.wait_until(coro)`` keeps work alive after the answer (the worker's ``ctx``)."""
@@ -219,7 +221,10 @@ class SearchService:
         ctx.limit = max(ctx.request.k, defaults.RERANK_CANDIDATES) if ctx.request.rerank else ctx.request.k
 
     def _lexical(self, ctx: SearchContext) -> Awaitable[engine.LexicalResult]:
-        return engine.lexical(self.db, ctx.request, ctx.entity_ids, tuned=self._tuned, limit=ctx.limit)
+        # the router's probe (its best chunks' language and vector) only when the router decides
+        deciding = self.router is not None and (ctx.decision.routes or self.router.shadows(ctx.decision))
+        return engine.lexical(self.db, ctx.request, ctx.entity_ids, tuned=self._tuned, limit=ctx.limit,
+                              probe=PROBE if deciding else 0)
 
     async def embed(self, ctx: SearchContext) -> None:
         # Without the cache, the query is embedded (model, in this process) while Postgres runs
@@ -263,7 +268,8 @@ class SearchService:
         mark = time.perf_counter()
         routed = ctx.decision.routes
         self.router.decide(ctx.decision, ctx.request.query, ctx.lexical,
-                           engine.candidate_count(ctx.limit, dedupe=ctx.request.dedupe), ctx.version)
+                           engine.candidate_count(ctx.limit, dedupe=ctx.request.dedupe), ctx.version,
+                           embedding=ctx.embedding)
         if routed:
             ctx.request = ctx.request.model_copy(update={"alpha": ctx.decision.alpha})
             decided = cache_keys(ctx.request.model_copy(update={"strategy": ctx.decision.strategy}), ctx.entity_ids)

@@ -204,6 +204,15 @@ WITH /*documents_in_scope*/, configs AS MATERIALIZED (
     ) bm25
     ORDER BY text + trigram DESC, entity_id, id
     LIMIT %(n)s
+), probe AS MATERIALIZED (
+    -- The router's probe (shared/routing/features.py; `probe` = 0 unless the router decides):
+    -- the best BM25 chunks' stored language and vector (binary, as pgvector sends it), so the
+    -- worker can measure, once the query is embedded, whether the embedding model knows their
+    -- language and agrees with full text about them, without a second statement.
+    SELECT f.rank, c.language, vector_send(c.embedding) AS vector
+    FROM (SELECT entity_id, id, row_number() OVER (ORDER BY text + trigram DESC, entity_id, id) AS rank
+          FROM fts ORDER BY text + trigram DESC, entity_id, id LIMIT %(probe)s) f
+    JOIN chunks c ON c.entity_id = f.entity_id AND c.id = f.id AND c.entity_id = ANY(%(entity_ids)s::text[])
 )
 -- one row, even when nothing matched: the scope, the chunks as parallel arrays (one aggregate
 -- pass, so aligned), and which vocabulary terms stood in for which unknown words
@@ -226,7 +235,9 @@ SELECT (SELECT nonempty FROM scope) AS nonempty, (SELECT exact FROM scope) AS ex
               GROUP BY w.config
               ORDER BY matched DESC, terms DESC, w.config
               LIMIT 1) e
-       ) AS evidence
+       ) AS evidence,
+       (SELECT array_agg(p.language ORDER BY p.rank) FROM probe p) AS probe_languages,
+       (SELECT array_agg(p.vector ORDER BY p.rank) FROM probe p) AS probe_vectors
 FROM fts;
 
 -- name: hybrid
