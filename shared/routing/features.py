@@ -164,10 +164,12 @@ def probe_cosines(embedding: Any, vectors: tuple[bytes, ...]) -> np.ndarray:
     """Cosines of the query vector to the probe's vectors (pgvector's binary form: int16 dimension,
     int16 unused, then big-endian float4s); a vector of another dimension is left out."""
     query = np.asarray(embedding, dtype=np.float32)
-    rows = [np.frombuffer(v, dtype=">f4", offset=4) for v in vectors if len(v) == 4 + 4 * query.shape[0]]
+    width = 4 + 4 * query.shape[0]
+    rows = [v for v in vectors if len(v) == width]
     if not rows:
         return np.zeros(0, dtype=np.float32)
-    matrix = np.vstack(rows).astype(np.float32)
+    # one decode for all: each row's 4-byte header takes exactly one float4 column, dropped
+    matrix = np.frombuffer(b"".join(rows), dtype=">f4").reshape(len(rows), -1)[:, 1:].astype(np.float32)
     norms = np.linalg.norm(matrix, axis=1) * (float(np.linalg.norm(query)) or 1.0)
     return (matrix @ query) / np.where(norms > 0, norms, 1.0)
 

@@ -87,8 +87,8 @@ def test_switch_cost_keeps_the_blend_unless_another_bin_leads_clearly():
     # identifier-heavy queries: text leads the blend by 0.3; the rest: text leads by 0.02 (noise-sized)
     data = [_rows("a", [(0.9, 0.3)] * 50 + [(0.0, 0.02)] * 50)]
     names = [n for n, _ in RouterModel.blank().bins]
-    free = train.fit(data, switch_cost=0.0)
-    prior = train.fit(data, switch_cost=0.1)
+    free = train.fit(data, switch_cost=0.0, features=NAMES)
+    prior = train.fit(data, switch_cost=0.1, features=NAMES)
     small = {**dict.fromkeys(NAMES, 0.0), "identifier_share": 0.0}
     big = {**small, "identifier_share": 0.9}
     assert names[free.decide(small)] == "text"          # without the prior the small lead wins
@@ -167,3 +167,29 @@ def test_unknown_token_share_counts_pieces_the_vocabulary_lacks():
     f = features("ab ᱚᱛ", Tokenizer(), None, Evidence())
     assert f["unk_share"] == 0.5
     assert features("ab cd", Tokenizer(), None, Evidence())["unk_share"] == 0
+
+
+def test_the_default_fit_routes_a_language_the_model_does_not_know_to_the_text_leaning_bin():
+    """The shipped fit's features: trained on one unknown language (German-like rows, where the
+    text-leaning blend wins) and English rows (the fixed blend wins), it sends a query in a
+    language it never saw (only the language features say so) to the text-leaning bin."""
+    from edgeindex.routing import train
+
+    names = [n for n, _ in RouterModel.blank().bins]
+
+    def rows(name, unknown, winner, n=60):
+        out = {}
+        for i in range(n):
+            ndcg = dict.fromkeys(names, 0.5)
+            ndcg[winner] = 0.9
+            feats = {**dict.fromkeys(NAMES, 0.0), "query_language_unknown": unknown, "scope_language_unknown": unknown,
+                     "length": (i % 7) / 7}
+            out[f"{name}{i}"] = {"features": feats, "ndcg": ndcg, "recall": dict.fromkeys(names, 0.0)}
+        return {"dataset": name, "rows": out}
+
+    model = train.fit([rows("de", 0.95, "hybrid-0.2"), rows("en", 0.0, "hybrid-0.8")])
+    assert set(model.features) == {"query_language_unknown", "scope_language_unknown"}
+    unseen = {**dict.fromkeys(NAMES, 0.0), "query_language_unknown": 0.8, "scope_language_unknown": 1.0,
+              "length": 0.9}
+    assert names[model.decide(unseen)] == "hybrid-0.2"
+    assert names[model.decide(dict.fromkeys(NAMES, 0.0))] == "hybrid-0.8"
