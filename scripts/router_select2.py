@@ -72,16 +72,16 @@ def loo(sets, cfg):
 
 
 def key(cfg, result, table=None):
-    """Rank of a configuration: first its family's stability (with STABLE, over every L2 and switch
-    cost of the same features and bins: how many sets all of them keep at or above the best fixed
-    mode, and the worst gain of any), then its own sets at or above, worst gain, mean gain, fewer
+    """Rank of a configuration: first its family's stability (with STABLE: how many of the
+    configurations with the same features and bins, at every L2 and switch cost of the grid, keep
+    every set at or above the best fixed mode), then its own sets at or above, worst gain, mean gain, fewer
     parameters, the larger switch cost and L2 (the safer model for sets unlike these)."""
     gains = [g for g, _ in result]
     size = len(FEATURES[cfg[0]]) * len(BINSETS[cfg[1]])
     family = ()
     if STABLE and table is not None:
         runs = [table[c] for c in GRID if c[:2] == cfg[:2]]
-        family = (min(sum(ok for _, ok in r) for r in runs), round(min(g for r in runs for g, _ in r), 4))
+        family = (sum(all(ok for _, ok in r) for r in runs),)   # how many of them keep every set
     return (*family, sum(ok for _, ok in result), round(min(gains), 4), round(float(np.mean(gains)), 4), -size,
             cfg[3], cfg[2])
 

@@ -253,6 +253,11 @@ async def test_auto_sees_a_language_the_embedding_model_does_not_know(stack, upl
     assert e["query_language_unknown"] == 0 and e["scope_language_unknown"] == 0, e
     assert e["probe_cosine"] > 0.3, e                     # the model knows English: the cold-start chunk is close
 
+    # the shipped model (trained on German, Chinese and English sets) leans on full text for the
+    # language the model does not know, and keeps the fixed blend for English
+    assert german["routing"]["model_version"] is not None
+    assert german["routing"]["alpha"] < 0.5 < english["routing"]["alpha"], (german["routing"], english["routing"])
+
     # a fixed strategy asks for no probe, and reports no features
     fixed = search(t, {"query": GERMAN_QUERY, "strategy": "hybrid"})
     assert "features" not in fixed["routing"]
