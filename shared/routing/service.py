@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import itertools
 import time
@@ -22,7 +23,7 @@ from typing import Any
 import numpy as np
 from psycopg.types.json import Jsonb
 
-from .. import sqlfiles
+from .. import language, sqlfiles
 from ..bindings.database import Database
 from ..errors import NotFound, ValidationError
 from ..tenancy import Principal
@@ -84,6 +85,9 @@ class Router:
 
     async def start(self) -> None:
         await store.ensure_builtin(self.db)
+        if self.languages is not None and "*" not in self.languages:
+            # the language detector loads its model on first use (seconds): not on a search
+            await asyncio.to_thread(language.detect, "warm up the language detector")
 
     # --- before the cache keys ------------------------------------------------------------------
 
