@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import ValidationError
 from ..evaluation import metrics
 from ..evaluation.beir import Dataset
 from ..evaluation.edgeindex_client import EdgeIndexClient
@@ -93,6 +94,11 @@ def matrices(collected: list[dict], features=NAMES, bins=DEFAULT_BINS) -> tuple[
     x, r, w, sets = [], [], [], []
     for data in collected:
         rows = data["rows"]
+        measured = {b["name"] for b in data.get("bins") or []}
+        if measured and (missing := [n for n in names if n not in measured]):
+            raise ValidationError(f"{data['dataset']}: the saved rows hold no {', '.join(missing)} "
+                                  f"(measured: {', '.join(sorted(measured))}); collect again or pass --bins",
+                                  field="bins")
         for row in rows.values():
             x.append([float(row["features"].get(f, 0.0)) for f in model.features])
             r.append([row["ndcg"][n] + RECALL_WEIGHT * row["recall"][n] for n in names])

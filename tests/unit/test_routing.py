@@ -193,3 +193,21 @@ def test_the_default_fit_routes_a_language_the_model_does_not_know_to_the_text_l
               "length": 0.9}
     assert names[model.decide(unseen)] == "hybrid-0.2"
     assert names[model.decide(dict.fromkeys(NAMES, 0.0))] == "hybrid-0.8"
+
+
+def test_bins_option_and_rows_without_a_bin_are_named():
+    import pytest
+    from edgeindex.errors import ValidationError
+    from edgeindex.routing import train
+    from edgeindex.routing.cli import _bins
+
+    assert _bins("0, 0.2,0.8,1") == (("text", 0.0), ("hybrid-0.2", 0.2), ("hybrid-0.8", 0.8), ("vector", 1.0))
+    for bad in ("0.5", "0,1.5", "a,b"):
+        with pytest.raises(ValidationError) as error:
+            _bins(bad)
+        assert error.value.field == "bins"
+    old = {"dataset": "old", "bins": [{"name": n, "alpha": a} for n, a in
+                                      (("text", 0), ("hybrid-0.3", 0.3), ("hybrid-0.8", 0.8), ("vector", 1))],
+           "rows": {}}
+    with pytest.raises(ValidationError, match="no hybrid-0.2"):
+        train.fit([old])
