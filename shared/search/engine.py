@@ -238,4 +238,13 @@ async def search(db: Database, request: SearchRequest, entity_ids: list[str], em
     first = rows[0]
     summary = LexicalResult(nonempty=first["nonempty"], exact=first["exact"], corrections=first["corrections"] or {},
                             evidence=first["evidence"])
-    return summary, [row for row in rows if row["chunk_id"] is not None]
+    results = []
+    for row in rows:
+        if row["chunk_id"] is not None:
+            for name in _SUMMARY_COLUMNS:
+                del row[name]
+            results.append(row)
+    return summary, results
+
+
+_SUMMARY_COLUMNS = ("nonempty", "exact", "corrections", "evidence")
