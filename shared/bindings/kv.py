@@ -31,8 +31,11 @@ class DiskKV:
         self.path = Path(path)
         self.namespace = namespace
         self.default_ttl = default_ttl
-        # sqlite in WAL mode; a short timeout keeps concurrent writers from erroring
-        self._cache = diskcache.Cache(str(self.path), timeout=5, size_limit=2**32, eviction_policy="least-recently-used")
+        # sqlite in WAL mode; a short timeout keeps concurrent writers from erroring. Eviction by
+        # store time (diskcache's default): "least-recently-used" turns every read into a write
+        # (the access time), a write lock per cache lookup of every search.
+        self._cache = diskcache.Cache(str(self.path), timeout=5, size_limit=2**32,
+                                      eviction_policy="least-recently-stored")
 
     def _k(self, key: str) -> str:
         return f"{self.namespace}:{key}"

@@ -185,13 +185,15 @@ class SearchService:
             if ctx.decision.routes:
                 # "auto" answers depend on the model that decides: its version is part of the key
                 ctx.keys = routed_keys(ctx.keys, ctx.version)
-        # Before any lookup or database read: see the module docstring.
-        ctx.sequences = await asyncio.to_thread(cache.read_sequences, self.kv, ctx.entity_ids)
+        # Before any lookup or database read: see the module docstring. Cache reads run on the
+        # loop: a read of the local KV (SQLite in WAL mode: never blocked by a writer) takes tens of
+        # microseconds, less than the hand-off to a thread and back. Writes (store) take a thread.
+        ctx.sequences = cache.read_sequences(self.kv, ctx.entity_ids)
 
     async def cache_exact(self, ctx: SearchContext) -> dict | None:
         if not ctx.request.cache:
             return None
-        hit = await asyncio.to_thread(cache.load, self.kv, ctx.keys.exact, ctx.sequences)
+        hit = cache.load(self.kv, ctx.keys.exact, ctx.sequences)
         if hit is not None:
             ctx.cache_outcome = "exact"
         return hit
@@ -243,7 +245,7 @@ class SearchService:
                 # and rare words must match exactly ("invoice 4711" is not "invoice 4712").
                 if match.metadata.get("signature") != wanted:
                     continue
-                hit = await asyncio.to_thread(cache.load, self.kv, match.id, ctx.sequences)
+                hit = cache.load(self.kv, match.id, ctx.sequences)
                 if hit is None:
                     # Invalidated, expired or computed before a change: forget the pointer.
                     background.wait_until(self.semantic_cache.delete(match.id))
