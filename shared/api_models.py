@@ -36,6 +36,7 @@ class Health(_Body):
     worker: str
     status: Literal["ok"]
     uptime_seconds: float
+    gc_frozen_objects: int = Field(0, description="objects from start-up kept out of garbage collections")
     bindings: dict[str, Any]
     vars: list[str]
     consumers: list[dict[str, Any]]

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import itertools
 import time
@@ -30,6 +31,7 @@ from ..validation import parse
 from . import store
 from .features import Evidence, features
 from .model import Bounds, RouterModel, ranking_reward, strategy_of
+from .telemetry_writer import TelemetryWriter, dumps
 
 SQL = sqlfiles.load("routing.sql")
 PRUNE_EVERY = 500        # telemetry rows between two prunes of expired ones
@@ -79,6 +81,7 @@ class Router:
         self.tokenizer = tokenizer
         self.vocabulary = vocabulary
         self.models = store.ModelCache(db, settings.refresh_seconds)
+        self.telemetry_rows = TelemetryWriter(db, SQL["insert_telemetry"])
         self._rows = itertools.count(1)
 
     async def start(self) -> None:
@@ -132,20 +135,30 @@ class Router:
         if not self.settings.telemetry:
             return
         d = decision or Decision("", "hybrid", 0.0)
-        await self.db.execute(SQL["insert_telemetry"], {
+        await self.telemetry_rows.add({
             "search_id": search_id, "scope_hash": scope_hash, "entity_ids": entity_ids, "query": query,
-            "features": Jsonb(d.features) if d.features is not None else None,
+            "features": Jsonb(d.features, dumps) if d.features is not None else None,
             "requested": d.requested, "strategy": d.strategy, "alpha": d.alpha,
             "shadow_strategy": d.shadow[0] if d.shadow else None, "shadow_alpha": d.shadow[1] if d.shadow else None,
             "model_version": d.model_version,
             "results": Jsonb([{"chunk_id": r["chunk_id"], "document_id": r["document_id"],
                                "entity_id": r["entity_id"], "score": r["score"], "scores": r["scores"]}
-                              for r in results]),
-            "cache": cache, "timings": Jsonb(timings)})
+                              for r in results], dumps),
+            "cache": cache, "timings": Jsonb(timings, dumps)})
         if next(self._rows) % PRUNE_EVERY == 0:
             await self.db.execute(SQL["prune_telemetry"], {"days": self.settings.telemetry_days})
 
     # --- feedback --------------------------------------------------------------------------------
+
+    async def _telemetry_row(self, search_id: str) -> dict | None:
+        """The search's row. Rows are written in groups a few tens of milliseconds after the answer:
+        an agent that reports at once may be ahead of them, in this process or another one."""
+        await self.telemetry_rows.flush()
+        row = await self.db.fetchone(SQL["telemetry"], {"search_id": search_id})
+        if row is None:  # another process's group may still be in its window
+            await asyncio.sleep(2 * self.telemetry_rows.window)
+            row = await self.db.fetchone(SQL["telemetry"], {"search_id": search_id})
+        return row
 
     async def feedback(self, principal: Principal, body: dict) -> dict:
         """Rewards of every bin for this search's results; a bounded update once enough evidence is in."""
@@ -155,7 +168,7 @@ class Router:
         if not self.settings.telemetry:
             raise ValidationError("feedback needs search telemetry, which this deployment turned off "
                                   "(ROUTER_TELEMETRY)", field="search_id")
-        row = await self.db.fetchone(SQL["telemetry"], {"search_id": request.search_id})
+        row = await self._telemetry_row(request.search_id)
         if row is None:
             raise NotFound("no search with this search_id (unknown, or past the telemetry retention)")
         # only the key's own entities: a key that could not have run this search cannot judge it

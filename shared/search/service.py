@@ -185,15 +185,15 @@ class SearchService:
             if ctx.decision.routes:
                 # "auto" answers depend on the model that decides: its version is part of the key
                 ctx.keys = routed_keys(ctx.keys, ctx.version)
-        # Before any lookup or database read: see the module docstring. Cache reads run on the
-        # loop: a read of the local KV (SQLite in WAL mode: never blocked by a writer) takes tens of
-        # microseconds, less than the hand-off to a thread and back. Writes (store) take a thread.
+        # Before any lookup or database read: see the module docstring. Reads of the KV are plain
+        # SQLite selects that never wait for a writer (bindings/kv.py), cheaper on the loop than
+        # the hand-off to a thread.
         ctx.sequences = cache.read_sequences(self.kv, ctx.entity_ids)
 
     async def cache_exact(self, ctx: SearchContext) -> dict | None:
         if not ctx.request.cache:
             return None
-        hit = cache.load(self.kv, ctx.keys.exact, ctx.sequences)
+        hit = cache.load(self.kv, ctx.keys.exact, ctx.sequences)  # a read: see scope()
         if hit is not None:
             ctx.cache_outcome = "exact"
         return hit
