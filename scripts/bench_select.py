@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Latency of POST /tools/select over HTTP with 1,000 tools registered.
 
-    .venv/bin/python scripts/bench_select.py [--tools DIR] [--count 1000] [--queries 500]
+    .venv/bin/python scripts/bench_select.py [--tools DIR] [--count 1000] [--queries 500] [--feedback 20]
         [--upload-url URL --search-url URL --admin-key KEY]
 
 Without the URLs a fresh stack is started on a temporary state folder (embedded Postgres,
@@ -63,8 +63,41 @@ def _percentiles(values: list[float]) -> dict:
     return {"p50_ms": round(float(np.percentile(values, 50)), 2), "p99_ms": round(float(np.percentile(values, 99)), 2)}
 
 
+async def feedback_cost(sdk: AsyncClient, entity: str, tools: list[dict], queries: list[str], rounds: int) -> dict:
+    """What a feedback costs the next select, against what a registry change costs it (same run).
+
+    Each round reports the first selected tool as used, then selects again: that select refreshes the
+    catalogue's learned layer (``catalogue.state`` "refreshed"). Then one tool's description changes,
+    which must rebuild the catalogue ("built"), and the next select pays for that.
+    """
+    feedback_ms, refreshed_ms, states = [], [], []
+    for query in queries[:rounds]:
+        first = (await sdk.select_tools(query, entity_ids=[entity], k=5)).model_dump()
+        mark = time.perf_counter()
+        reply = await sdk.request("POST", "/tools/feedback", service="search", json={
+            "query": query, "entity_ids": [entity], "used": [first["tools"][0]["name"]]})
+        feedback_ms.append((time.perf_counter() - mark) * 1000)
+        assert reply.status == 200, reply.body
+        body = (await sdk.select_tools(query, entity_ids=[entity], k=5)).model_dump()
+        states.append(body["catalogue"]["state"])
+        refreshed_ms.append(body["timings"]["catalogue_ms"])
+    built_ms = []
+    for round_ in range(3):
+        changed = {**tools[round_], "description": f"{tools[round_].get('description', '')} (rev {time.time()})"}
+        reply = await sdk.request("POST", f"/entities/{entity}/tools", service="search", json={"tools": [changed]})
+        assert reply.status == 200, reply.body
+        body = (await sdk.select_tools(queries[0], entity_ids=[entity], k=5)).model_dump()
+        states.append(body["catalogue"]["state"])
+        built_ms.append(body["timings"]["catalogue_ms"])
+    return {"rounds": rounds, "states": {s: states.count(s) for s in dict.fromkeys(states)},
+            "feedback_p50_ms": round(float(np.percentile(feedback_ms, 50)), 2),
+            "catalogue_after_feedback_p50_ms": round(float(np.percentile(refreshed_ms, 50)), 2),
+            "catalogue_after_feedback_max_ms": round(float(max(refreshed_ms)), 2),
+            "catalogue_after_registry_change_p50_ms": round(float(np.percentile(built_ms, 50)), 2)}
+
+
 async def bench(search_url: str, upload_url: str, admin_key: str, tools: list[dict], queries: list[str],
-                *, compare_raw: bool = True) -> dict:
+                *, compare_raw: bool = True, feedback_rounds: int = 0) -> dict:
     """Timed through the project's SDK (edgeindex_client.AsyncClient, no retries). With ``compare_raw`` the
     same queries also go through a bare aiohttp session, alternating query by query, so the SDK's own
     cost shows as a ratio measured under the same load."""
@@ -104,6 +137,7 @@ async def bench(search_url: str, upload_url: str, admin_key: str, tools: list[di
                     server.append(body["took_ms"])
                     for stage, ms in (body.get("timings") or {}).items():
                         stages.setdefault(stage, []).append(ms)
+        feedback = await feedback_cost(sdk, entity, tools, queries, feedback_rounds) if feedback_rounds else None
     finally:
         await sdk.aclose()
         await raw.close()
@@ -115,6 +149,7 @@ async def bench(search_url: str, upload_url: str, admin_key: str, tools: list[di
             "server_p99_ms": round(float(np.percentile(server, 99)), 2),
             "stages_p50_ms": {k: round(float(np.percentile(v, 50)), 2) for k, v in stages.items()},
             "stages_p99_ms": {k: round(float(np.percentile(v, 99)), 2) for k, v in stages.items()},
+            **({"feedback": feedback} if feedback else {}),
             "load_average": os.getloadavg()[0], "cpus": os.cpu_count()}
 
 
@@ -127,6 +162,9 @@ def main() -> int:
     parser.add_argument("--search-url")
     parser.add_argument("--admin-key", default=os.environ.get("EDGEINDEX_ADMIN_KEY", ""))
     parser.add_argument("--no-raw", action="store_true", help="skip the bare-aiohttp comparison")
+    parser.add_argument("--feedback", type=int, default=20, metavar="N",
+                        help="after the timed selects, N feedback + select rounds (0: none): what a feedback "
+                             "costs the next select against a registry change")
     args = parser.parse_args()
     rng = random.Random(7)
     tools = []
@@ -142,17 +180,22 @@ def main() -> int:
     queries = (queries or generated_queries(tools, args.queries, rng))[:args.queries]
     if args.search_url:
         result = asyncio.run(bench(args.search_url.rstrip("/"), args.upload_url.rstrip("/"), args.admin_key, tools, queries,
-                                   compare_raw=not args.no_raw))
+                                   compare_raw=not args.no_raw, feedback_rounds=args.feedback))
     else:
         from edgeindex import config as config_module
         from edgeindex.evaluation.stack import fresh_stack
 
         with fresh_stack(config_module.find_config(), progress=print) as endpoints:
             result = asyncio.run(bench(endpoints.search_url, endpoints.upload_url, endpoints.admin_key, tools, queries,
-                                       compare_raw=not args.no_raw))
+                                       compare_raw=not args.no_raw, feedback_rounds=args.feedback))
     print(f"select over HTTP with {result['tools']} tools: p50 {result['p50_ms']} ms, p99 {result['p99_ms']} ms "
           f"through the SDK (bare aiohttp in the same run: {result.get('raw_aiohttp')}; server took_ms p50 {result['server_p50_ms']}, p99 {result['server_p99_ms']}; "
           f"load average {result['load_average']:.1f} on {result['cpus']} cpus)")
+    if "feedback" in result:
+        f = result["feedback"]
+        print(f"feedback: {f['feedback_p50_ms']} ms p50; the next select's catalogue step {f['catalogue_after_feedback_p50_ms']} ms "
+              f"p50 (max {f['catalogue_after_feedback_max_ms']}) against {f['catalogue_after_registry_change_p50_ms']} ms after a "
+              f"registry change (states {f['states']})")
     print(json.dumps(result))
     return 0
 

@@ -8,6 +8,8 @@ in requests and seconds, all on 127.0.0.1:
 
   uncached   cache on, but every request has its own scope (a unique alpha), so nothing can
              hit: query embedding + semantic-cache lookup + the SQL + the cache write
+             (--strategy auto: no strategy named, the router decides; a unique trigram
+             threshold makes the scope)
   no-cache   "cache": false: query embedding + the SQL only
   exact      the uncached requests again: exact-cache hits
   semantic   the same queries paraphrased (" please" appended; cosine >= 0.95 with the
@@ -231,9 +233,14 @@ async def drive(url: str, key: str, args) -> None:
     for agents in args.agents:
         uncached = []
         for i in range(args.requests):
-            # a unique alpha per request gives each its own cache scope: a guaranteed miss
-            alpha = round(0.7 - next(UNIQUE) * 1e-6, 6)
-            uncached.append({"query": queries[i % len(queries)], "k": 10, "alpha": alpha})
+            if args.strategy == "auto":
+                # the router decides ("auto", the default strategy): a unique trigram threshold
+                # (which only gates typo stand-ins) gives each request its own cache scope
+                unique = {"trigram_threshold": round(0.4 - next(UNIQUE) * 1e-9, 12)}
+            else:
+                # a unique alpha per request gives each its own cache scope: a guaranteed miss
+                unique = {"alpha": round(0.7 - next(UNIQUE) * 1e-6, 6)}
+            uncached.append({"query": queries[i % len(queries)], "k": 10, **unique})
         profiler = start_profile(args.profile, agents) if args.profile and agents == max(args.agents) else None
         result = await run_phase(url, key, uncached, agents, args.max_seconds)
         if profiler is not None:
@@ -278,6 +285,9 @@ def main() -> int:
     parser.add_argument("--wrk-seconds", type=float, default=10.0, help="length of the wrk run, if wrk is installed (0: no wrk run)")
     parser.add_argument("--processes", default="1", help="comma-separated numbers of search processes on the "
                                                           "one port, each measured in turn on the same stack and data")
+    parser.add_argument("--strategy", choices=("hybrid", "auto"), default="hybrid",
+                        help="hybrid: the uncached, exact and semantic phases ask a fixed blend (a unique alpha "
+                             "each); auto: they name no strategy, so the router decides per query")
     parser.add_argument("--profile", help="record the search processes with py-spy during the uncached phase "
                                           "at the highest concurrency, into PROFILE-<agents>agents-<pid>.raw")
     args = parser.parse_args()
@@ -334,6 +344,7 @@ def main() -> int:
                     asyncio.run(drive(url, key, args))
                     for line in SUMMARY[first:]:
                         line["processes"] = processes
+                        line["strategy"] = args.strategy
             finally:
                 stack.stop()
     for line in SUMMARY:

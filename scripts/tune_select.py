@@ -76,6 +76,8 @@ class FakeDB:
     async def fetch(self, sql: str, params: dict) -> list[dict]:
         if sql == tl.SQL["catalog_versions"]:
             return [{"entity_id": e, "version": 1} for e in params["entity_ids"]]
+        if sql == tl.SQL["catalog_versions_of"]:
+            return [{"entity_id": e, "kind": k, "version": 1} for e in params["entity_ids"] for k in params["kinds"]]
         return [dict(r) for r in self.answers.get(sql, [])]
 
 

@@ -36,6 +36,7 @@ class Health(_Body):
     worker: str
     status: Literal["ok"]
     uptime_seconds: float
+    gc_frozen_objects: int = Field(0, description="objects from start-up kept out of garbage collections")
     bindings: dict[str, Any]
     vars: list[str]
     consumers: list[dict[str, Any]]
@@ -263,7 +264,7 @@ class SearchResponse(_Body):
     count: int
     cache: Literal["exact", "semantic", "none"]
     took_ms: float
-    timings: dict[str, float] | None = Field(None, description="embed_ms, lexical_ms, route_ms, hybrid_ms, ... on a miss")
+    timings: dict[str, float] | None = Field(None, description="embed_ms, semantic_lookup_ms, search_ms (or lexical_ms, route_ms, hybrid_ms), ... on a miss")
     enhancement: dict[str, Any] | None = Field(
         None, description="query enhancement: `applied` (prf, synonyms, hyde), `skipped` with the gate's reason, "
                           "`terms` (PRF), `synonyms`, `llm` outcomes (llm, cache, timeout, error), `ms`")

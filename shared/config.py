@@ -190,6 +190,15 @@ class AIService(_Strict):
     base_url: str = ""
     api_key: str = ""
     dimension: int | None = Field(None, ge=1, le=16000)  # needed for remote models
+    # a remote embedding model's languages (ISO 639-1 codes it was trained on; ["*"] or empty: any).
+    # The local model's are its own (English). The router leans on full text outside them.
+    languages: list[str] = Field(default_factory=list, max_length=200)
+
+    @field_validator("languages", mode="before")
+    @classmethod
+    def _languages_list(cls, value: Any) -> Any:
+        # EDGEINDEX_AI_LANGUAGES="de,fr" (an environment variable is one string)
+        return [code.strip() for code in value.split(",") if code.strip()] if isinstance(value, str) else value
     llm_model: str = ""  # set to enable LLM summaries (OpenAI-compatible chat)
     batch_size: int = Field(64, ge=1, le=2048)
     timeout: float = Field(30.0, gt=0)
@@ -305,6 +314,7 @@ ENV_OVERRIDES: list[tuple[str, tuple[str, ...]]] = [
     ("EDGEINDEX_AI_BASE_URL", ("services", "ai", "base_url")),
     ("EDGEINDEX_AI_API_KEY", ("services", "ai", "api_key")),
     ("EDGEINDEX_AI_DIMENSION", ("services", "ai", "dimension")),
+    ("EDGEINDEX_AI_LANGUAGES", ("services", "ai", "languages")),
     ("EDGEINDEX_LLM_MODEL", ("services", "ai", "llm_model")),
 ]
 

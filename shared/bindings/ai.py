@@ -27,6 +27,10 @@ from .query_batch import QueryBatcher
 
 LOCAL_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 LOCAL_DIMENSION = 384
+# The languages the local model was trained on (its card: English sentence pairs). The router
+# leans on full text for queries and chunks in any other language (shared/routing/features.py).
+LOCAL_LANGUAGES = frozenset({"en"})
+ANY_LANGUAGE = "*"
 
 
 def model_identity(settings: AIService) -> tuple[str, int]:
@@ -36,10 +40,20 @@ def model_identity(settings: AIService) -> tuple[str, int]:
     return settings.model, int(settings.dimension or 0)
 
 
+def model_languages(settings: AIService) -> frozenset[str]:
+    """The ISO 639-1 codes the configured embedding model knows (``*``: any): the local model's
+    own; a remote provider's as declared (``[services.ai] languages``), any when it declares none
+    (an English-only remote model should say so)."""
+    if settings.provider == "local":
+        return LOCAL_LANGUAGES
+    return frozenset(code.strip().lower() for code in settings.languages) or frozenset({ANY_LANGUAGE})
+
+
 class Embedder(Protocol):
     model_id: str
     dimension: int
     max_tokens: int
+    languages: frozenset[str]    # ISO 639-1 codes the model was trained on; "*": any
 
     async def embed(self, texts: list[str]) -> np.ndarray: ...
     async def embed_query(self, text: str) -> np.ndarray: ...
@@ -73,6 +87,7 @@ class LocalEmbedder:
         self.model_dir = MODEL_DIR
         self._model = SentenceTransformer(str(MODEL_DIR), device="cpu")
         self.model_id = LOCAL_MODEL_ID
+        self.languages = LOCAL_LANGUAGES
         self.dimension = int(self._model.get_embedding_dimension())
         self.max_tokens = int(self._model.max_seq_length)
         self.batch_size = batch_size
@@ -177,6 +192,7 @@ class OpenAIEmbedder:
     def __init__(self, settings: AIService) -> None:
         self._http = _HTTP(settings)
         self.model_id = settings.model
+        self.languages = model_languages(settings)
         self.dimension = int(settings.dimension or 0)
         self.max_tokens = 512
         self.batch_size = settings.batch_size

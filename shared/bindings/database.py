@@ -101,18 +101,29 @@ class Database:
             async with conn.transaction():
                 yield conn
 
+    @asynccontextmanager
+    async def _statement(self) -> AsyncIterator[psycopg.AsyncConnection]:
+        """A connection for one statement, in autocommit: the statement is its own transaction, as
+        it would be between a BEGIN and a COMMIT, without their two round trips."""
+        async with self.pool.connection() as conn:
+            await conn.set_autocommit(True)
+            try:
+                yield conn
+            finally:
+                await conn.set_autocommit(False)
+
     async def fetch(self, sql: str, params: dict | tuple | None = None) -> list[dict]:
-        async with self.connection() as conn:
+        async with self._statement() as conn:
             cur = await conn.execute(sql, params)
             return await cur.fetchall()
 
     async def fetchone(self, sql: str, params: dict | tuple | None = None) -> dict | None:
-        async with self.connection() as conn:
+        async with self._statement() as conn:
             cur = await conn.execute(sql, params)
             return await cur.fetchone()
 
     async def execute(self, sql: str, params: dict | tuple | None = None) -> int:
-        async with self.connection() as conn:
+        async with self._statement() as conn:
             cur = await conn.execute(sql, params)
             return cur.rowcount
 

@@ -31,8 +31,15 @@ class DiskKV:
         self.path = Path(path)
         self.namespace = namespace
         self.default_ttl = default_ttl
-        # sqlite in WAL mode; a short timeout keeps concurrent writers from erroring
-        self._cache = diskcache.Cache(str(self.path), timeout=5, size_limit=2**32, eviction_policy="least-recently-used")
+        # sqlite in WAL mode; a short timeout keeps concurrent writers from erroring.
+        # Evict the least recently *stored*: with "least-recently-used" every get is a write
+        # transaction (it updates the access time under BEGIN IMMEDIATE), so each search's
+        # sequence and result reads queued behind every other process's writes. Stored order is
+        # also the safe order: an entity's sequence key is rewritten at each change, after every
+        # result computed at an older sequence, so eviction takes those stale results first and
+        # never a sequence that still makes them stale.
+        self._cache = diskcache.Cache(str(self.path), timeout=5, size_limit=2**32,
+                                      eviction_policy="least-recently-stored")
 
     def _k(self, key: str) -> str:
         return f"{self.namespace}:{key}"

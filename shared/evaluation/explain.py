@@ -43,6 +43,20 @@ async def explain(db: Database, request: SearchRequest, entity_ids: list[str], e
     return [_VECTOR_LITERAL.sub("'[...]'", line) for line in lines]
 
 
+async def explain_one(db: Database, request: SearchRequest, entity_ids: list[str], embedding: np.ndarray, *,
+                      analyze: bool = True) -> list[str]:
+    """Plan lines of the one-statement search (``engine.SEARCH``: both halves) for this request."""
+    tuned = engine.tuned_connections()
+    options = "ANALYZE, BUFFERS" if analyze else "COSTS"
+    statement = engine.Statement(f"EXPLAIN ({options}) {engine.SEARCH.text}", engine.SEARCH.names)
+    async with db.connection() as conn:
+        await engine.tune_connection(conn, tuned)
+        rows = await engine.execute(conn, statement, engine.build_params(request, entity_ids, embedding,
+                                                                          limit=request.k))
+        await conn.rollback()
+    return ["-- statement: search"] + [_VECTOR_LITERAL.sub("'[...]'", row["QUERY PLAN"]) for row in rows]
+
+
 async def index_kinds(db: Database) -> dict[str, str]:
     """Index name → ``hnsw`` / ``fts_gin`` / ``trigram_gin`` / ``btree`` / ``gin``, for the chunks,
     term statistics and documents tables."""

@@ -39,6 +39,8 @@ def register(subparsers) -> None:
     train.add_argument("--switch-cost", type=float,
                        help="prior toward the fixed blend: extra reward of its bin in the fit "
                             "(default: edgeindex.routing.train.SWITCH_COST)")
+    train.add_argument("--bins", help="comma-separated alphas the model chooses among, each collected "
+                       "(0 = text, 1 = vector; default: edgeindex.routing.model.DEFAULT_BINS)")
     train.add_argument("--features", help="comma-separated feature names to fit on (default: "
                                           "edgeindex.routing.train.FEATURES)")
     train.add_argument("--k", type=int, default=10)
@@ -134,6 +136,8 @@ def _fit_args(args) -> dict:
         out["l2"] = args.l2
     if args.switch_cost is not None:
         out["switch_cost"] = args.switch_cost
+    if args.bins:
+        out["bins"] = _bins(args.bins)
     if args.features:
         features = [f.strip() for f in args.features.split(",") if f.strip()]
         unknown = [f for f in features if f not in NAMES]
@@ -223,3 +227,15 @@ def cmd_report(args) -> int:
         for path in [args.out / "summary.json", *report.charts(data, args.out)]:
             print(f"wrote {path}")
     return 0
+
+
+def _bins(text: str) -> tuple[tuple[str, float], ...]:
+    from .model import bin_name
+
+    try:
+        alphas = sorted({float(a) for a in text.split(",") if a.strip()})
+    except ValueError:
+        raise ValidationError(f"bins are alphas between 0 and 1, got {text!r}", field="bins") from None
+    if len(alphas) < 2 or not all(0 <= a <= 1 for a in alphas):
+        raise ValidationError(f"give two or more alphas between 0 and 1, got {text!r}", field="bins")
+    return tuple((bin_name(a), a) for a in alphas)

@@ -7,7 +7,13 @@ Two kinds:
   not trained on: its vectors are noise there);
 - first-pass evidence from the lexical statement, which ran while the query was embedded: the
   entity's own term statistics (best IDF, rare-term share, how many query terms any chunk holds)
-  and the BM25 scores it found (best share of the ideal score, gap to the next).
+  and the BM25 scores it found (best share of the ideal score, gap to the next);
+- whether the embedding model can represent this query at all, in terms that carry over to
+  languages no training set had: the languages the model declares (``AIService.languages``:
+  all-MiniLM-L6-v2 knows English; a multilingual provider declares ``*``) against the query's
+  detected language and the stored language of the best BM25 chunks; and the query vector's
+  cosine to those same chunks (the lexical statement returns their vectors: the "probe"), which
+  is flat when the model cannot tell texts of that language apart.
 
 Every feature is in 0..1 (or a small bounded number), so weights compare across features.
 """
@@ -20,6 +26,10 @@ import unicodedata
 from collections.abc import Container
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
+
+from .. import language
 
 NAMES = (
     "length",          # log2(1 + words) / 5: 1 word 0.2, 31 words 1.0
@@ -37,7 +47,14 @@ NAMES = (
     "bm25_best",       # best chunk's BM25 as a share of what a chunk holding every term would score
     "bm25_gap",        # (best - second) / best
     "lexical_hits",    # log(1 + chunks BM25 found) / log(1 + candidates)
+    "query_language_unknown",  # the detector's confidence that the query is in a language the model does not know
+    "scope_language_unknown",  # share of the best BM25 chunks stored in a language the model does not know
+    "probe_cosine",    # the query vector's best cosine to the best BM25 chunks
+    "probe_spread",    # best - worst of those cosines: flat when the model cannot tell the texts apart
+    "unk_share",       # word pieces that are the tokenizer's unknown token
 )
+PROBE = 5               # best BM25 chunks the lexical statement returns with their language and vector
+UNKNOWN_TOKENS = frozenset({"[UNK]", "<unk>", "<UNK>"})
 
 _QUOTED = re.compile(r"\"[^\"]+\"|“[^”]+”")
 _WORD = re.compile(r"\w+(?:[-_./:#@+]\w+)*")
@@ -58,15 +75,18 @@ class Evidence:
     chunks: float = 0.0     # ... among this many chunks
     scores: tuple[float, ...] = ()  # the best chunks' BM25 shares, best first
     candidates: int = 1     # how many chunks the statement may return
+    languages: tuple[str | None, ...] = ()   # the probe: the best chunks' stored languages ...
+    vectors: tuple[bytes, ...] = ()          # ... and vectors (pgvector's binary form), best first
 
     @classmethod
     def from_lexical(cls, stats: dict[str, Any] | None, text: list[float], trigram: list[float],
-                     candidates: int) -> Evidence:
+                     candidates: int, languages=(), vectors=()) -> Evidence:
         stats = stats or {}
         scores = tuple(sorted((float(a) + float(b) for a, b in zip(text, trigram, strict=False)), reverse=True))
         return cls(terms=int(stats.get("terms") or 0), matched=int(stats.get("matched") or 0),
                    rare=int(stats.get("rare") or 0), best_idf=float(stats.get("best_idf") or 0.0),
-                   chunks=float(stats.get("chunks") or 0.0), scores=scores, candidates=max(candidates, 1))
+                   chunks=float(stats.get("chunks") or 0.0), scores=scores, candidates=max(candidates, 1),
+                   languages=tuple(languages), vectors=tuple(vectors))
 
 
 def query_features(query: str, tokenizer: Any | None, vocabulary: Container[str] | None) -> dict[str, float]:
@@ -76,14 +96,17 @@ def query_features(query: str, tokenizer: Any | None, vocabulary: Container[str]
     n = max(len(words), 1)
     letters = [ch for ch in query if ch.isalpha()]
     foreign = sum(1 for ch in letters if not _latin(ch)) / len(letters) if letters and tokenizer is not None else 0.0
-    oov = fragmentation = 0.0
+    oov = fragmentation = unk = 0.0
     if vocabulary is not None and words:
         alpha_words = [w for w in words if w.isalpha() and _latin(w[0])]
         if alpha_words:
             oov = sum(1 for w in alpha_words if w not in vocabulary) / len(alpha_words)
     if tokenizer is not None and words:
-        pieces = len(tokenizer.encode(query, add_special_tokens=False).tokens)
+        tokens = tokenizer.encode(query, add_special_tokens=False).tokens
+        pieces = len(tokens)
         fragmentation = max(0.0, 1.0 - len(words) / pieces) if pieces else 0.0
+        # a script the vocabulary lacks comes out as unknown tokens, whatever the language
+        unk = sum(1 for t in tokens if t in UNKNOWN_TOKENS) / pieces if pieces else 0.0
     return {
         "length": min(math.log2(1 + len(words)) / 5, 1.0),
         "short": 1.0 if len(words) <= 2 else 0.0,
@@ -94,6 +117,7 @@ def query_features(query: str, tokenizer: Any | None, vocabulary: Container[str]
         "oov_share": oov,
         "fragmentation": fragmentation,
         "foreign_script": foreign,
+        "unk_share": unk,
     }
 
 
@@ -111,9 +135,50 @@ def evidence_features(evidence: Evidence) -> dict[str, float]:
     }
 
 
+def model_features(query: str, tokenizer: Any | None, evidence: Evidence, embedding: Any | None,
+                   languages: Container[str] | None) -> dict[str, float]:
+    """How well the embedding model can represent this query and the chunks full text found for it.
+
+    ``languages``: the ISO 639-1 codes the model was trained on (``None`` or holding ``*``: any
+    language, so nothing is unknown). A chunk stored without a language was indexed as
+    ``language.DEFAULT_LANGUAGE``."""
+    multilingual = languages is None or "*" in languages
+    query_unknown = scope_unknown = 0.0
+    if not multilingual:
+        found = language.detect(query)
+        if found.language is not None and found.language not in languages:
+            query_unknown = found.confidence
+        if evidence.languages:
+            scope_unknown = sum(1 for code in evidence.languages
+                                if (code or language.DEFAULT_LANGUAGE) not in languages) / len(evidence.languages)
+    cosine = spread = 0.0
+    if embedding is not None and evidence.vectors:
+        cosines = probe_cosines(embedding, evidence.vectors)
+        if cosines.size:
+            cosine, spread = float(cosines.max()), float(cosines.max() - cosines.min())
+    return {"query_language_unknown": query_unknown, "scope_language_unknown": scope_unknown,
+            "probe_cosine": max(cosine, 0.0), "probe_spread": spread}
+
+
+def probe_cosines(embedding: Any, vectors: tuple[bytes, ...]) -> np.ndarray:
+    """Cosines of the query vector to the probe's vectors (pgvector's binary form: int16 dimension,
+    int16 unused, then big-endian float4s); a vector of another dimension is left out."""
+    query = np.asarray(embedding, dtype=np.float32)
+    width = 4 + 4 * query.shape[0]
+    rows = [v for v in vectors if len(v) == width]
+    if not rows:
+        return np.zeros(0, dtype=np.float32)
+    # one decode for all: each row's 4-byte header takes exactly one float4 column, dropped
+    matrix = np.frombuffer(b"".join(rows), dtype=">f4").reshape(len(rows), -1)[:, 1:].astype(np.float32)
+    norms = np.linalg.norm(matrix, axis=1) * (float(np.linalg.norm(query)) or 1.0)
+    return (matrix @ query) / np.where(norms > 0, norms, 1.0)
+
+
 def features(query: str, tokenizer: Any | None, vocabulary: Container[str] | None,
-             evidence: Evidence) -> dict[str, float]:
-    values = {**query_features(query, tokenizer, vocabulary), **evidence_features(evidence)}
+             evidence: Evidence, *, embedding: Any | None = None,
+             languages: Container[str] | None = None) -> dict[str, float]:
+    values = {**query_features(query, tokenizer, vocabulary), **evidence_features(evidence),
+              **model_features(query, tokenizer, evidence, embedding, languages)}
     return {name: round(float(values[name]), 4) for name in NAMES}
 
 

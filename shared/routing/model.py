@@ -1,7 +1,7 @@
 """The router's model: a softmax over strategy bins, linear in the features.
 
 Small and inspectable on purpose: one row of weights per bin (``text`` is alpha 0, ``vector``
-alpha 1, ``hybrid-0.5`` a blend), one column per feature plus a bias; the chosen bin is the
+alpha 1, ``hybrid-0.2`` a blend), one column per feature plus a bias; the chosen bin is the
 row with the highest score. ``edgeindex router show`` prints the table.
 
 Fitting maximises the expected NDCG@10 of the choice, sum over queries of
@@ -26,7 +26,10 @@ import numpy as np
 
 from .features import NAMES
 
-DEFAULT_BINS = (("text", 0.0), ("hybrid-0.3", 0.3), ("hybrid-0.5", 0.5), ("hybrid-0.8", 0.8), ("vector", 1.0))
+# The bins a model chooses among: text, a text-leaning blend (what a query in a language the
+# embedding model does not know wants), the fixed blend, vector. Chosen by leave-one-dataset-out
+# from seven measured alphas (scripts/router_select2.py, results/router/README.md).
+DEFAULT_BINS = (("text", 0.0), ("hybrid-0.2", 0.2), ("hybrid-0.8", 0.8), ("vector", 1.0))
 BUILTIN_PATH = Path(__file__).with_name("default_model.json")
 DEFAULT_ALPHA = 0.8  # the fixed blend (search/defaults.py ALPHA)
 
@@ -45,6 +48,10 @@ class Bounds:
 
 def strategy_of(alpha: float) -> str:
     return "text" if alpha <= 0 else "vector" if alpha >= 1 else "hybrid"
+
+
+def bin_name(alpha: float) -> str:
+    return strategy_of(alpha) if alpha <= 0 or alpha >= 1 else f"hybrid-{alpha:g}"
 
 
 @dataclass

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import itertools
 import time
@@ -22,7 +23,7 @@ from typing import Any
 import numpy as np
 from psycopg.types.json import Jsonb
 
-from .. import sqlfiles
+from .. import language, sqlfiles
 from ..bindings.database import Database
 from ..errors import NotFound, ValidationError
 from ..tenancy import Principal
@@ -30,6 +31,7 @@ from ..validation import parse
 from . import store
 from .features import Evidence, features
 from .model import Bounds, RouterModel, ranking_reward, strategy_of
+from .telemetry_writer import TelemetryWriter, dumps
 
 SQL = sqlfiles.load("routing.sql")
 PRUNE_EVERY = 500        # telemetry rows between two prunes of expired ones
@@ -73,16 +75,21 @@ class Decision:
 
 class Router:
     def __init__(self, db: Database, settings: RouterSettings, *, tokenizer: Any | None = None,
-                 vocabulary: frozenset[str] | None = None) -> None:
+                 vocabulary: frozenset[str] | None = None, languages: frozenset[str] | None = None) -> None:
         self.db = db
         self.settings = settings
         self.tokenizer = tokenizer
         self.vocabulary = vocabulary
+        self.languages = languages   # the embedding model's (bindings/ai.py model_languages); None: any
         self.models = store.ModelCache(db, settings.refresh_seconds)
+        self.telemetry_rows = TelemetryWriter(db, SQL["insert_telemetry"])
         self._rows = itertools.count(1)
 
     async def start(self) -> None:
         await store.ensure_builtin(self.db)
+        if self.languages is not None and "*" not in self.languages:
+            # the language detector loads its model on first use (seconds): not on a search
+            await asyncio.to_thread(language.detect, "warm up the language detector")
 
     # --- before the cache keys ------------------------------------------------------------------
 
@@ -110,11 +117,14 @@ class Router:
     # --- after lexical + embedding ---------------------------------------------------------------
 
     def decide(self, decision: Decision, query: str, lexical, candidates: int,
-               version: store.Version | None) -> None:
+               version: store.Version | None, embedding: Any | None = None) -> None:
         """Fill in ``decision`` (the served choice when routing, the shadow choice in shadow mode)."""
         evidence = Evidence.from_lexical(lexical.evidence if lexical else None, lexical.text if lexical else [],
-                                         lexical.trigram if lexical else [], candidates)
-        values = features(query, self.tokenizer, self.vocabulary, evidence)
+                                         lexical.trigram if lexical else [], candidates,
+                                         languages=lexical.probe_languages if lexical else (),
+                                         vectors=lexical.probe_vectors if lexical else ())
+        values = features(query, self.tokenizer, self.vocabulary, evidence, embedding=embedding,
+                          languages=self.languages)
         model = version.model if version is not None else RouterModel.blank()
         chosen = model.decide(values)
         name, alpha = model.bins[chosen]
@@ -132,20 +142,30 @@ class Router:
         if not self.settings.telemetry:
             return
         d = decision or Decision("", "hybrid", 0.0)
-        await self.db.execute(SQL["insert_telemetry"], {
+        await self.telemetry_rows.add({
             "search_id": search_id, "scope_hash": scope_hash, "entity_ids": entity_ids, "query": query,
-            "features": Jsonb(d.features) if d.features is not None else None,
+            "features": Jsonb(d.features, dumps) if d.features is not None else None,
             "requested": d.requested, "strategy": d.strategy, "alpha": d.alpha,
             "shadow_strategy": d.shadow[0] if d.shadow else None, "shadow_alpha": d.shadow[1] if d.shadow else None,
             "model_version": d.model_version,
             "results": Jsonb([{"chunk_id": r["chunk_id"], "document_id": r["document_id"],
                                "entity_id": r["entity_id"], "score": r["score"], "scores": r["scores"]}
-                              for r in results]),
-            "cache": cache, "timings": Jsonb(timings)})
+                              for r in results], dumps),
+            "cache": cache, "timings": Jsonb(timings, dumps)})
         if next(self._rows) % PRUNE_EVERY == 0:
             await self.db.execute(SQL["prune_telemetry"], {"days": self.settings.telemetry_days})
 
     # --- feedback --------------------------------------------------------------------------------
+
+    async def _telemetry_row(self, search_id: str) -> dict | None:
+        """The search's row. Rows are written in groups a few tens of milliseconds after the answer:
+        an agent that reports at once may be ahead of them, in this process or another one."""
+        await self.telemetry_rows.flush()
+        row = await self.db.fetchone(SQL["telemetry"], {"search_id": search_id})
+        if row is None:  # another process's group may still be in its window
+            await asyncio.sleep(2 * self.telemetry_rows.window)
+            row = await self.db.fetchone(SQL["telemetry"], {"search_id": search_id})
+        return row
 
     async def feedback(self, principal: Principal, body: dict) -> dict:
         """Rewards of every bin for this search's results; a bounded update once enough evidence is in."""
@@ -155,7 +175,7 @@ class Router:
         if not self.settings.telemetry:
             raise ValidationError("feedback needs search telemetry, which this deployment turned off "
                                   "(ROUTER_TELEMETRY)", field="search_id")
-        row = await self.db.fetchone(SQL["telemetry"], {"search_id": request.search_id})
+        row = await self._telemetry_row(request.search_id)
         if row is None:
             raise NotFound("no search with this search_id (unknown, or past the telemetry retention)")
         # only the key's own entities: a key that could not have run this search cannot judge it

@@ -17,19 +17,27 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import ValidationError
 from ..evaluation import metrics
 from ..evaluation.beir import Dataset
 from ..evaluation.edgeindex_client import EdgeIndexClient
 from ..evaluation.runner import entity_name, search_body
 from ..evaluation.stack import Endpoints
 from .features import NAMES
-from .model import DEFAULT_BINS, RouterModel
+from .model import DEFAULT_BINS, RouterModel, bin_name
 
 RECALL_WEIGHT = 0.5  # the reward is NDCG@10 + this * Recall@10: the goals name both
-# the fit's defaults (results/router/README.md: chosen by leave-one-dataset-out)
+# the fit's defaults (results/router/README.md: chosen by leave-one-dataset-out with a nested
+# check, scripts/router_select2.py): the two features that say whether the embedding model knows
+# the query's language and the language of the chunks full text found for it. The other features
+# are still computed and logged (telemetry, feedback, `--features`), but across four sets they
+# did not carry from one language to another.
 L2 = 1e-3
 SWITCH_COST = 0.1   # reward units (NDCG@10 + ½ Recall@10); see results/router/README.md
-FEATURES = NAMES
+FEATURES = ("query_language_unknown", "scope_language_unknown")
+# every bin a model might choose among is measured once per query, so that the bins themselves
+# can be chosen from the saved rows (scripts/router_select2.py) without a second pass
+COLLECT_BINS = tuple((bin_name(a), a) for a in (0.0, 0.1, 0.2, 0.3, 0.5, 0.8, 1.0))
 
 
 def bin_params(alpha: float) -> dict:
@@ -41,7 +49,7 @@ def bin_params(alpha: float) -> dict:
 
 
 async def collect(dataset: Dataset, endpoints: Endpoints, *, k: int = 10, entity: str | None = None,
-                  bins=DEFAULT_BINS, progress: Callable[[str], None] = print) -> dict:
+                  bins=COLLECT_BINS, progress: Callable[[str], None] = print) -> dict:
     """Rows of one dataset: {qid: {"features", "ndcg": {bin: v}, "recall": {bin: v}}}, and the entity."""
     queries = dataset.judged_queries
     if entity:
@@ -79,13 +87,18 @@ async def _search(client: EdgeIndexClient, body: dict) -> dict:
     return await client.search_answer(body)
 
 
-def matrices(collected: list[dict], features=NAMES) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+def matrices(collected: list[dict], features=NAMES, bins=DEFAULT_BINS) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
     """Features, rewards (queries x bins) and sample weights (each dataset counts the same)."""
-    model = RouterModel.blank(features=features)
+    model = RouterModel.blank(bins=bins, features=features)
     names = [n for n, _ in model.bins]
     x, r, w, sets = [], [], [], []
     for data in collected:
         rows = data["rows"]
+        measured = {b["name"] for b in data.get("bins") or []}
+        if measured and (missing := [n for n in names if n not in measured]):
+            raise ValidationError(f"{data['dataset']}: the saved rows hold no {', '.join(missing)} "
+                                  f"(measured: {', '.join(sorted(measured))}); collect again or pass --bins",
+                                  field="bins")
         for row in rows.values():
             x.append([float(row["features"].get(f, 0.0)) for f in model.features])
             r.append([row["ndcg"][n] + RECALL_WEIGHT * row["recall"][n] for n in names])
@@ -94,13 +107,14 @@ def matrices(collected: list[dict], features=NAMES) -> tuple[np.ndarray, np.ndar
     return np.array(x), np.array(r), np.array(w), sets
 
 
-def fit(collected: list[dict], *, l2: float = L2, features=FEATURES, switch_cost: float = SWITCH_COST) -> RouterModel:
+def fit(collected: list[dict], *, l2: float = L2, features=FEATURES, switch_cost: float = SWITCH_COST,
+        bins=DEFAULT_BINS) -> RouterModel:
     """The router fitted on these datasets. ``switch_cost`` is a prior toward the fixed blend: the
     blend's bin gets that much extra reward in the fit, so another bin is chosen only where the
     training data show it ahead by more than that (a few datasets cannot show where an unseen
     domain will sit, and the blend is the safe choice there)."""
-    x, r, w, _ = matrices(collected, features)
-    model = RouterModel.blank(features=features)
+    x, r, w, _ = matrices(collected, features, bins)
+    model = RouterModel.blank(bins=bins, features=features)
     r = r.copy()
     r[:, model.default_bin] += switch_cost
     model.fit(x, r, w, l2=l2)
@@ -122,7 +136,8 @@ def score(model: RouterModel, data: dict) -> dict:
     for n in names:
         out[n] = {"ndcg@10": float(np.mean([row["ndcg"][n] for row in rows])),
                   "recall@10": float(np.mean([row["recall"][n] for row in rows]))}
-    out["oracle"] = {"ndcg@10": float(np.mean([max(row["ndcg"].values()) for row in rows]))}
+    # the best of the model's own bins per query (the rows may hold more bins than the model uses)
+    out["oracle"] = {"ndcg@10": float(np.mean([max(row["ndcg"][n] for n in names) for row in rows]))}
     out["mix"] = {n: chosen.count(n) for n in names if chosen.count(n)}
     out["regret"] = round(1 - out["auto"]["ndcg@10"] / out["oracle"]["ndcg@10"], 4) if out["oracle"]["ndcg@10"] else 0
     return {k: ({m: round(v, 4) for m, v in v.items()} if isinstance(v, dict) and k != "mix" else v)

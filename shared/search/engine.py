@@ -1,11 +1,13 @@
-"""Filtered hybrid retrieval in Postgres: two SQL statements per search.
+"""Filtered hybrid retrieval in Postgres: one statement per search, or its two halves.
 
-``lexical`` needs only the query text, so the search worker runs it while the
-query is being embedded (the model in the worker, BM25 in Postgres: two cores);
-``hybrid`` then takes the embedding and the lexical matches and returns the
-fused, ranked rows. Both are assembled once from the named fragments of
-``shared/sql/search.sql``; this module only turns a validated request into
-their parameters and the rows into result dicts.
+``search`` runs both halves in one statement (one round trip, one plan) once the query is
+embedded and the blend is known. Apart, ``lexical`` needs only the query text, so it can run
+while the query is being embedded (the model in the worker, BM25 in Postgres: two cores), and
+its evidence can decide the blend (the router) or a second pass (query enhancement);
+``hybrid`` then takes the embedding and the lexical matches and returns the fused, ranked rows.
+All three are assembled once from the named fragments of ``shared/sql/search.sql`` and
+converted to raw statements (``statements.py``); this module only turns a validated request
+into their parameters and the rows into result dicts.
 """
 
 from __future__ import annotations
@@ -25,19 +27,28 @@ from ..bindings.database import Database
 from ..errors import BindingError
 from . import defaults
 from .request import SearchRequest
+from .statements import Statement, execute
 
 _SQL = sqlfiles.load("search.sql")
 
 
+_FRAGMENT = re.compile(r"/\*(\w+)\*/")
+
+
 def _assemble(name: str) -> str:
-    return (_SQL[name]
-            .replace("/*documents_in_scope*/", _SQL["documents_in_scope"])
-            .replace("/*candidate_filter*/", _SQL["candidate_filter"])
-            .replace("/*text_query_all*/", _SQL["text_query_all"]))
+    """The statement with every ``/*fragment*/`` marker replaced by that named fragment."""
+    sql = _SQL[name]
+    while (marker := _FRAGMENT.search(sql)) is not None:
+        sql = sql[:marker.start()] + _SQL[marker.group(1)] + sql[marker.end():]
+    return sql
 
 
 LEXICAL_SQL = _assemble("lexical")
 HYBRID_SQL = _assemble("hybrid")
+# In one statement the scope's verdict comes from its own CTE, not back from the worker.
+SEARCH_SQL = (_assemble("search").replace("%(nonempty)s", "(SELECT nonempty FROM scope)")
+              .replace("%(exact)s", "(SELECT exact FROM scope)"))
+LEXICAL, HYBRID, SEARCH = (Statement.convert(sql) for sql in (LEXICAL_SQL, HYBRID_SQL, SEARCH_SQL))
 _WORD = re.compile(r"\w")
 # Query enhancement (shared/enhance/) adds terms to the lexical statement; none by default.
 NO_EXPANSION = {"expansion_configs": [], "expansion_terms": [], "expansion_weights": [],
@@ -70,6 +81,9 @@ class LexicalResult:
     trigram: list[float] = field(default_factory=list)
     corrections: dict[str, list[str]] = field(default_factory=dict)
     evidence: dict[str, Any] | None = None  # term statistics of the query, for the router
+    # the router's probe: the best BM25 chunks' stored language and vector (pgvector's binary form)
+    probe_languages: list[str | None] = field(default_factory=list)
+    probe_vectors: list[bytes] = field(default_factory=list)
 
     def params(self) -> dict[str, Any]:
         return {"nonempty": self.nonempty, "exact": self.exact,
@@ -125,6 +139,7 @@ def build_params(request: SearchRequest, entity_ids: list[str], embedding: np.nd
         "neighbours": request.include.neighbours,
         **(lexical.params() if lexical is not None else {}),
         **NO_EXPANSION,
+        "probe": 0,
     }
 
 
@@ -189,15 +204,20 @@ async def _connection(db: Database, tuned: weakref.WeakSet) -> AsyncIterator[psy
 
 
 async def lexical(db: Database, request: SearchRequest, entity_ids: list[str], *, tuned: weakref.WeakSet,
-                  limit: int | None = None, expansion: dict[str, Any] | None = None) -> LexicalResult:
+                  limit: int | None = None, expansion: dict[str, Any] | None = None,
+                  probe: int = 0) -> LexicalResult:
     """The half that needs no embedding: the scope's size, and BM25 (with typo stand-ins) over it.
-    ``expansion`` (keys of NO_EXPANSION) adds weighted terms: see shared/enhance/."""
-    params = {**build_params(request, entity_ids, None, limit=limit or request.k), **(expansion or {})}
+    ``expansion`` (keys of NO_EXPANSION) adds weighted terms: see shared/enhance/. ``probe``: how
+    many of the best BM25 chunks come back with their language and vector (the router's)."""
+    params = {**build_params(request, entity_ids, None, limit=limit or request.k), **(expansion or {}),
+              "probe": probe}
     async with _connection(db, tuned) as conn:
-        row = await (await conn.execute(LEXICAL_SQL, params)).fetchone()
+        row = (await execute(conn, LEXICAL, params))[0]
     return LexicalResult(nonempty=row["nonempty"], exact=row["exact"], entity_ids=row["entity_ids"],
                          ids=row["ids"], text=row["text"], trigram=row["trigram"],
-                         corrections=row["corrections"] or {}, evidence=row.get("evidence"))
+                         corrections=row["corrections"] or {}, evidence=row.get("evidence"),
+                         probe_languages=row.get("probe_languages") or [],
+                         probe_vectors=[bytes(v) for v in row.get("probe_vectors") or []])
 
 
 async def retrieve(db: Database, request: SearchRequest, entity_ids: list[str], embedding: np.ndarray, *,
@@ -211,4 +231,29 @@ async def retrieve(db: Database, request: SearchRequest, entity_ids: list[str], 
     params = build_params(request, entity_ids, embedding, limit=limit, include_text=include_text,
                           lexical=lexical_result)
     async with _connection(db, tuned) as conn:
-        return await (await conn.execute(HYBRID_SQL, params)).fetchall()
+        return await execute(conn, HYBRID, params)
+
+
+async def search(db: Database, request: SearchRequest, entity_ids: list[str], embedding: np.ndarray, *,
+                 tuned: weakref.WeakSet, limit: int | None = None,
+                 include_text: bool | None = None) -> tuple[LexicalResult, list[dict]]:
+    """Both halves in one statement: the rows :func:`retrieve` returns for this request, and what
+    the lexical half found about the scope (its corrections and evidence; no chunk arrays)."""
+    limit = limit or request.k
+    params = build_params(request, entity_ids, embedding, limit=limit, include_text=include_text)
+    async with _connection(db, tuned) as conn:
+        rows = await execute(conn, SEARCH, params)
+    # one row at least: the summary, joined to no chunk when nothing matched
+    first = rows[0]
+    summary = LexicalResult(nonempty=first["nonempty"], exact=first["exact"], corrections=first["corrections"] or {},
+                            evidence=first["evidence"])
+    results = []
+    for row in rows:
+        if row["chunk_id"] is not None:
+            for name in _SUMMARY_COLUMNS:
+                del row[name]
+            results.append(row)
+    return summary, results
+
+
+_SUMMARY_COLUMNS = ("nonempty", "exact", "corrections", "evidence")

@@ -40,6 +40,7 @@ from .cache_keys import CacheKeys, _digest, cache_keys
 from .request import SearchRequest, parse_request
 from ..bindings.rerank import Reranker
 from ..routing.service import Decision, Router, new_search_id, scope_hash
+from ..routing.features import PROBE
 from ..enhance import QueryEnhancer
 from .semantic_guard import model_vocabulary, signature
 
@@ -115,6 +116,7 @@ class SearchService:
                 self.router.tokenizer = self.embedder.tokenizer()
             except Exception:  # a remote model: no tokenizer, so no fragmentation to measure
                 self.router.tokenizer = None
+            self.router.languages = getattr(self.embedder, "languages", None)
 
     async def search(self, principal: Principal, body: dict, *, background: Any) -> dict:
         """``background.wait_until(coro)`` keeps work alive after the answer (the worker's ``ctx``)."""
@@ -126,33 +128,32 @@ class SearchService:
             return self.telemetry(ctx, ctx.response(hit), background)
         await self.choose_collections(ctx)
         self.plan(ctx)
-        if ctx.request.cache and not ctx.decision.routes:
+        if ctx.request.cache:
             # A semantic hit answers before any search statement starts (a hit then costs the
-            # embedding and one index lookup); on a miss the lexical half follows.
+            # embedding and one index lookup), "auto" included: see routed_keys.
             await self.embed(ctx)
             if (hit := await self.cache_semantic(ctx, background)) is not None:
                 return self.telemetry(ctx, {**ctx.response(hit), "timings": ctx.timings}, background)
+            if self.in_one_statement(ctx):
+                await self.retrieve_once(ctx)
+                return await self.finish(ctx, background)
             ctx.lexical = await _timed(self._lexical(ctx), ctx.timings, "lexical_ms")
             self.route(ctx)
         else:
+            # Without the cache nothing waits for the embedding: the lexical half runs meanwhile.
             lexical = asyncio.ensure_future(_timed(self._lexical(ctx), ctx.timings, "lexical_ms"))
             try:
                 await self.embed(ctx)
-                if ctx.decision.routes:
-                    # the decision needs the lexical evidence, and a semantic hit must share the decision
-                    ctx.lexical = await lexical
-                    self.route(ctx)
-                if (hit := await self.cache_semantic(ctx, background)) is not None:
-                    background.wait_until(lexical)  # its answer is not needed; let it finish off the request path
-                    return self.telemetry(ctx, {**ctx.response(hit), "timings": ctx.timings}, background)
-                if ctx.lexical is None:
-                    ctx.lexical = await lexical
-                    self.route(ctx)
+                ctx.lexical = await lexical
             except BaseException:
                 _abandon(background, lexical)
                 raise
+            self.route(ctx)
         await self.enhance(ctx)
         await self.retrieve(ctx)
+        return await self.finish(ctx, background)
+
+    async def finish(self, ctx: SearchContext, background: Any) -> dict:
         await self.rerank(ctx)
         payload = self.shape(ctx)
         await self.store(ctx, payload, background)
@@ -186,13 +187,15 @@ class SearchService:
             if ctx.decision.routes:
                 # "auto" answers depend on the model that decides: its version is part of the key
                 ctx.keys = routed_keys(ctx.keys, ctx.version)
-        # Before any lookup or database read: see the module docstring.
-        ctx.sequences = await asyncio.to_thread(cache.read_sequences, self.kv, ctx.entity_ids)
+        # Before any lookup or database read: see the module docstring. Reads of the KV are plain
+        # SQLite selects that never wait for a writer (bindings/kv.py), cheaper on the loop than
+        # the hand-off to a thread.
+        ctx.sequences = cache.read_sequences(self.kv, ctx.entity_ids)
 
     async def cache_exact(self, ctx: SearchContext) -> dict | None:
         if not ctx.request.cache:
             return None
-        hit = await asyncio.to_thread(cache.load, self.kv, ctx.keys.exact, ctx.sequences)
+        hit = cache.load(self.kv, ctx.keys.exact, ctx.sequences)  # a read: see scope()
         if hit is not None:
             ctx.cache_outcome = "exact"
         return hit
@@ -219,7 +222,10 @@ class SearchService:
         ctx.limit = max(ctx.request.k, defaults.RERANK_CANDIDATES) if ctx.request.rerank else ctx.request.k
 
     def _lexical(self, ctx: SearchContext) -> Awaitable[engine.LexicalResult]:
-        return engine.lexical(self.db, ctx.request, ctx.entity_ids, tuned=self._tuned, limit=ctx.limit)
+        # the router's probe (its best chunks' language and vector) only when the router decides
+        deciding = self.router is not None and (ctx.decision.routes or self.router.shadows(ctx.decision))
+        return engine.lexical(self.db, ctx.request, ctx.entity_ids, tuned=self._tuned, limit=ctx.limit,
+                              probe=PROBE if deciding else 0)
 
     async def embed(self, ctx: SearchContext) -> None:
         # Without the cache, the query is embedded (model, in this process) while Postgres runs
@@ -244,7 +250,7 @@ class SearchService:
                 # and rare words must match exactly ("invoice 4711" is not "invoice 4712").
                 if match.metadata.get("signature") != wanted:
                     continue
-                hit = await asyncio.to_thread(cache.load, self.kv, match.id, ctx.sequences)
+                hit = cache.load(self.kv, match.id, ctx.sequences)
                 if hit is None:
                     # Invalidated, expired or computed before a change: forget the pointer.
                     background.wait_until(self.semantic_cache.delete(match.id))
@@ -257,17 +263,17 @@ class SearchService:
 
     def route(self, ctx: SearchContext) -> None:
         """The router's choice from the query and the lexical evidence: served ("auto"), or logged
-        beside the fixed blend (shadow mode). The semantic namespace follows the served choice."""
+        beside the fixed blend (shadow mode)."""
         if self.router is None or not (ctx.decision.routes or self.router.shadows(ctx.decision)):
             return
         mark = time.perf_counter()
         routed = ctx.decision.routes
         self.router.decide(ctx.decision, ctx.request.query, ctx.lexical,
-                           engine.candidate_count(ctx.limit, dedupe=ctx.request.dedupe), ctx.version)
+                           engine.candidate_count(ctx.limit, dedupe=ctx.request.dedupe), ctx.version,
+                           embedding=ctx.embedding)
         if routed:
+            # the keys stay those of "auto" at this model version (routed_keys): not the decision's
             ctx.request = ctx.request.model_copy(update={"alpha": ctx.decision.alpha})
-            decided = cache_keys(ctx.request.model_copy(update={"strategy": ctx.decision.strategy}), ctx.entity_ids)
-            ctx.keys = CacheKeys(exact=ctx.keys.exact, namespace=decided.namespace)
         ctx.timings["route_ms"] = _since(mark, 3)
 
     async def enhance(self, ctx: SearchContext) -> None:
@@ -280,6 +286,21 @@ class SearchService:
             ctx.vector = outcome.embedding
             ctx.enhancement = outcome.report
             ctx.timings["enhance_ms"] = outcome.report["ms"]
+
+    def in_one_statement(self, ctx: SearchContext) -> bool:
+        """Both halves in one statement (engine.search) when nothing has to look at the lexical
+        half first: the blend is fixed (no router decision, no shadow decision to log) and no
+        query enhancement wants a first pass."""
+        if ctx.decision.routes or (self.router is not None and self.router.shadows(ctx.decision)):
+            return False
+        return not self.enhancer.wanted(ctx.request)
+
+    async def retrieve_once(self, ctx: SearchContext) -> None:
+        mark = time.perf_counter()
+        ctx.lexical, ctx.rows = await engine.search(self.db, ctx.request, ctx.entity_ids, ctx.embedding,
+                                                    tuned=self._tuned, limit=ctx.limit,
+                                                    include_text=True if ctx.request.rerank else None)
+        ctx.timings["search_ms"] = _since(mark)
 
     async def retrieve(self, ctx: SearchContext) -> None:
         mark = time.perf_counter()
@@ -395,8 +416,19 @@ def _abandon(background: Any, task: asyncio.Future) -> None:
 
 
 def routed_keys(keys: CacheKeys, version: Any) -> CacheKeys:
+    """The keys of an "auto" search: its scope says "auto" (not the strategy the router will pick)
+    plus the version of the model that picks, in both the exact key and the semantic namespace.
+
+    So the semantic lookup can run before the lexical statement whose evidence the decision needs.
+    This never breaks a cache guarantee: a hit still needs the same entities, filters and
+    parameters (the scope), current entity sequences and the same signature (semantic_guard), and
+    an answer made by another model version is never served. The decision is a function of the
+    query (its features and its lexical evidence), like the scores are: a semantic hit serves the
+    answer "auto" gave a near-identical question, with the decision that answer was made with
+    (its `routing`, which telemetry records), just as it serves that question's ranking."""
     number = version.version if version is not None else None
-    return CacheKeys(exact=_digest({"exact": keys.exact, "router_version": number}), namespace=keys.namespace)
+    return CacheKeys(exact=_digest({"exact": keys.exact, "router_version": number}),
+                     namespace=_digest({"namespace": keys.namespace, "router_version": number}))
 
 
 def _since(mark: float, digits: int = 2) -> float:

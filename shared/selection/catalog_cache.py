@@ -51,6 +51,37 @@ class CatalogCache:
                 self._entries.popitem(last=False)
             return value
 
+    async def get_layered(self, db, entity_ids: Sequence[str], build: Callable[[Any, list[str]], Awaitable[Any]],
+                          refresh: Callable[[Any, Any], Awaitable[Any]], layer_kind: str) -> tuple[Any, str]:
+        """A catalogue whose learned layer (``layer_kind``, bumped by feedback) moves apart from its structure.
+
+        Both versions are read in one statement. A moved structure builds the catalogue again; a moved
+        layer alone calls ``refresh(db, previous)``, which must read the layer's current state (not a
+        delta), so a layer version read before a concurrent feedback is only ever refreshed again.
+        Returns the catalogue and ``"cached"``, ``"built"`` or ``"refreshed"``.
+        """
+        rows = await db.fetch(SQL["catalog_versions_of"], {"entity_ids": list(entity_ids),
+                                                             "kinds": [self.kind, layer_kind]})
+        found = {(r["entity_id"], r["kind"]): int(r["version"]) for r in rows}
+        ordered = sorted(entity_ids)
+        key = tuple((e, found.get((e, self.kind), 0)) for e in ordered)
+        layer = tuple(found.get((e, layer_kind), 0) for e in ordered)
+        if (hit := self._entries.get(key)) is not None and hit[0] == layer:
+            self._entries.move_to_end(key)
+            return hit[1], "cached"
+        async with self._lock:
+            if (hit := self._entries.get(key)) is not None and hit[0] == layer:
+                return hit[1], "cached"
+            if hit is None:
+                value, how = await build(db, ordered), "built"
+            else:
+                value, how = await refresh(db, hit[1]), "refreshed"
+            self._entries[key] = (layer, value)
+            self._entries.move_to_end(key)
+            while len(self._entries) > MAX_ENTRIES:
+                self._entries.popitem(last=False)
+            return value, how
+
     def clear(self) -> None:
         self._entries.clear()
 

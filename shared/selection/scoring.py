@@ -11,6 +11,7 @@ out equally (a fixed cosine cut taken from another model does not transfer).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -58,11 +59,36 @@ def feedback_prior(used: np.ndarray, shown: np.ndarray) -> np.ndarray:
     return (PRIOR_MAX * used / (shown + PRIOR_STRENGTH)).astype(np.float32)
 
 
+class ExampleSet:
+    """Extra vectors of some entries (example requests, a description alone): an entry is as close as its
+    closest one. Held sorted by owner, so one ``reduceat`` takes each owner's best (ufunc.at is slow)."""
+
+    def __init__(self, vectors: np.ndarray, owner: np.ndarray) -> None:
+        order = np.argsort(owner, kind="stable")
+        self.vectors = np.ascontiguousarray(vectors[order], dtype=np.float32)
+        owners = np.asarray(owner)[order]
+        self.starts = np.flatnonzero(np.r_[True, owners[1:] != owners[:-1]])
+        self.owners = owners[self.starts]
+
+    @classmethod
+    def of(cls, vectors: np.ndarray | None, owner: np.ndarray | None) -> ExampleSet | None:
+        return cls(vectors, owner) if vectors is not None and len(vectors) else None
+
+    def raise_to_best(self, vector: np.ndarray, query_vector: np.ndarray) -> None:
+        best = np.maximum.reduceat(self.vectors @ query_vector, self.starts)
+        vector[self.owners] = np.maximum(vector[self.owners], best)
+
+
 class Catalogue:
-    """One scoring structure over the entries of one or more entities."""
+    """One scoring structure over the entries of one or more entities.
+
+    ``example_vectors`` come with the definitions; ``learned_vectors`` (and ``prior``) come from
+    feedback and are replaced alone by ``with_learned``: a feedback never rebuilds the rest.
+    """
 
     def __init__(self, keys: Sequence[tuple[str, str]], vectors: np.ndarray, fields: Sequence[Sequence[Field]],
                  *, example_vectors: np.ndarray | None = None, example_owner: np.ndarray | None = None,
+                 learned_vectors: np.ndarray | None = None, learned_owner: np.ndarray | None = None,
                  prior: np.ndarray | None = None) -> None:
         self.keys = list(keys)
         self.index = {key: i for i, key in enumerate(self.keys)}
@@ -71,23 +97,24 @@ class Catalogue:
         # (an empty catalogue keeps its (0, d) shape: reshape(0, -1) cannot infer d)
         self.vectors = vectors.reshape(self.size, -1) if self.size else vectors.reshape(0, vectors.shape[-1])
         self.bm25 = BM25Index(fields)
-        self.example_vectors = None
-        if example_vectors is not None and len(example_vectors):
-            # examples sorted by owner, so one reduceat takes each owner's best (ufunc.at is slow)
-            order = np.argsort(example_owner, kind="stable")
-            self.example_vectors = np.ascontiguousarray(example_vectors[order], dtype=np.float32)
-            owners = np.asarray(example_owner)[order]
-            self.example_starts = np.flatnonzero(np.r_[True, owners[1:] != owners[:-1]])
-            self.example_owners = owners[self.example_starts]
-        self.example_owner = example_owner
+        self.examples = ExampleSet.of(example_vectors, example_owner)
+        self.learned = ExampleSet.of(learned_vectors, learned_owner)
         self.prior = prior if prior is not None else np.zeros(self.size, np.float32)
 
+    def with_learned(self, learned_vectors: np.ndarray | None, learned_owner: np.ndarray | None,
+                     prior: np.ndarray) -> Catalogue:
+        """The same catalogue (vectors, BM25 and definition examples shared, not copied) with new feedback."""
+        other = copy.copy(self)
+        other.learned = ExampleSet.of(learned_vectors, learned_owner)
+        other.prior = prior
+        return other
+
     def score(self, query: str, query_vector: np.ndarray, *, alpha: float = ALPHA) -> Scores:
-        vector = self.vectors @ query_vector.astype(np.float32)
-        if self.example_vectors is not None:
-            # an entry is as close as its closest example request
-            best = np.maximum.reduceat(self.example_vectors @ query_vector.astype(np.float32), self.example_starts)
-            vector[self.example_owners] = np.maximum(vector[self.example_owners], best)
+        query_vector = query_vector.astype(np.float32)
+        vector = self.vectors @ query_vector
+        for extra in (self.examples, self.learned):
+            if extra is not None:   # an entry is as close as its closest example request
+                extra.raise_to_best(vector, query_vector)
         bm25, best = self.bm25.scores(query)
         text = np.minimum(bm25 / best, 1.0) if best > 0 else np.zeros(self.size, np.float32)
         fused = alpha * zscore(vector) + (1 - alpha) * zscore(bm25) + self.prior

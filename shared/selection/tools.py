@@ -14,7 +14,7 @@ import asyncio
 import hashlib
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from psycopg.types.json import Jsonb
@@ -29,6 +29,9 @@ from .text import Field, split_identifier, terms
 
 SQL = sqlfiles.load("tools.sql")
 KIND = "tools"
+# Feedback bumps its own version: it moves the learned layer (priors, learned examples) of the
+# catalogue, which a worker refreshes alone (refresh_learned) without rebuilding the rest.
+FEEDBACK_KIND = "tools.feedback"
 DEFAULT_K = 5
 MAX_K = 50
 MAX_QUERY_CHARS = 4000
@@ -150,6 +153,11 @@ class ToolCatalogue:
     category_terms: dict[tuple[str, str], frozenset[str]]
     names_lower: dict[str, list[int]]
     total_tokens: int
+    entity_ids: list[str] = field(default_factory=list)
+    used: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))    # feedback counts per tool
+    shown: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
+    learned: dict[int, np.ndarray] = field(default_factory=dict)   # tool -> its learned examples' vectors
+    refreshed_tools: int = 0   # tools whose learned examples the last refresh re-read
 
 
 def _fields(row: dict) -> list[Field]:
@@ -173,6 +181,7 @@ async def _build(db, entity_ids: list[str]) -> ToolCatalogue:
     vectors: list[np.ndarray] = []
     ex_vectors: list[np.ndarray] = []
     ex_owner: list[int] = []
+    learned: dict[int, list[np.ndarray]] = {}
     for entity_id in entity_ids:
         offset = len(rows)
         entity_rows = await db.fetch(SQL["tool_catalog"], {"entity_id": entity_id})
@@ -186,17 +195,23 @@ async def _build(db, entity_ids: list[str]) -> ToolCatalogue:
                 ex_owner.append(len(rows))
             rows.append(r)
         for ex in await db.fetch(SQL["tool_example_vectors"], {"entity_id": entity_id}):
-            if ex["name"] in local:
+            if ex["name"] not in local:
+                continue
+            if ex.get("source") == "feedback":
+                learned.setdefault(local[ex["name"]], []).append(as_vector(ex["embedding"]))
+            else:
                 ex_vectors.append(as_vector(ex["embedding"]))
                 ex_owner.append(local[ex["name"]])
     keys = [(r["entity_id"], r["name"]) for r in rows]
     dimension = len(vectors[0]) if vectors else 1
+    used = np.asarray([r["used"] for r in rows], np.float32)
+    shown = np.asarray([r["shown"] for r in rows], np.float32)
+    learned_arrays = {i: np.vstack(v) for i, v in learned.items()}
     catalogue = Catalogue(
         keys, np.vstack(vectors) if vectors else np.zeros((0, dimension), np.float32), [_fields(r) for r in rows],
         example_vectors=np.vstack(ex_vectors) if ex_vectors else None,
         example_owner=np.asarray(ex_owner, dtype=np.int64) if ex_owner else None,
-        prior=feedback_prior(np.asarray([r["used"] for r in rows], np.float32),
-                             np.asarray([r["shown"] for r in rows], np.float32)))
+        **_learned_matrix(learned_arrays), prior=feedback_prior(used, shown))
     categories: dict[tuple[str, str], list[int]] = {}
     names_lower: dict[str, list[int]] = {}
     for i, r in enumerate(rows):
@@ -205,11 +220,50 @@ async def _build(db, entity_ids: list[str]) -> ToolCatalogue:
         names_lower.setdefault(r["name"].lower(), []).append(i)
     return ToolCatalogue(catalogue, rows, {k: i for i, k in enumerate(keys)}, categories,
                          {c: frozenset(terms(c[1])) for c in categories}, names_lower,
-                         sum(int(r["tokens"]) for r in rows))
+                         sum(int(r["tokens"]) for r in rows), list(entity_ids), used, shown, learned_arrays)
+
+
+def _learned_matrix(learned: dict[int, np.ndarray]) -> dict:
+    owners = [i for i, v in learned.items() for _ in range(len(v))]
+    return {"learned_vectors": np.vstack(list(learned.values())) if owners else None,
+            "learned_owner": np.asarray(owners, dtype=np.int64) if owners else None}
+
+
+async def refresh_learned(db, cat: ToolCatalogue) -> ToolCatalogue:
+    """The catalogue with the feedback state of now: counts for every tool (one small read), and the
+    learned examples of only the tools whose ``used`` count moved (a used feedback is what adds and
+    prunes examples). The tools' vectors, BM25 fields and definition examples are shared as they are."""
+    used, shown = np.zeros(cat.catalogue.size, np.float32), np.zeros(cat.catalogue.size, np.float32)
+    for entity_id in cat.entity_ids:
+        for r in await db.fetch(SQL["tool_feedback_counts"], {"entity_id": entity_id}):
+            i = cat.by_name.get((entity_id, r["name"]))
+            if i is not None:
+                used[i], shown[i] = r["used"], r["shown"]
+    moved = np.flatnonzero(used != cat.used)
+    learned = dict(cat.learned)
+    for i in moved:
+        learned.pop(int(i), None)
+    for entity_id in cat.entity_ids:
+        names = [cat.rows[i]["name"] for i in moved if cat.rows[i]["entity_id"] == entity_id]
+        if not names:
+            continue
+        fresh: dict[int, list[np.ndarray]] = {}
+        for r in await db.fetch(SQL["tool_learned_vectors"], {"entity_id": entity_id, "names": names}):
+            fresh.setdefault(cat.by_name[(entity_id, r["name"])], []).append(as_vector(r["embedding"]))
+        learned.update({i: np.vstack(v) for i, v in fresh.items()})
+    matrix = _learned_matrix(learned)
+    catalogue = cat.catalogue.with_learned(matrix["learned_vectors"], matrix["learned_owner"],
+                                           feedback_prior(used, shown))
+    return replace(cat, catalogue=catalogue, used=used, shown=shown, learned=learned, refreshed_tools=len(moved))
+
+
+async def catalogue_state(db, entity_ids: list[str]) -> tuple[ToolCatalogue, str]:
+    """The entities' catalogue and how this request got it: "cached", "built" or "refreshed" (feedback)."""
+    return await _cache.get_layered(db, entity_ids, _build, refresh_learned, FEEDBACK_KIND)
 
 
 async def catalogue_for(db, entity_ids: list[str]) -> ToolCatalogue:
-    return await _cache.get(db, entity_ids, _build)
+    return (await catalogue_state(db, entity_ids))[0]
 
 
 # -- select ------------------------------------------------------------------------------------
@@ -265,10 +319,11 @@ def _tool_out(cat: ToolCatalogue, index: int, scores, query_terms: str, reason: 
 async def select(db, embedder, entity_ids: list[str], request: SelectRequest) -> dict:
     started = time.perf_counter()
     timings: dict[str, float] = {}
-    cat = await catalogue_for(db, entity_ids)
+    cat, how = await catalogue_state(db, entity_ids)
     timings["catalogue_ms"] = round((time.perf_counter() - started) * 1000, 2)
     n = cat.catalogue.size
-    base = {"query": request.query, "entity_ids": entity_ids, "registry_size": n, "model_id": embedder.model_id}
+    base = {"query": request.query, "entity_ids": entity_ids, "registry_size": n, "model_id": embedder.model_id,
+            "catalogue": {"state": how, **({"refreshed_tools": cat.refreshed_tools} if how == "refreshed" else {})}}
     if n == 0:
         return {**base, "tools": [], "count": 0, "confident": False, "fallback": "empty_registry",
                 "tokens": _account([], cat), "took_ms": _ms(started)}
@@ -428,5 +483,5 @@ async def feedback(db, embedder, entity_ids: list[str], body: dict) -> dict:
             await conn.execute(SQL["tool_example_prune"], {"entity_id": entity_id, "name": name,
                                                            "keep": FEEDBACK_EXAMPLES_PER_TOOL})
         for entity_id in touched:
-            await bump(conn, entity_id, KIND)
-    return {"recorded": {"used": [k[1] for k in used_keys], "shown": [k[1] for k in dict.fromkeys(used_keys + shown_keys)]}}
+            await bump(conn, entity_id, FEEDBACK_KIND)   # the learned layer only: no rebuild (refresh_learned)
+    return {"embedded": int(vector is not None), "recorded": {"used": [k[1] for k in used_keys], "shown": [k[1] for k in dict.fromkeys(used_keys + shown_keys)]}}

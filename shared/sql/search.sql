@@ -1,16 +1,20 @@
--- Hybrid search in two statements, so the query embedding (in the worker) and the
--- lexical half (in Postgres) run at the same time on different cores:
---   `lexical` needs only the query text: BM25 over candidates from the GIN tsvector index,
---     where query words the entities have never seen (typos) are replaced by their closest
---     vocabulary terms (pg_trgm over `term_stats`, see infra/migrations/0003_term_stats.sql).
---     It returns its best n chunks as arrays, and the corrections it made.
---   `hybrid` needs the embedding: HNSW (cosine, iterative scan so filters still yield n),
+-- Hybrid search: BM25 full text with typo stand-ins, HNSW vector search, fused in Postgres.
+--   The lexical half needs only the query text: BM25 over candidates from the GIN tsvector
+--     index, where query words the entities have never seen (typos) are replaced by their
+--     closest vocabulary terms (pg_trgm over `term_stats`, see infra/migrations/0003_term_stats.sql).
+--   The vector half needs the embedding: HNSW (cosine, iterative scan so filters still yield n),
 --     or exact distances when the scope is small; the union with the lexical chunks is
 --     scored on every component, normalized, fused, optionally deduplicated per document,
 --     and the top `limit` rows come back with document fields.
--- shared/search/engine.py splices the fragments (`candidate_filter`, `text_query_all`,
--- `documents_in_scope`) into both once, at import time, so the retrievers cannot drift
--- apart in what they let through.
+-- Three statements are assembled from the fragments below (shared/search/engine.py, once, at
+-- import time, so the retrievers cannot drift apart in what they let through):
+--   `search`  both halves in one statement: one round trip, one plan, nothing sent back and
+--             forth. Used whenever the query is embedded before the SQL starts and the blend is
+--             known (a fixed strategy; the cache's semantic lookup needs the embedding first anyway).
+--   `lexical` then `hybrid`: the halves apart, when the lexical half must run while the query
+--             is embedded (cache off), or its evidence decides the blend (the router, "auto"),
+--             or decides a second lexical pass (query enhancement). `lexical` returns its best n
+--             chunks as arrays, which `hybrid` takes back.
 --
 -- Order of work: the entity set prunes partitions (entity_id = ANY(...) with a constant
 -- array; plans are custom, see bindings/database.py), the chunk- and document-level
@@ -66,10 +70,10 @@ docs AS MATERIALIZED (
     FROM docs
 )
 
--- name: lexical
+-- name: lexical_ctes
 -- Everything that needs no embedding (it runs while the worker embeds the query): how large
 -- the scope is, which decides the vector path, and BM25 over the chunks in scope.
-WITH /*documents_in_scope*/, configs AS MATERIALIZED (
+configs AS MATERIALIZED (
     -- The text-search configurations of the chunks in scope (infra/migrations/0006_languages.sql),
     -- each with BM25's collection statistics over its own chunks: their number and average
     -- length (in distinct lexemes, what length(tsv) counts); and the query as a whole, parsed
@@ -205,38 +209,61 @@ WITH /*documents_in_scope*/, configs AS MATERIALIZED (
     ORDER BY text + trigram DESC, entity_id, id
     LIMIT %(n)s
 )
+
+-- name: lexical_summary
+summary AS (
+    -- whether the scope holds anything and is small enough for exact vector search, which
+    -- vocabulary terms stood in for which unknown words, and the router's evidence
+    SELECT (SELECT nonempty FROM scope) AS nonempty, (SELECT exact FROM scope) AS exact,
+           (SELECT jsonb_object_agg(f.word, f.terms)
+            FROM (SELECT word, jsonb_agg(term ORDER BY similarity DESC, term) AS terms FROM fuzzy GROUP BY word) f
+           ) AS corrections,
+           -- first-pass evidence for the router (shared/routing/features.py), from the configuration
+           -- that knows most query terms: how many terms, how many some chunk holds, how many are rare
+           -- (held by at most one chunk in a hundred), the best idf and the number of chunks it is relative to
+           (SELECT jsonb_build_object('terms', e.terms, 'matched', e.matched, 'rare', e.rare,
+                                      'best_idf', e.best_idf, 'chunks', e.chunks)
+            FROM (SELECT count(*) AS terms, count(*) FILTER (WHERE w.df > 0) AS matched,
+                         count(*) FILTER (WHERE w.df > 0 AND w.df <= 0.01 * g.n) AS rare,
+                         max(w.idf) FILTER (WHERE w.df > 0) AS best_idf, max(g.n) AS chunks
+                  FROM weighed w JOIN configs g ON g.config = w.config
+                  WHERE NOT w.fuzzy
+                  GROUP BY w.config
+                  ORDER BY matched DESC, terms DESC, w.config
+                  LIMIT 1) e
+           ) AS evidence
+)
+
+-- name: lexical
+WITH /*documents_in_scope*/, /*lexical_ctes*/, /*lexical_summary*/, probe AS MATERIALIZED (
+    -- The router's probe (shared/routing/features.py; `probe` = 0 unless the router decides):
+    -- the best BM25 chunks' stored language and vector (binary, as pgvector sends it), so the
+    -- worker can measure, once the query is embedded, whether the embedding model knows their
+    -- language and agrees with full text about them, without a second statement.
+    SELECT f.rank, c.language, vector_send(c.embedding) AS vector
+    FROM (SELECT entity_id, id, row_number() OVER (ORDER BY text + trigram DESC, entity_id, id) AS rank
+          FROM fts ORDER BY text + trigram DESC, entity_id, id LIMIT %(probe)s) f
+    JOIN chunks c ON c.entity_id = f.entity_id AND c.id = f.id AND c.entity_id = ANY(%(entity_ids)s::text[])
+)
 -- one row, even when nothing matched: the scope, the chunks as parallel arrays (one aggregate
--- pass, so aligned), and which vocabulary terms stood in for which unknown words
-SELECT (SELECT nonempty FROM scope) AS nonempty, (SELECT exact FROM scope) AS exact,
+-- pass, so aligned), the corrections and the evidence
+SELECT (SELECT nonempty FROM summary) AS nonempty, (SELECT exact FROM summary) AS exact,
        coalesce(array_agg(entity_id), '{}') AS entity_ids, coalesce(array_agg(id), '{}') AS ids,
        coalesce(array_agg(text), '{}') AS text, coalesce(array_agg(trigram), '{}') AS trigram,
-       (SELECT jsonb_object_agg(f.word, f.terms)
-        FROM (SELECT word, jsonb_agg(term ORDER BY similarity DESC, term) AS terms FROM fuzzy GROUP BY word) f
-       ) AS corrections,
-       -- first-pass evidence for the router (shared/routing/features.py), from the configuration
-       -- that knows most query terms: how many terms, how many some chunk holds, how many are rare
-       -- (held by at most one chunk in a hundred), the best idf and the number of chunks it is relative to
-       (SELECT jsonb_build_object('terms', e.terms, 'matched', e.matched, 'rare', e.rare,
-                                  'best_idf', e.best_idf, 'chunks', e.chunks)
-        FROM (SELECT count(*) AS terms, count(*) FILTER (WHERE w.df > 0) AS matched,
-                     count(*) FILTER (WHERE w.df > 0 AND w.df <= 0.01 * g.n) AS rare,
-                     max(w.idf) FILTER (WHERE w.df > 0) AS best_idf, max(g.n) AS chunks
-              FROM weighed w JOIN configs g ON g.config = w.config
-              WHERE NOT w.fuzzy
-              GROUP BY w.config
-              ORDER BY matched DESC, terms DESC, w.config
-              LIMIT 1) e
-       ) AS evidence
+       (SELECT corrections FROM summary) AS corrections, (SELECT evidence FROM summary) AS evidence,
+       (SELECT array_agg(p.language ORDER BY p.rank) FROM probe p) AS probe_languages,
+       (SELECT array_agg(p.vector ORDER BY p.rank) FROM probe p) AS probe_vectors
 FROM fts;
 
--- name: hybrid
--- Vector retrieval, then fusion with the chunks `lexical` returned (passed back as arrays,
--- with its verdict on the scope: `exact`, `nonempty`).
-WITH /*documents_in_scope*/, vec AS MATERIALIZED (
+-- name: hybrid_ctes
+-- Vector retrieval, then fusion with the lexical half's best chunks (CTE `fts`) and its
+-- verdict on the scope (`exact`, `nonempty`: parameters in `hybrid`, the `scope` CTE in `search`).
+vec AS MATERIALIZED (
     -- Few candidate chunks (a small tenant, or selective filters): exact distances over
     -- them. Otherwise HNSW, filtering inside the scan; filtered HNSW is at its worst
     -- exactly when the filters are selective, which is the case the exact branch takes.
-    -- The branch not taken is folded away at planning time (its `docs` never read).
+    -- The branch not taken is never run (its `docs` never read): folded away at planning time
+    -- in `hybrid`, skipped by a one-time filter on the `scope` CTE in `search`.
     (SELECT c.entity_id, c.id
      FROM docs JOIN chunks c ON c.entity_id = docs.entity_id AND c.document_id = docs.id
      WHERE %(use_vector)s AND %(exact)s
@@ -250,10 +277,6 @@ WITH /*documents_in_scope*/, vec AS MATERIALIZED (
      WHERE %(use_vector)s AND %(nonempty)s AND NOT %(exact)s AND /*candidate_filter*/
      ORDER BY c.embedding <=> %(embedding)s::vector
      LIMIT %(n)s)
-), fts AS (
-    -- the lexical statement's best chunks
-    SELECT * FROM unnest(%(lexical_entity_ids)s::text[], %(lexical_ids)s::uuid[],
-                         %(lexical_text)s::float8[], %(lexical_trigram)s::float8[]) AS f (entity_id, id, text, trigram)
 ), pool AS (
     -- each candidate once, with its lexical scores (0 where only the vector side found it):
     -- grouping, not a join back to the lexical rows, which the planner would loop over
@@ -305,6 +328,8 @@ WITH /*documents_in_scope*/, vec AS MATERIALIZED (
     ORDER BY score DESC, entity_id, document_id, position
     LIMIT %(limit)s
 )
+
+-- name: hybrid_select
 SELECT top.id AS chunk_id, top.document_id, top.entity_id, top.position, top.start_char, top.end_char,
        top.score, top.vector, top.text, top.trigram,
        CASE WHEN %(include_text)s THEN c.content END AS content,
@@ -326,7 +351,27 @@ LEFT JOIN LATERAL (
       AND n.position <> top.position
       AND n.version <= d.ready_version
 ) nb ON true
-ORDER BY top.score DESC, top.entity_id, top.document_id, top.position;
+ORDER BY top.score DESC, top.entity_id, top.document_id, top.position
+
+-- name: hybrid
+-- Vector retrieval, then fusion with the chunks `lexical` returned (passed back as arrays,
+-- with its verdict on the scope: `exact`, `nonempty`).
+WITH /*documents_in_scope*/, fts AS (
+    -- the lexical statement's best chunks
+    SELECT * FROM unnest(%(lexical_entity_ids)s::text[], %(lexical_ids)s::uuid[],
+                         %(lexical_text)s::float8[], %(lexical_trigram)s::float8[]) AS f (entity_id, id, text, trigram)
+), /*hybrid_ctes*/
+/*hybrid_select*/;
+
+-- name: search
+-- Both halves in one statement; the one-row `summary` is joined to the results so that the
+-- corrections and the evidence come back even when no chunk does (one row, chunk_id NULL).
+WITH /*documents_in_scope*/, /*lexical_ctes*/, /*lexical_summary*/, /*hybrid_ctes*/
+SELECT r.*, s.nonempty, s.exact, s.corrections, s.evidence
+FROM summary s LEFT JOIN (
+/*hybrid_select*/
+) r ON true
+ORDER BY r.score DESC, r.entity_id, r.document_id, r.position;
 
 -- name: session_settings
 -- HNSW keeps this many candidates while walking the graph (pgvector's default is 40, the

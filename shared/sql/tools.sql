@@ -42,7 +42,16 @@ FROM tools t LEFT JOIN tool_feedback f ON f.entity_id = t.entity_id AND f.name =
 WHERE t.entity_id = %(entity_id)s ORDER BY t.name;
 
 -- name: tool_example_vectors
-SELECT name, embedding FROM tool_examples WHERE entity_id = %(entity_id)s;
+SELECT name, source, embedding FROM tool_examples WHERE entity_id = %(entity_id)s;
+
+-- name: tool_feedback_counts
+-- What a feedback changes, read alone (tools.refresh_learned): counts first, no vectors.
+SELECT name, used, shown FROM tool_feedback WHERE entity_id = %(entity_id)s;
+
+-- name: tool_learned_vectors
+-- The learned examples of the tools whose counts moved since the worker last read them.
+SELECT name, embedding FROM tool_examples
+WHERE entity_id = %(entity_id)s AND source = 'feedback' AND name = ANY(%(names)s);
 
 -- name: tool_example_hashes
 SELECT name, text_hash FROM tool_examples WHERE entity_id = %(entity_id)s AND source = 'definition';
@@ -77,6 +86,11 @@ ON CONFLICT (entity_id, kind) DO UPDATE SET version = catalog_versions.version +
 
 -- name: catalog_versions
 SELECT entity_id, version FROM catalog_versions WHERE entity_id = ANY(%(entity_ids)s) AND kind = %(kind)s;
+
+-- name: catalog_versions_of
+-- Several kinds in one round trip (a catalogue's structure and its learned layer).
+SELECT entity_id, kind, version FROM catalog_versions
+WHERE entity_id = ANY(%(entity_ids)s) AND kind = ANY(%(kinds)s);
 
 -- name: index_hashes
 SELECT name, content_hash FROM index_descriptors WHERE entity_id = %(entity_id)s;

@@ -220,3 +220,44 @@ async def test_shadow_mode_serves_the_default_and_logs_both(stack, upload_admin,
     assert (row["strategy"], row["alpha"]) == ("hybrid", 0.8)
     assert (row["shadow_strategy"], row["shadow_alpha"]) == ("text", 0.0)
     assert row["features"]["identifier_share"] > 0.5
+
+
+GERMAN = {
+    "rhein": "Der Rhein entspringt in den Schweizer Alpen, fließt durch den Bodensee und mündet in den "
+             "Niederlanden in die Nordsee. Er ist einer der wichtigsten Schifffahrtswege Europas.",
+    "donau": "Die Donau entspringt im Schwarzwald und fließt nach Osten durch zehn Länder, bevor sie in "
+             "Rumänien in das Schwarze Meer mündet.",
+}
+GERMAN_QUERY = "Wo mündet der Rhein in die Nordsee?"
+
+
+async def test_auto_sees_a_language_the_embedding_model_does_not_know(stack, upload_admin):
+    """all-MiniLM-L6-v2 declares English: a German query over German chunks says so in its features
+    (query language, the best BM25 chunks' stored language), an English one does not; the query
+    vector's cosine to those chunks (the lexical statement's probe) is measured for both."""
+    t = await corpus(stack, upload_admin, "rl")
+    for d, text in GERMAN.items():
+        put_document(t, d, text)
+    for d in GERMAN:
+        assert (await wait_document(t, d))["status"] == "ready"
+
+    german = search(t, {"query": GERMAN_QUERY, "strategy": "auto"})
+    f = german["routing"]["features"]
+    assert f["query_language_unknown"] > 0.5, f
+    assert f["scope_language_unknown"] > 0.5, f          # the probe's chunks are stored as German
+    assert f["probe_cosine"] > 0 and f["probe_spread"] >= 0, f
+    assert german["results"][0]["document_id"] == "rhein"
+
+    english = search(t, {"query": PARAPHRASE, "strategy": "auto"})
+    e = english["routing"]["features"]
+    assert e["query_language_unknown"] == 0 and e["scope_language_unknown"] == 0, e
+    assert e["probe_cosine"] > 0.3, e                     # the model knows English: the cold-start chunk is close
+
+    # the shipped model (trained on German, Chinese and English sets) leans on full text for the
+    # language the model does not know, and keeps the fixed blend for English
+    assert german["routing"]["model_version"] is not None
+    assert german["routing"]["alpha"] < 0.5 < english["routing"]["alpha"], (german["routing"], english["routing"])
+
+    # a fixed strategy asks for no probe, and reports no features
+    fixed = search(t, {"query": GERMAN_QUERY, "strategy": "hybrid"})
+    assert "features" not in fixed["routing"]

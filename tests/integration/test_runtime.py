@@ -24,6 +24,8 @@ def test_health_lists_bindings(stack, name, expected):
     assert status == 200
     assert body["worker"] == name
     assert set(body["bindings"]) == expected
+    # start-up's objects are frozen: full collections never walk the model and modules again
+    assert body["gc_frozen_objects"] > 10_000
     if "AI" in expected:
         assert body["bindings"]["AI"]["model_id"] == "sentence-transformers/all-MiniLM-L6-v2"
         assert body["bindings"]["AI"]["dimension"] == 384

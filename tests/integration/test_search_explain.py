@@ -38,9 +38,10 @@ def _embedding() -> np.ndarray:
     return v / np.linalg.norm(v)
 
 
-async def _kinds_used(db, entity: str, body: dict) -> set[str]:
+async def _kinds_used(db, entity: str, body: dict, *, one_statement: bool = False) -> set[str]:
     request = parse_request({"k": 10, **body}, max_k=100, max_query_chars=2000)
-    plan = await explain.explain(db, request, [entity], _embedding())
+    how = explain.explain_one if one_statement else explain.explain
+    plan = await how(db, request, [entity], _embedding())
     return explain.used_kinds(plan, await explain.index_kinds(db))
 
 
@@ -64,3 +65,13 @@ async def test_explain_shortens_vectors(db, big_tenant):
     request = parse_request({"query": "x"}, max_k=100, max_query_chars=2000)
     plan = await explain.explain(db, request, [big_tenant], _embedding(), analyze=False)
     assert plan and all(len(line) < 2000 for line in plan)
+
+
+async def test_one_statement_takes_the_same_index_paths(db, big_tenant):
+    """Both halves in one statement (a fixed blend with the cache on): HNSW and GIN for the large
+    scope, no HNSW under a selective filter, as with the two statements."""
+    used = await _kinds_used(db, big_tenant, {"query": "thermometer fahrenheit scale"}, one_statement=True)
+    assert {"hnsw", "fts_gin"} <= used, used
+    used = await _kinds_used(db, big_tenant, {"query": "thermometer fahrenheit scale",
+                                              "filters": {"document_ids": ["doc3", "doc4"]}}, one_statement=True)
+    assert "hnsw" not in used and "fts_gin" in used, used

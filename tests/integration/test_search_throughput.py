@@ -28,17 +28,35 @@ async def test_a_semantic_hit_runs_no_search_statement(stack, upload_admin, db):
     tenant = new_tenant(stack, upload_admin, prefix="tp")
     put_document(tenant, "bread", TEXT)
     assert (await wait_document(tenant, "bread"))["status"] == "ready"
-    # a fixed strategy: "auto" (the default) waits for the lexical statement's evidence before it
-    # decides, and a semantic hit must share the decision (see the search service)
+    # a fixed strategy: on a miss both halves run in one statement once the lookup missed
     status, first = tenant.search.post("/search", {"query": "how do i bake sourdough at home",
                                                    "strategy": "hybrid"})
     assert status == 200 and first["cache"] == "none", first
-    assert {"embed_ms", "semantic_lookup_ms", "lexical_ms", "hybrid_ms"} <= set(first["timings"])
+    assert set(first["timings"]) == {"embed_ms", "semantic_lookup_ms", "search_ms"}
     await wait_for(lambda: _remembered(db, "how do i bake sourdough at home"), timeout=10)
     status, hit = tenant.search.post("/search", {"query": "how to bake sourdough at home", "strategy": "hybrid"})
     assert status == 200 and hit["cache"] == "semantic", hit
     assert hit["results"] == first["results"]
     # the hit is the embedding and the lookup: neither search statement was started
+    assert set(hit["timings"]) == {"embed_ms", "semantic_lookup_ms"}
+
+
+async def test_an_auto_semantic_hit_runs_no_search_statement(stack, upload_admin, db):
+    """With no strategy named (the router decides, "auto"), the lookup still comes first: the
+    semantic cache is keyed on "auto" and the model version, not on the per-query decision."""
+    tenant = new_tenant(stack, upload_admin, prefix="tp")
+    put_document(tenant, "bread", TEXT)
+    assert (await wait_document(tenant, "bread"))["status"] == "ready"
+    status, first = tenant.search.post("/search", {"query": "when should i feed my sourdough starter"})
+    assert status == 200 and first["cache"] == "none", first
+    assert first["routing"]["requested"] is None and first["routing"]["strategy"] != "auto"
+    # the decision needs the lexical evidence: on a miss the halves run apart, after the lookup
+    assert list(first["timings"])[:2] == ["embed_ms", "semantic_lookup_ms"]
+    assert {"lexical_ms", "route_ms", "hybrid_ms"} <= set(first["timings"])
+    await wait_for(lambda: _remembered(db, "when should i feed my sourdough starter"), timeout=10)
+    status, hit = tenant.search.post("/search", {"query": "when should i feed the sourdough starter"})
+    assert status == 200 and hit["cache"] == "semantic", hit
+    assert hit["results"] == first["results"] and hit["routing"] == first["routing"]
     assert set(hit["timings"]) == {"embed_ms", "semantic_lookup_ms"}
 
 

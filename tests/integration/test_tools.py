@@ -257,9 +257,12 @@ def test_feedback_improves_later_selection_and_stays_bounded(stack, upload_admin
     assert before[0] != "stock_price"
     status, body = tenant.search.post("/tools/feedback", {"query": query, "entity_ids": [tenant.entity_id],
                                                           "used": ["stock_price"], "selected": before[:5]})
-    assert status == 200, body
+    assert status == 200 and body["embedded"] == 1, body   # the request's text alone
     after = select(tenant, query, k=5)
     assert after["tools"][0]["name"] == "stock_price" and after["fallback"] is None
+    # the feedback refreshed the learned layer of one tool; the catalogue was not rebuilt
+    assert after["catalogue"] == {"state": "refreshed", "refreshed_tools": 1}, after["catalogue"]
+    assert select(tenant, query, k=5)["catalogue"] == {"state": "cached"}
     # it generalises to a paraphrase, not only the same string
     assert select(tenant, "the usual friday check for finance, please", k=3)["tools"][0]["name"] == "stock_price"
     # many more confirmations: the prior grows but stays under its bound, and other requests are unaffected

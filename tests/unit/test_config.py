@@ -114,3 +114,19 @@ def test_notification_must_name_known_queue(tmp_path):
     with pytest.raises(ConfigError) as err:
         load_with(tmp_path, text)
     assert "nowhere" in err.value.message
+
+
+def test_embedding_model_languages_local_declared_or_any(tmp_path):
+    """The router's "language the model does not know" needs the model's languages: the local
+    model's own (English), a remote provider's as declared (file or EDGEINDEX_AI_LANGUAGES), else any."""
+    from edgeindex.bindings.ai import model_languages
+
+    assert model_languages(load_with(tmp_path, BASE).services.ai) == {"en"}
+    remote = BASE + '[services.ai]\nprovider = "openai"\nbase_url = "http://llm"\ndimension = 8\n'
+    assert model_languages(load_with(tmp_path, remote).services.ai) == {"*"}
+    declared = remote + 'languages = ["en", "DE"]\n'
+    assert model_languages(load_with(tmp_path, declared).services.ai) == {"en", "de"}
+    env = load_with(tmp_path, remote, environ={"EDGEINDEX_AI_LANGUAGES": "fr, es"})
+    assert model_languages(env.services.ai) == {"fr", "es"}
+    # the local model ships English only, whatever a file claims
+    assert model_languages(load_with(tmp_path, BASE + '[services.ai]\nlanguages = ["*"]\n').services.ai) == {"en"}

@@ -87,8 +87,8 @@ def test_switch_cost_keeps_the_blend_unless_another_bin_leads_clearly():
     # identifier-heavy queries: text leads the blend by 0.3; the rest: text leads by 0.02 (noise-sized)
     data = [_rows("a", [(0.9, 0.3)] * 50 + [(0.0, 0.02)] * 50)]
     names = [n for n, _ in RouterModel.blank().bins]
-    free = train.fit(data, switch_cost=0.0)
-    prior = train.fit(data, switch_cost=0.1)
+    free = train.fit(data, switch_cost=0.0, features=NAMES)
+    prior = train.fit(data, switch_cost=0.1, features=NAMES)
     small = {**dict.fromkeys(NAMES, 0.0), "identifier_share": 0.0}
     big = {**small, "identifier_share": 0.9}
     assert names[free.decide(small)] == "text"          # without the prior the small lead wins
@@ -107,3 +107,107 @@ def test_fit_on_a_feature_subset_uses_only_those_features():
     assert names[model.decide({"identifier_share": 0.9})] == "text"
     assert names[model.decide({"identifier_share": 0.0})] != "text"
     assert RouterModel.from_json(model.to_json()).features == ["identifier_share", "length"]
+
+
+def _pgvector_binary(values) -> bytes:
+    """A vector as pgvector's vector_send writes it: int16 dimension, int16 unused, big-endian float4s."""
+    v = np.asarray(values, dtype=np.float32)
+    return np.array([len(v), 0], dtype=">i2").tobytes() + v.astype(">f4").tobytes()
+
+
+def test_language_features_follow_the_languages_the_embedding_model_declares():
+    english_only = frozenset({"en"})
+    probe = Evidence.from_lexical({}, [0.5, 0.4, 0.3], [0, 0, 0], 40, languages=["de", "de", "en"])
+    german = features("wie viele punkte gab die verteidigung der panthers ab?", None, None, probe,
+                      languages=english_only)
+    assert german["query_language_unknown"] > 0.8
+    assert german["scope_language_unknown"] == round(2 / 3, 4)
+    english = features("how many points did the defence give up?", None, None,
+                       Evidence.from_lexical({}, [0.5], [0], 40, languages=["en"]), languages=english_only)
+    assert english["query_language_unknown"] == 0 and english["scope_language_unknown"] == 0
+    # a chunk stored without a language was indexed as the default language (English)
+    unlabelled = Evidence.from_lexical({}, [0.5], [0], 40, languages=[None])
+    assert features("x", None, None, unlabelled, languages=english_only)["scope_language_unknown"] == 0
+    # Chinese was in no English-only training set, and is still unknown to the model
+    chinese = features("什么是中国最大的城市？", None, None,
+                       Evidence.from_lexical({}, [0.5], [0], 40, languages=["zh"]), languages=english_only)
+    assert chinese["query_language_unknown"] > 0.8 and chinese["scope_language_unknown"] == 1
+    # a multilingual model (declared "*", or nothing declared) knows every language
+    for known in (frozenset({"*"}), None):
+        anything = features("wie viele punkte gab die verteidigung der panthers ab?", None, None, probe,
+                            languages=known)
+        assert anything["query_language_unknown"] == 0 and anything["scope_language_unknown"] == 0
+
+
+def test_probe_cosines_compare_the_query_vector_with_the_best_bm25_chunks():
+    query = np.array([1.0, 0.0, 0.0], dtype=np.float32)
+    vectors = [_pgvector_binary([1, 0, 0]), _pgvector_binary([0.6, 0.8, 0]), _pgvector_binary([0, 1, 0]),
+               _pgvector_binary([1, 0])]  # another dimension: left out
+    evidence = Evidence.from_lexical({}, [0.5, 0.4, 0.3], [0, 0, 0], 40, vectors=vectors)
+    f = features("q", None, None, evidence, embedding=query)
+    assert f["probe_cosine"] == 1.0 and f["probe_spread"] == 1.0
+    flat = Evidence.from_lexical({}, [0.5, 0.4], [0, 0], 40,
+                                 vectors=[_pgvector_binary([0.6, 0.8, 0]), _pgvector_binary([0.6, 0, 0.8])])
+    f = features("q", None, None, flat, embedding=query)
+    assert f["probe_cosine"] == 0.6 and f["probe_spread"] == 0
+    # no embedding or no probe: nothing measured
+    assert features("q", None, None, evidence)["probe_cosine"] == 0
+    assert features("q", None, None, Evidence(), embedding=query)["probe_spread"] == 0
+
+
+def test_unknown_token_share_counts_pieces_the_vocabulary_lacks():
+    class Tokens:
+        def __init__(self, tokens):
+            self.tokens = tokens
+
+    class Tokenizer:
+        def encode(self, text, add_special_tokens=False):
+            return Tokens(["[UNK]" if not ch.isascii() else ch for ch in text if not ch.isspace()])
+
+    f = features("ab ᱚᱛ", Tokenizer(), None, Evidence())
+    assert f["unk_share"] == 0.5
+    assert features("ab cd", Tokenizer(), None, Evidence())["unk_share"] == 0
+
+
+def test_the_default_fit_routes_a_language_the_model_does_not_know_to_the_text_leaning_bin():
+    """The shipped fit's features: trained on one unknown language (German-like rows, where the
+    text-leaning blend wins) and English rows (the fixed blend wins), it sends a query in a
+    language it never saw (only the language features say so) to the text-leaning bin."""
+    from edgeindex.routing import train
+
+    names = [n for n, _ in RouterModel.blank().bins]
+
+    def rows(name, unknown, winner, n=60):
+        out = {}
+        for i in range(n):
+            ndcg = dict.fromkeys(names, 0.5)
+            ndcg[winner] = 0.9
+            feats = {**dict.fromkeys(NAMES, 0.0), "query_language_unknown": unknown, "scope_language_unknown": unknown,
+                     "length": (i % 7) / 7}
+            out[f"{name}{i}"] = {"features": feats, "ndcg": ndcg, "recall": dict.fromkeys(names, 0.0)}
+        return {"dataset": name, "rows": out}
+
+    model = train.fit([rows("de", 0.95, "hybrid-0.2"), rows("en", 0.0, "hybrid-0.8")])
+    assert set(model.features) == {"query_language_unknown", "scope_language_unknown"}
+    unseen = {**dict.fromkeys(NAMES, 0.0), "query_language_unknown": 0.8, "scope_language_unknown": 1.0,
+              "length": 0.9}
+    assert names[model.decide(unseen)] == "hybrid-0.2"
+    assert names[model.decide(dict.fromkeys(NAMES, 0.0))] == "hybrid-0.8"
+
+
+def test_bins_option_and_rows_without_a_bin_are_named():
+    import pytest
+    from edgeindex.errors import ValidationError
+    from edgeindex.routing import train
+    from edgeindex.routing.cli import _bins
+
+    assert _bins("0, 0.2,0.8,1") == (("text", 0.0), ("hybrid-0.2", 0.2), ("hybrid-0.8", 0.8), ("vector", 1.0))
+    for bad in ("0.5", "0,1.5", "a,b"):
+        with pytest.raises(ValidationError) as error:
+            _bins(bad)
+        assert error.value.field == "bins"
+    old = {"dataset": "old", "bins": [{"name": n, "alpha": a} for n, a in
+                                      (("text", 0), ("hybrid-0.3", 0.3), ("hybrid-0.8", 0.8), ("vector", 1))],
+           "rows": {}}
+    with pytest.raises(ValidationError, match="no hybrid-0.2"):
+        train.fit([old])

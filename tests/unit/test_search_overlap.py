@@ -52,7 +52,7 @@ def kv(tmp_path):
 def _patch_engine(monkeypatch, started: asyncio.Event, *, lexical_error: Exception | None = None):
     calls = {}
 
-    async def lexical(db, request, entity_ids, *, tuned, limit=None):
+    async def lexical(db, request, entity_ids, *, tuned, limit=None, probe=0):
         started.set()
         await asyncio.sleep(0.01)
         if lexical_error:

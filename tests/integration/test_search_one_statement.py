@@ -1,0 +1,82 @@
+"""One statement for both halves of a search (engine.search) returns exactly what the two
+statements (engine.lexical, then engine.hybrid with its arrays) return, row for row and score
+for score, with the same corrections and router evidence, on both vector paths: HNSW over a
+tenant above the exact-search bounds, and exact distances under a selective filter."""
+
+from __future__ import annotations
+
+import uuid
+
+import numpy as np
+import pytest
+from edgeindex.evaluation import loader
+from edgeindex.search import defaults, engine
+from edgeindex.search.request import parse_request
+
+from ..helpers import DATA
+
+MODEL_ID, DIMENSION = "sentence-transformers/all-MiniLM-L6-v2", 384
+CHUNKS = 2500
+
+REQUESTS = [
+    {"query": "what is the temperature of the sun"},
+    {"query": "thermometer fahrenheit scale", "alpha": 0.0},
+    {"query": "thermometer fahrenheit scale", "alpha": 1.0},
+    {"query": "causes of high blood pressure", "fusion": "rrf"},
+    {"query": "causes of high blood pressure", "dedupe": True, "k": 5},
+    {"query": "fahrenhiet thermometr", "alpha": 0.5},                       # typos: stand-ins
+    {"query": "\"blood pressure\" -heart", "text_mode": "websearch"},
+    {"query": "how long to boil an egg", "filters": {"tags": ["t1", "t2"]}},   # HNSW, filtered in the scan
+    {"query": "how long to boil an egg", "filters": {"document_ids": ["doc3", "doc4", "doc9"]}},  # exact
+    {"query": "how long to boil an egg", "filters": {"exclude_document_ids": ["doc0", "doc1"]},
+     "include": {"summary": True, "neighbours": 1}},
+    {"query": "zzqxv wvqzz"},                                                # no word any chunk holds
+    {"query": "blood pressure", "vector_threshold": 0.2, "text_threshold": 0.3, "k": 3},
+]
+
+
+@pytest.fixture(scope="module")
+async def tenant(db):
+    entity = f"one-{uuid.uuid4().hex[:8]}"
+    texts = loader.read_passages(DATA / "msmarco" / "corpus.jsonl")
+    assert CHUNKS > defaults.EXACT_MAX_CHUNKS  # the unfiltered searches take the HNSW path
+    assert await loader.load_synthetic(db, entity, texts, CHUNKS, model_id=MODEL_ID, dimension=DIMENSION) == CHUNKS
+    return entity
+
+
+def _embedding(seed: int) -> np.ndarray:
+    v = np.random.default_rng(seed).standard_normal(DIMENSION).astype(np.float32)
+    return v / np.linalg.norm(v)
+
+
+@pytest.mark.parametrize("body", REQUESTS, ids=[str(i) for i in range(len(REQUESTS))])
+async def test_one_statement_returns_what_two_return(db, tenant, body):
+    request = parse_request({"k": 10, **body}, max_k=100, max_query_chars=2000)
+    embedding = _embedding(len(body["query"]))
+    tuned = engine.tuned_connections()
+    lexical = await engine.lexical(db, request, [tenant], tuned=tuned, limit=request.k)
+    two = await engine.retrieve(db, request, [tenant], embedding, tuned=tuned, lexical_result=lexical,
+                                limit=request.k)
+    summary, one = await engine.search(db, request, [tenant], embedding, tuned=tuned, limit=request.k)
+    assert one == two
+    assert (summary.nonempty, summary.exact) == (lexical.nonempty, lexical.exact)
+    assert summary.corrections == lexical.corrections and summary.evidence == lexical.evidence
+
+
+async def test_the_comparison_sees_results_corrections_and_both_vector_paths(db, tenant):
+    """The cases above are not vacuous: results come back, a typo is corrected, and the
+    scope takes the HNSW path unfiltered and the exact path under a selective filter."""
+    tuned = engine.tuned_connections()
+
+    async def run(body):
+        request = parse_request({"k": 10, **body}, max_k=100, max_query_chars=2000)
+        return await engine.search(db, request, [tenant], _embedding(1), tuned=tuned, limit=request.k)
+
+    summary, rows = await run(REQUESTS[0])
+    assert len(rows) == 10 and not summary.exact and summary.nonempty
+    summary, rows = await run(REQUESTS[5])
+    assert summary.corrections and rows
+    summary, rows = await run(REQUESTS[8])
+    assert summary.exact and {r["document_id"] for r in rows} <= {"doc3", "doc4", "doc9"}
+    summary, rows = await run({"query": "anything", "filters": {"document_ids": ["nope"]}})
+    assert rows == [] and not summary.nonempty  # no chunk: still one summary row

@@ -1,0 +1,71 @@
+"""Telemetry rows go to Postgres in groups (shared/routing/telemetry_writer.py), on the real database:
+concurrent searches share one statement, feedback can flush its process's waiting rows, a failed
+group never fails a search, and an agent that reports feedback at once finds its search."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+from edgeindex.routing.telemetry_writer import TelemetryWriter
+
+from ..helpers import new_tenant, put_document, wait_document
+
+TABLE = "telemetry_writer_probe"
+INSERT = f"INSERT INTO {TABLE} (id, body) VALUES (%(id)s, %(body)s)"
+
+
+async def probe_table(db) -> str:
+    await db.execute(f"CREATE TABLE IF NOT EXISTS {TABLE} (id text PRIMARY KEY, body text NOT NULL)")
+    return uuid.uuid4().hex[:8]
+
+
+async def count(db, prefix: str) -> int:
+    row = await db.fetchone(f"SELECT count(*) AS n FROM {TABLE} WHERE id LIKE %s", (prefix + "%",))
+    return row["n"]
+
+
+async def test_concurrent_rows_share_one_group(db):
+    prefix = await probe_table(db)
+    writer = TelemetryWriter(db, INSERT, window=0.2)
+    await asyncio.wait_for(asyncio.gather(*(writer.add({"id": f"{prefix}-{i}", "body": "x"}) for i in range(40))),
+                           timeout=10)
+    assert await count(db, prefix) == 40  # every add returned only once its row was written
+    assert writer.groups_written == 1
+
+
+async def test_a_full_group_goes_at_once_and_flush_does_not_wait_for_the_window(db):
+    prefix = await probe_table(db)
+    writer = TelemetryWriter(db, INSERT, window=3600, max_rows=5)
+    # a full group does not wait for the hour-long window
+    await asyncio.wait_for(asyncio.gather(*(writer.add({"id": f"{prefix}-a{i}", "body": "x"}) for i in range(5))),
+                           timeout=10)
+    assert await count(db, prefix) == 5
+    waiting = asyncio.ensure_future(writer.add({"id": f"{prefix}-b", "body": "x"}))
+    await asyncio.sleep(0)  # let it queue its row
+    await asyncio.wait_for(writer.flush(), timeout=10)
+    await asyncio.wait_for(waiting, timeout=10)
+    assert await count(db, prefix) == 6 and writer.groups_written == 2
+
+
+async def test_a_failed_group_is_logged_not_raised(db, caplog):
+    prefix = await probe_table(db)
+    writer = TelemetryWriter(db, INSERT, window=0.01)
+    # NULL violates NOT NULL: the whole group fails, the caller carries on
+    await asyncio.wait_for(asyncio.gather(writer.add({"id": f"{prefix}-ok", "body": "x"}),
+                                          writer.add({"id": f"{prefix}-bad", "body": None})), timeout=10)
+    assert await count(db, prefix) == 0 and writer.groups_written == 0
+    assert "could not write 2 telemetry row(s)" in caplog.text
+
+
+async def test_feedback_sent_at_once_finds_its_search(stack, upload_admin):
+    t = new_tenant(stack, upload_admin, prefix="tw")
+    put_document(t, "d1", "Winter tyres keep their grip below seven degrees because their rubber stays soft.")
+    assert (await wait_document(t, "d1"))["status"] == "ready"
+    status, answer = t.search.post("/search", {"entity_ids": [t.entity_id], "query": "winter tyres grip",
+                                               "cache": False})
+    assert status == 200 and answer["results"], answer
+    # no polling for the telemetry row: the agent reports the moment it has the answer
+    status, body = t.search.post("/feedback", {"search_id": answer["search_id"],
+                                               "useful": [answer["results"][0]["chunk_id"]]})
+    assert status == 200, body
