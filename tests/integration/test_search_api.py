@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 import pytest
 
@@ -241,14 +242,20 @@ def test_filter_exclusions(corpus):
 @pytest.mark.parametrize("column", ["created_at", "updated_at"])
 def test_filter_time_ranges(corpus, column):
     mine = {d: doc for (e, d), doc in corpus.docs.items() if e == corpus.a.entity_id}
-    ordered = sorted(mine, key=lambda d: mine[d][column])
-    pivot = mine[ordered[len(ordered) // 2]][column]
+    # documents that became ready in one grouped commit share their updated_at: pivot on the
+    # distinct values (there may be only one)
+    values = sorted({mine[d][column] for d in mine})
+    pivot = values[len(values) // 2]
     prefix = column.split("_")[0]
     after = _all(corpus, {"filters": {f"{prefix}_after": pivot}})
     before = _all(corpus, {"filters": {f"{prefix}_before": pivot}})
     assert after == {d for d in mine if mine[d][column] >= pivot}
     assert before == {d for d in mine if mine[d][column] < pivot}
-    assert after and before and not (after & before)
+    assert after and not (after & before) and after | before == set(mine)
+    # each bound filters: nothing is after the last time, nothing before the first
+    last = datetime.fromisoformat(values[-1]) + timedelta(seconds=1)
+    assert _all(corpus, {"filters": {f"{prefix}_after": last.isoformat()}}) == set()
+    assert _all(corpus, {"filters": {f"{prefix}_before": values[0]}}) == set()
 
 
 def test_filters_combine(corpus):
