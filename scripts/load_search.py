@@ -303,6 +303,9 @@ def main() -> int:
         for name in ("upload", "ingest", "search"):
             environ[f"EDGEINDEX_{name.upper()}_PORT"] = str(free_port())
         environ["EDGEINDEX_SEARCH_PROCESSES"] = str(args.processes[0])
+        # all agents share one key: the per-key limit (1,000/s a process) would answer cache hits
+        # with 429s, and measure the limiter instead of the search
+        environ["EDGEINDEX_VAR_RATE_LIMIT_PER_SECOND"] = "0"
         config = config_module.load(ROOT / "wrangler.toml", environ=environ)
         log_path = Path(state) / "workers.log"
         with open(log_path, "w") as log:
