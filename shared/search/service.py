@@ -182,7 +182,7 @@ class SearchService:
     async def scope(self, ctx: SearchContext) -> None:
         ctx.entity_ids = resolve_entities(ctx.principal, ctx.request.entity_ids)
         ctx.keys = cache_keys(ctx.request, ctx.entity_ids)
-        if self.router is not None and (ctx.decision.routes or self.router.shadows(ctx.decision)):
+        if self.router_decides(ctx):
             ctx.version = await self.router.version(ctx.entity_ids)
             if ctx.decision.routes:
                 # "auto" answers depend on the model that decides: its version is part of the key
@@ -223,9 +223,8 @@ class SearchService:
 
     def _lexical(self, ctx: SearchContext) -> Awaitable[engine.LexicalResult]:
         # the router's probe (its best chunks' language and vector) only when the router decides
-        deciding = self.router is not None and (ctx.decision.routes or self.router.shadows(ctx.decision))
         return engine.lexical(self.db, ctx.request, ctx.entity_ids, tuned=self._tuned, limit=ctx.limit,
-                              probe=PROBE if deciding else 0)
+                              probe=PROBE if self.router_decides(ctx) else 0)
 
     async def embed(self, ctx: SearchContext) -> None:
         # Without the cache, the query is embedded (model, in this process) while Postgres runs
@@ -264,7 +263,7 @@ class SearchService:
     def route(self, ctx: SearchContext) -> None:
         """The router's choice from the query and the lexical evidence: served ("auto"), or logged
         beside the fixed blend (shadow mode)."""
-        if self.router is None or not (ctx.decision.routes or self.router.shadows(ctx.decision)):
+        if not self.router_decides(ctx):
             return
         mark = time.perf_counter()
         routed = ctx.decision.routes
@@ -287,13 +286,15 @@ class SearchService:
             ctx.enhancement = outcome.report
             ctx.timings["enhance_ms"] = outcome.report["ms"]
 
+    def router_decides(self, ctx: SearchContext) -> bool:
+        """The router decides this search: it serves the choice ("auto") or logs it (shadow mode)."""
+        return self.router is not None and (ctx.decision.routes or self.router.shadows(ctx.decision))
+
     def in_one_statement(self, ctx: SearchContext) -> bool:
         """Both halves in one statement (engine.search) when nothing has to look at the lexical
         half first: the blend is fixed (no router decision, no shadow decision to log) and no
         query enhancement wants a first pass."""
-        if ctx.decision.routes or (self.router is not None and self.router.shadows(ctx.decision)):
-            return False
-        return not self.enhancer.wanted(ctx.request)
+        return not self.router_decides(ctx) and not self.enhancer.wanted(ctx.request)
 
     async def retrieve_once(self, ctx: SearchContext) -> None:
         mark = time.perf_counter()
