@@ -52,6 +52,9 @@ MAX_SEGMENTS = 8
 SEGMENT_MIN_TERMS = 3
 SEGMENT_Z = 3.0
 SEGMENT_LEAD = 2            # places the whole request keeps before the sentences' picks
+# A one-sentence request this long (~40 tokens) is embedded through embed_queries, which may give it a
+# second core; a shorter one goes through the query batcher that concurrent searches share.
+LONG_QUERY_CHARS = 160
 _SENTENCE = re.compile(r"(?<=[.?!])\s+|\n+|;\s*")
 _cache = CatalogCache(KIND)
 
@@ -392,10 +395,11 @@ def segments(query: str) -> list[str]:
 
 
 async def embed_texts(embedder, texts: list[str]) -> list[np.ndarray]:
-    """The request (and its sentences) in one batch where the embedder offers it."""
-    if len(texts) == 1:
-        return [await embedder.embed_query(texts[0])]
+    """The request (and its sentences) in one call where the embedder offers it (a long request alone
+    too: such a call may take a second core, see OnnxQueryEncoder.encode_request)."""
     many = getattr(embedder, "embed_queries", None)
+    if len(texts) == 1 and (many is None or len(texts[0]) < LONG_QUERY_CHARS):
+        return [await embedder.embed_query(texts[0])]
     if many is not None:
         return list(await many(texts))
     return list(await asyncio.gather(*(embedder.embed_query(t) for t in texts)))
