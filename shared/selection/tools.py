@@ -356,11 +356,12 @@ async def select(db, embedder, entity_ids: list[str], request: SelectRequest) ->
         for i in order:
             chosen[int(i)] = {"reason": "fallback"}
     elif not confident:
-        # A large registry cannot be sent whole, and a slice of it (say 64 of 1,000 tools, ~10k tokens)
-        # is no more likely to hold the right tool than the best k are: the request matched nothing
-        # (small talk, a task no tool does, a word the catalogue lacks). Tool-search users expect
-        # their k best either way (Anthropic's tool search, langgraph-bigtool); the flag tells the
-        # agent not to trust them (ask again with a larger k, or answer without a tool).
+        # A large registry cannot be sent whole. A slice of it (say 64 of 1,000 tools, ~10k tokens)
+        # holds the right tool a little more often than the best k, at ten times the tokens, for a
+        # request that matched nothing confidently (small talk, a task no tool does, a word the
+        # catalogue lacks). Tool-search users expect their k best either way (Anthropic's tool
+        # search, langgraph-bigtool); the flag tells the agent not to trust them (ask again with a
+        # larger k, or answer without a tool).
         fallback = "not_confident_shortlist"
         for i in order[:request.k]:
             chosen[int(i)] = {"reason": "fallback"}
