@@ -141,6 +141,7 @@ class LocalEmbedder:
         if self._queries is None:
             with self._lock:
                 self._queries = OnnxQueryEncoder.load(self._model, self.model_dir, cache=cache)
+                self._queries.wide_session()  # made now (~0.25 s, ~40 MiB), not in a long request's time
                 # concurrent requests' queries share one ONNX call (bindings/query_batch.py)
                 self.query_batcher = QueryBatcher(self._queries.encode)
 
@@ -157,7 +158,7 @@ class LocalEmbedder:
     async def embed_queries(self, texts: list[str]) -> np.ndarray:
         """A few short texts in one ONNX batch when prepared (tool selection: a request and its sentences)."""
         if self._queries is not None:
-            return await asyncio.to_thread(self._queries.encode, texts)
+            return await asyncio.to_thread(self._queries.encode_request, texts)
         return await self.embed(texts)
 
     def tokenizer(self):

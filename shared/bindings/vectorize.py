@@ -17,8 +17,11 @@ from ..errors import ModelMismatchError
 from .database import Database
 
 SQL = sqlfiles.load("vectorize.sql")
+UPSERT = SQL["upsert"]
 # A namespace with fewer vectors than this is searched exactly (b-tree + sort, well under a
-# millisecond); a larger one through the HNSW index (see vectorize.sql "query").
+# millisecond); a larger one through the HNSW index (see vectorize.sql "query"), which holds
+# only the vectors stored once their namespace had this many (migration 0016: the number is
+# written there too, for the vectors already stored when it ran).
 EXACT_MAX = 1000
 
 
@@ -42,10 +45,14 @@ class PgVectorIndex:
                                      f"index holds {self.dimension}")
 
     async def upsert(self, id: str, vector: np.ndarray, *, namespace: str, metadata: dict | None = None) -> None:
+        await self.db.execute(UPSERT, self.upsert_params(id, vector, namespace=namespace, metadata=metadata))
+
+    def upsert_params(self, id: str, vector: np.ndarray, *, namespace: str, metadata: dict | None = None) -> dict:
+        """The parameters of ``UPSERT`` for one vector, for a caller that writes several in one
+        transaction (the search service's semantic-cache pointers)."""
         self._check(vector)
-        await self.db.execute(SQL["upsert"], {"index": self.index_name, "namespace": namespace, "id": id,
-                                              "model": self.model_id, "embedding": vector,
-                                              "metadata": Jsonb(metadata or {})})
+        return {"index": self.index_name, "namespace": namespace, "id": id, "model": self.model_id,
+                "embedding": vector, "metadata": Jsonb(metadata or {}), "exact_max": EXACT_MAX}
 
     async def query(self, vector: np.ndarray, *, namespace: str, top_k: int = 1,
                     min_score: float = 0.0) -> list[Match]:

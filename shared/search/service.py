@@ -31,7 +31,7 @@ from .. import cache, sqlfiles
 from ..bindings.ai import Embedder
 from ..bindings.database import Database
 from ..bindings.kv import KV
-from ..bindings.vectorize import PgVectorIndex
+from ..bindings.vectorize import UPSERT as SEMANTIC_UPSERT, PgVectorIndex
 from ..errors import ValidationError
 from ..selection import collections
 from ..tenancy import Principal
@@ -40,6 +40,7 @@ from .cache_keys import CacheKeys, _digest, cache_keys
 from .request import SearchRequest, parse_request
 from ..bindings.rerank import Reranker
 from ..routing.service import Decision, Router, new_search_id, scope_hash
+from ..routing.telemetry_writer import TelemetryWriter
 from ..routing.features import PROBE
 from ..enhance import QueryEnhancer
 from .semantic_guard import model_vocabulary, signature
@@ -105,6 +106,9 @@ class SearchService:
         self.vocabulary: frozenset[str] | None = None  # the model's whole words (semantic_guard)
         self._stores = itertools.count(1)
         self._tuned = engine.tuned_connections()
+        # Semantic-cache pointers go in groups, after the answer (as telemetry rows do): one
+        # transaction for all stored within a window, not a checkout, statement and commit each.
+        self.semantic_writes = TelemetryWriter(db, SEMANTIC_UPSERT)
 
     def prepare(self) -> None:
         """Single queries through ONNX Runtime (bindings/onnx_query.py): ~3 ms instead of ~8."""
@@ -368,9 +372,13 @@ class SearchService:
             background.wait_until(self._remember(ctx, ttl))
 
     async def _remember(self, ctx: SearchContext, ttl: float) -> None:
-        await self.semantic_cache.upsert(ctx.keys.exact, ctx.embedding, namespace=ctx.keys.namespace,
-                                         metadata={"query": ctx.request.query,
-                                                   "signature": signature(ctx.request.query, self.vocabulary)})
+        """The semantic-cache pointer to the answer just stored, written with the other pointers of
+        its group (awaited, so the worker's drain at shutdown waits for it; a failed group is
+        logged). Never wrong however late it lands: it names the exact key, whose entry carries
+        the entity sequences it was computed at and is checked on every hit (cache.load)."""
+        await self.semantic_writes.add(self.semantic_cache.upsert_params(
+            ctx.keys.exact, ctx.embedding, namespace=ctx.keys.namespace,
+            metadata={"query": ctx.request.query, "signature": signature(ctx.request.query, self.vocabulary)}))
         if next(self._stores) % PRUNE_EVERY == 0:
             await self.db.execute(SQL["semantic_prune"], {"index": self.semantic_cache.index_name, "ttl": ttl})
 

@@ -170,7 +170,9 @@ class ToolSelection(_Body):
     tools: list[SelectedTool]
     count: int
     confident: bool
-    fallback: str | None
+    fallback: str | None = Field(description="null, or why the selection was not made by score: empty_registry, "
+                                 "small_registry (every tool), not_confident (every tool of a registry of at most "
+                                 "64), not_confident_shortlist (the k best of a larger one, not to be trusted)")
     tokens: TokenAccount
     took_ms: float
 

@@ -42,7 +42,7 @@ MAX_QUERY_CHARS = 4000
 DEFAULT_THRESHOLD = 1.5
 CONFIDENT_Z = 3.0          # both cuts are capped for small catalogues (scoring.z_cut)
 CATEGORY_MAX = 10
-FALLBACK_MAX = 64           # "nothing confident" sends every tool, up to this many (best first)
+FALLBACK_MAX = 64           # "nothing confident": a registry up to this size is sent whole, a larger one's k best
 FEEDBACK_EXAMPLES_PER_TOOL = 20
 # A request made of several sentences often asks for several tools ("First ... Then ...").
 # Each sentence with enough words of its own is scored alone too; its best tool joins the
@@ -52,6 +52,9 @@ MAX_SEGMENTS = 8
 SEGMENT_MIN_TERMS = 3
 SEGMENT_Z = 3.0
 SEGMENT_LEAD = 2            # places the whole request keeps before the sentences' picks
+# A one-sentence request this long (~40 tokens) is embedded through embed_queries, which may give it a
+# second core; a shorter one goes through the query batcher that concurrent searches share.
+LONG_QUERY_CHARS = 160
 _SENTENCE = re.compile(r"(?<=[.?!])\s+|\n+|;\s*")
 _cache = CatalogCache(KIND)
 
@@ -348,9 +351,19 @@ async def select(db, embedder, entity_ids: list[str], request: SelectRequest) ->
         fallback = "small_registry"      # selection cannot reduce anything: send every tool
         for i in order:
             chosen[int(i)] = {"reason": "fallback"}
+    elif not confident and n <= FALLBACK_MAX:
+        fallback = "not_confident"       # a registry this small fits a prompt: better every tool than a wrong few
+        for i in order:
+            chosen[int(i)] = {"reason": "fallback"}
     elif not confident:
-        fallback = "not_confident"       # better every tool (up to FALLBACK_MAX) than a wrong few
-        for i in order[:FALLBACK_MAX]:
+        # A large registry cannot be sent whole. A slice of it (say 64 of 1,000 tools, ~10k tokens)
+        # holds the right tool a little more often than the best k, at ten times the tokens, for a
+        # request that matched nothing confidently (small talk, a task no tool does, a word the
+        # catalogue lacks). Tool-search users expect their k best either way (Anthropic's tool
+        # search, langgraph-bigtool); the flag tells the agent not to trust them (ask again with a
+        # larger k, or answer without a tool).
+        fallback = "not_confident_shortlist"
+        for i in order[:request.k]:
             chosen[int(i)] = {"reason": "fallback"}
     else:
         for i in named:
@@ -383,10 +396,11 @@ def segments(query: str) -> list[str]:
 
 
 async def embed_texts(embedder, texts: list[str]) -> list[np.ndarray]:
-    """The request (and its sentences) in one batch where the embedder offers it."""
-    if len(texts) == 1:
-        return [await embedder.embed_query(texts[0])]
+    """The request (and its sentences) in one call where the embedder offers it (a long request alone
+    too: such a call may take a second core, see OnnxQueryEncoder.encode_request)."""
     many = getattr(embedder, "embed_queries", None)
+    if len(texts) == 1 and (many is None or len(texts[0]) < LONG_QUERY_CHARS):
+        return [await embedder.embed_query(texts[0])]
     if many is not None:
         return list(await many(texts))
     return list(await asyncio.gather(*(embedder.embed_query(t) for t in texts)))

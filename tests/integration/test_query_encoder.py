@@ -65,3 +65,28 @@ async def test_embedder_routes_single_queries_through_onnx(exported, tmp_path):
     vector = await embedder.embed_query("rotate the oncall schedule")
     assert np.abs(vector - embedder.encode_sync(["rotate the oncall schedule"])[0]).max() < 1e-5
     assert embedder._queries is not None
+
+
+def test_a_requests_texts_get_their_own_vectors_in_length_buckets(exported):
+    # tool selection embeds a request and its sentences together: batched by length (padding
+    # less), on two threads once the call is large, each text still gets the vector it gets alone
+    embedder, encoder, _ = exported
+    short = ["rotate the oncall schedule", "x"]
+    assert np.abs(encoder.encode_request(short) - embedder.encode_sync(short)).max() < 1e-5
+    assert encoder._wide is None  # a small call stays on the one-thread session
+    request = ["Book a hotel in Paris for three nights. Then convert 5000 yen to euros. Also find a "
+               "vegetarian restaurant near the Louvre for Saturday evening, for four people.",
+               "Book a hotel in Paris for three nights.", "Then convert 5000 yen to euros.", *TEXTS]
+    ours = encoder.encode_request(request)
+    assert ours.shape == (len(request), embedder.dimension)
+    assert np.abs(ours - embedder.encode_sync(request)).max() < 1e-5
+    assert encoder._wide is not None
+
+
+def test_length_buckets_pad_least():
+    lengths = [40, 9, 12, 38, 11]
+    groups = onnx_query.length_buckets(lengths)
+    assert sorted(i for g in groups for i in g) == list(range(len(lengths)))
+    assert groups == [[1, 4, 2], [3, 0]]  # short sentences apart from the long texts
+    assert onnx_query.length_buckets([20]) == [[0]] and onnx_query.length_buckets([]) == []
+    assert onnx_query.length_buckets([10, 10, 10]) == [[0, 1, 2]]  # nothing to gain from a cut

@@ -8,7 +8,7 @@ import asyncio
 
 import numpy as np
 from edgeindex.bindings.ai import local_embedder
-from edgeindex.bindings.vectorize import EXACT_MAX, PgVectorIndex
+from edgeindex.bindings.vectorize import EXACT_MAX, UPSERT, PgVectorIndex
 from edgeindex.evaluation.explain import executed_index_scans
 
 from ..helpers import new_tenant, put_document, wait_document, wait_for
@@ -67,10 +67,10 @@ async def test_semantic_lookup_uses_the_hnsw_index_for_a_large_scope(db):
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     async with db.connection() as conn:
         async with conn.cursor() as cur:
-            await cur.executemany(
-                "INSERT INTO vector_index (index_name, namespace, id, model_id, embedding) "
-                "VALUES ('hnsw-test', %s, %s, 'sentence-transformers/all-MiniLM-L6-v2', %s)",
-                [("big" if i else "small", f"q{i}", v) for i, v in enumerate(vectors)])
+            # through the binding's own statement: the big scope's first EXACT_MAX vectors stay out
+            # of the HNSW graph, the rest go in (migration 0016)
+            await cur.executemany(UPSERT, [index.upsert_params(f"q{i}", v, namespace="big" if i else "small")
+                                           for i, v in enumerate(vectors)])
         await conn.commit()
         await conn.execute("ANALYZE vector_index")
         await conn.commit()
@@ -93,10 +93,13 @@ async def test_semantic_lookup_uses_the_hnsw_index_for_a_large_scope(db):
             plans[namespace] = executed_index_scans(texts[namespace])
         assert "vector_index_embedding_hnsw" in plans["big"], "\n".join(texts["big"])
         assert "vector_index_embedding_hnsw" not in plans["small"]  # one vector: the b-tree and a sort
-        # the nearest is found either way, best first
-        found = await index.query(vectors[5], namespace="big", top_k=3)
-        assert found[0].id == "q5" and found[0].score > 0.999
-        assert [m.score for m in found] == sorted((m.score for m in found), reverse=True)
+        # the nearest is found either way, best first: stored while the scope was small (read
+        # exactly) or since (in the graph)
+        assert EXACT_MAX < 1500 < len(vectors)
+        for nearest in (5, 1500):
+            found = await index.query(vectors[nearest], namespace="big", top_k=3)
+            assert found[0].id == f"q{nearest}" and found[0].score > 0.999
+            assert len(found) == 3 and [m.score for m in found] == sorted((m.score for m in found), reverse=True)
         assert [m.id for m in await index.query(vectors[0], namespace="small", top_k=3)] == ["q0"]
     finally:
         await db.execute("DELETE FROM vector_index WHERE index_name = 'hnsw-test'")
@@ -112,3 +115,28 @@ async def test_concurrent_queries_share_a_model_call_and_keep_their_vectors(tmp_
     together = np.stack(await asyncio.gather(*(embedder.embed_query(t) for t in texts)))
     assert embedder.query_batcher.batches - calls_before < len(texts)  # some shared a call
     assert np.abs(together - alone).max() < 1e-5
+
+
+async def test_only_a_large_scopes_new_vectors_go_into_the_hnsw_graph(db):
+    """Storing a pointer in a small scope (the usual case) costs no HNSW insert: the graph holds a
+    scope's vectors only from its EXACT_MAX-th on, the only ones a lookup walks it for."""
+    index = PgVectorIndex(db, "graph-test", model_id="sentence-transformers/all-MiniLM-L6-v2", dimension=384)
+    rng = np.random.default_rng(11)
+    vectors = rng.normal(size=(EXACT_MAX + 5, 384)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    try:
+        async with db.transaction() as conn:
+            async with conn.cursor() as cur:
+                await cur.executemany(UPSERT, [index.upsert_params(f"v{i}", v, namespace="grows")
+                                               for i, v in enumerate(vectors)])
+        for i in range(3):  # and one at a time, as a search stores them
+            await index.upsert(f"s{i}", vectors[i], namespace="small")
+        rows = await db.fetch("SELECT namespace, indexed, count(*) AS n FROM vector_index "
+                              "WHERE index_name = 'graph-test' GROUP BY 1, 2 ORDER BY 1, 2")
+        assert [(r["namespace"], r["indexed"], r["n"]) for r in rows] == [
+            ("grows", False, EXACT_MAX), ("grows", True, 5), ("small", False, 3)]
+        # the partial index is what keeps them out: only `indexed` vectors are in it
+        definition = (await db.fetchone("SELECT indexdef FROM pg_indexes WHERE indexname = 'vector_index_embedding_hnsw'"))
+        assert definition["indexdef"].endswith("WHERE indexed"), definition
+    finally:
+        await db.execute("DELETE FROM vector_index WHERE index_name = 'graph-test'")

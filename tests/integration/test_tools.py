@@ -129,6 +129,28 @@ def test_nothing_confident_falls_back_to_all_tools(shop):
     assert body["count"] == len(CATALOGUE)
 
 
+def test_nothing_confident_in_a_large_registry_sends_the_k_best_flagged(stack, upload_admin):
+    # more tools than a prompt should hold: a request matching none of them gets its k best, flagged,
+    # not a slice of the registry (the small registry above still gets every tool)
+    tenant = new_tenant(stack, upload_admin, prefix="tools")
+    subjects = ["invoice", "weather", "flight", "hotel", "recipe", "playlist", "vehicle", "certificate",
+                "warehouse", "podcast", "timesheet", "campaign", "parking spot", "tax return", "backup"]
+    verbs = ["get", "create", "delete", "update", "export"]
+    tools = [{"name": f"{v}_{s.replace(' ', '_')}", "description": f"{v.capitalize()} a {s} of the user."}
+             for v in verbs for s in subjects]
+    register(tenant, tools)
+    body = select(tenant, "qwzx plorf vrumble", k=4)
+    assert body["registry_size"] == len(tools) > 64
+    assert body["confident"] is False
+    assert body["fallback"] == "not_confident_shortlist"
+    assert body["count"] == 4 and {t["reason"] for t in body["tools"]} == {"fallback"}
+    scores = [t["score"] for t in body["tools"]]
+    assert scores == sorted(scores, reverse=True)
+    assert body["tokens"]["reduction"] > 0.9
+    confident = select(tenant, "export the podcast", k=4)
+    assert confident["fallback"] is None and confident["tools"][0]["name"] == "export_podcast"
+
+
 async def test_register_unchanged_is_not_reembedded_changed_is(stack, upload_admin, db):
     tenant = new_tenant(stack, upload_admin, prefix="tools")
     tools = [dict(t) for t in CATALOGUE[:6]]
