@@ -9,7 +9,7 @@ folder (embedded Postgres, moto, the worker processes). All calls go through the
 project's SDK (``edgeindex_client.AsyncClient``, no retries). It then:
 
 1. embeds the corpus's chunk texts with the same model in this process, with the
-   configured batch size (``services.ai.batch_size``): the model's raw chunks/s
+   ingest worker's settings (calls of its batcher's size, ``MODEL_BATCH_SIZE``, ``MODEL_THREADS``): the model's raw chunks/s
    (again after step 2; the figure used is the mean of both, the machine may be shared);
 2. creates an entity and an API key, uploads every passage of the corpus as one
    document (``--route bulk``: NDJSON requests of ``--bulk-size`` documents, the
@@ -186,7 +186,7 @@ class StackCPU:
 def raw_model(texts: list[str], batch_size: int, threads: int) -> Meter:
     """The embedding model alone on these texts, in this process, with the ingest worker's settings:
     calls of ``MODEL_CALL_TEXTS`` texts (the worker's batcher), each run by the model in batches of
-    ``batch_size`` (``services.ai.batch_size``), torch's threads the worker's ``MODEL_THREADS``. Like with like: the same
+    ``batch_size`` (``MODEL_BATCH_SIZE``, else ``services.ai.batch_size``), torch's threads the worker's ``MODEL_THREADS``. Like with like: the same
     call size lets the model sort as many texts by length as the worker's calls let it."""
     from edgeindex.bindings.ai import local_embedder
     from edgeindex.ingest.embedding import MODEL_CALL_TEXTS
@@ -256,7 +256,8 @@ async def run(args, config, base: str, admin_key: str, cpu: StackCPU | None = No
 
     docs = load_corpus(Path(args.corpus), args.limit)
     texts = chunk_texts(config, docs)
-    batch = config.services.ai.batch_size
+    # the ingest worker's texts per forward pass (MODEL_BATCH_SIZE), else the configured one
+    batch = int(config.worker("ingest").vars.get("MODEL_BATCH_SIZE") or config.services.ai.batch_size)
     threads = int(config.worker("ingest").vars.get("MODEL_THREADS") or 0)  # 0: torch's default
     print(f"corpus: {len(docs)} documents ({len(texts)} chunks) from {args.corpus}; route {args.route}"
           f"{f' ({args.bulk_size} documents per request)' if args.route == 'bulk' else ''}", flush=True)

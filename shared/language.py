@@ -28,7 +28,7 @@ DEFAULT_LANGUAGE = "en"
 
 # ISO 639-1 code -> Postgres text-search configuration with a Snowball stemmer (the 29 that
 # PostgreSQL 18 ships; `SELECT cfgname FROM pg_ts_config`). Any other language: `simple`.
-# A deployment whose Postgres lacks one falls back to `simple` too (insert_chunk).
+# A deployment whose Postgres lacks one falls back to `simple` too (insert_staged_chunks).
 CONFIGS = {
     "ar": "arabic", "hy": "armenian", "eu": "basque", "ca": "catalan", "da": "danish", "nl": "dutch",
     "en": "english", "et": "estonian", "fi": "finnish", "fr": "french", "de": "german", "el": "greek",
@@ -79,6 +79,12 @@ def _identifier():
     from py3langid.langid import MODEL_FILE, LanguageIdentifier
 
     return LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+
+
+def preload() -> None:
+    """Load the language identifier's model now (~3 s), at a worker's start-up rather than in the
+    first document's ingestion."""
+    _identifier()
 
 
 @functools.cache

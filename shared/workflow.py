@@ -27,6 +27,7 @@ from tenacity import AsyncRetrying, RetryError, retry_if_not_exception_type, sto
 
 from . import sqlfiles
 from .bindings.database import Database
+from .run_locks import RunLocks
 from .errors import ConfigError, Conflict, EdgeIndexError, IngestError, ReplayMismatch, RunDeleted, StepFailed
 
 log = logging.getLogger(__name__)
@@ -135,28 +136,30 @@ class WorkflowBinding:
         self.name = name
         self.service: Any = _NOT_PROVIDED
         self.last_step: Step | None = None  # for tests and telemetry
+        self.locks = RunLocks(db.pool)
 
     def provide(self, service: Any) -> None:
         """What each run's workflow object receives (the worker's start-up calls this once)."""
         self.service = service
 
     async def create(self, *, id: str, params: dict) -> RunStatus:
-        async with self.db.connection() as lock_conn:
-            # One runner per run id at a time, across processes (a message whose
-            # visibility timeout lapsed may be delivered twice).
-            cur = await lock_conn.execute(SQL["try_lock"], {"id": id})
-            if not (await cur.fetchone())["locked"]:
-                raise Conflict(f"workflow run {id} is already running elsewhere")
-            try:
-                return await self._run(id, params)
-            finally:
-                await lock_conn.execute(SQL["unlock"], {"id": id})
+        # One runner per run id at a time, across processes (a message whose visibility timeout
+        # lapsed may be delivered twice). Every run's lock sits on one session of this process
+        # (run_locks.py), so runs in flight are not bounded by the pool.
+        if not await self.locks.try_lock(id):
+            raise Conflict(f"workflow run {id} is already running elsewhere")
+        try:
+            return await self._run(id, params)
+        finally:
+            await self.locks.unlock(id)
 
     async def _run(self, id: str, params: dict) -> RunStatus:
         row = await self.db.fetchone(SQL["start_run"], {"id": id, "workflow": self.name, "params": Jsonb(params)})
         if row["status"] == "complete":
             return await self.get(id)
-        completed = {r["name"]: r["output"] for r in await self.db.fetch(SQL["completed_steps"], {"run": id})}
+        completed: dict[str, Any] = {}
+        if row["attempts"] > 1:  # a new run (its row was just inserted) has no checkpoints to read
+            completed = {r["name"]: r["output"] for r in await self.db.fetch(SQL["completed_steps"], {"run": id})}
         step = Step(self.db, id, completed)
         self.last_step = step
         try:

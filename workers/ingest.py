@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from edgeindex import api_models
+from edgeindex import api_models, language
 from edgeindex.errors import ValidationError
 from edgeindex.ingest.service import IngestService, IngestSettings
 from edgeindex.bindings import native_memory
@@ -32,9 +32,14 @@ async def startup(env) -> Services:
                               summary_sentences=env.var("SUMMARY_SENTENCES", int),
                               max_document_bytes=env.var("MAX_DOCUMENT_BYTES", int),
                               max_retries=env.worker.queues.consumers[0].max_retries,
-                              enrich_chunks=env.var("ENRICH_CHUNKS", bool))
+                              enrich_chunks=env.var("ENRICH_CHUNKS", bool),
+                              max_runs=int(env.worker.vars.get("MAX_RUNS", 128)))
     if threads := env.worker.vars.get("MODEL_THREADS"):  # torch's threads per model call (bindings.ai)
         getattr(env.AI.embedder, "set_threads", lambda n: None)(int(threads))
+    if batch := env.worker.vars.get("MODEL_BATCH_SIZE"):  # texts per forward pass (bindings.ai)
+        getattr(env.AI.embedder, "set_batch_size", lambda n: None)(int(batch))
+    # py3langid's model, loaded now rather than by the first document's upsert
+    await asyncio.to_thread(language.preload)
     ingest = IngestService(db=env.DB, bucket=env.BUCKET, kv=env.KV, embedder=env.AI.embedder,
                            llm=getattr(env.AI, "llm", None), workflow=env.INGEST_WORKFLOW, settings=settings)
     services = Services(Tenancy(env.DB), ingest, set())

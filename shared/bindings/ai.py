@@ -118,6 +118,14 @@ class LocalEmbedder:
         if threads > 0:
             torch.set_num_threads(threads)
 
+    def set_batch_size(self, texts: int) -> None:
+        """Texts per forward pass (``MODEL_BATCH_SIZE`` of the ingest worker). A call's texts are sorted
+        by length and padded to the longest of their batch: with one thread, small batches waste
+        least on padding (bench: 38.6 ms of CPU per MS MARCO chunk in calls of 256 texts with
+        batches of 64, 26.6 with batches of 8; in calls of 42 texts 50.7 and 29.4)."""
+        if texts > 0:
+            self.batch_size = texts
+
     def encode_sync(self, texts: list[str]) -> np.ndarray:
         return self._encode(texts) if texts else np.zeros((0, self.dimension), np.float32)
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 import boto3
@@ -43,6 +45,13 @@ def client(service: str, *, endpoint: str, region: str, access_key_id: str, secr
     )
 
 
+# boto3 calls block: they run on threads of their own, as many as a client's connections. On the
+# default executor (cpu count + 4 threads) a consumer's long polls (a second each, one per batch
+# loop) would take every thread while the queue is idle, and everything else run in a thread
+# (the cache's invalidation, extraction, chunking) would wait behind them.
+_THREADS = ThreadPoolExecutor(max_workers=32, thread_name_prefix="aws")
+
+
 async def call(fn: Callable[..., T], /, *args, **kwargs) -> T:
     """Run a blocking boto3 call in a thread, retrying transport failures with backoff.
 
@@ -57,7 +66,8 @@ async def call(fn: Callable[..., T], /, *args, **kwargs) -> T:
             reraise=True,
         ):
             with attempt:
-                return await asyncio.to_thread(fn, *args, **kwargs)
+                return await asyncio.get_running_loop().run_in_executor(_THREADS, functools.partial(fn, *args,
+                                                                                                    **kwargs))
     except ClientError as exc:
         error = exc.response.get("Error", {})
         raise ObjectStoreError(f"{error.get('Code')}: {error.get('Message')}",

@@ -57,6 +57,7 @@ class IngestSettings:
     max_document_bytes: int
     max_retries: int           # of the queue consumer: delivery max_retries + 1 is the last one
     enrich_chunks: bool = False  # LLM keywords and questions per new chunk (shared/enhance/enrich.py)
+    max_runs: int = 128        # runs in flight in one process (MAX_RUNS), across its queue batches
 
 
 @dataclass(frozen=True)
@@ -99,9 +100,10 @@ class IngestService:
                                overlap=settings.chunk_overlap_tokens)
         self.batcher = EmbeddingBatcher(embedder, max_texts=MODEL_CALL_TEXTS, fill=CALL_FILL)
         self.writer = GroupedWriter(db, kv)  # the upserts of concurrent runs share transactions
-        # Runs at once in this process, whatever the number of batches in flight: each run holds a
-        # pooled connection for its lock and borrows another per query, so the pool bounds them.
-        self.limiter = asyncio.Semaphore(max(1, db.pool.max_size - 2))
+        # Runs at once in this process, whatever the number of batches in flight. A run holds no
+        # connection between its statements (every run's lock sits on one session: run_locks.py),
+        # so this bound is about memory and the model's input, not the pool.
+        self.limiter = asyncio.Semaphore(max(1, settings.max_runs))
         self.executed: OrderedDict[str, list[list[str]]] = OrderedDict()
         # (entity, document) → how each message about it was settled here, in order: what the
         # log says, for tests and operators (GET /outcomes), without reading the log

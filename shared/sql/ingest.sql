@@ -24,25 +24,6 @@ FOR UPDATE;
 -- name: chunk_ids
 SELECT id::text AS id FROM chunks WHERE entity_id = %(entity_id)s AND document_id = %(document_id)s;
 
--- name: insert_chunk
--- Ids of new chunks are derived from (document, generation, version, position), so a
--- rerun of the same version writes the same rows again instead of adding some.
--- The text-search configuration falls back to `simple` where this Postgres lacks the one named
--- (shared/language.py names those PostgreSQL 18 ships).
-INSERT INTO chunks (entity_id, id, document_id, version, position, start_char, end_char, content,
-                    content_hash, token_count, model_id, embedding, language, text_config, segmented, enrichment)
-VALUES (%(entity_id)s, %(id)s, %(document_id)s, %(version)s, %(position)s, %(start)s, %(end)s, %(content)s,
-        %(hash)s, %(tokens)s, %(model_id)s, %(embedding)s, %(language)s,
-        coalesce((SELECT oid::regconfig FROM pg_ts_config
-                  WHERE cfgname = %(text_config)s AND cfgnamespace = 'pg_catalog'::regnamespace), 'simple'::regconfig), %(segmented)s,
-        %(enrichment)s)
-ON CONFLICT (entity_id, id) DO UPDATE
-SET version = EXCLUDED.version, position = EXCLUDED.position, start_char = EXCLUDED.start_char,
-    end_char = EXCLUDED.end_char, content = EXCLUDED.content, content_hash = EXCLUDED.content_hash,
-    token_count = EXCLUDED.token_count, model_id = EXCLUDED.model_id, embedding = EXCLUDED.embedding,
-    language = EXCLUDED.language, text_config = EXCLUDED.text_config, segmented = EXCLUDED.segmented,
-    enrichment = EXCLUDED.enrichment;
-
 -- name: move_chunk
 -- A reused chunk whose place changed: new position and offsets, same row and vector.
 UPDATE chunks SET position = %(position)s, start_char = %(start)s, end_char = %(end)s

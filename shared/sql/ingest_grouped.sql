@@ -27,8 +27,11 @@ COPY chunk_stage (entity_id, id, document_id, version, position, start_char, end
 FROM STDIN (FORMAT BINARY);
 
 -- name: insert_staged_chunks
--- As insert_chunk (ingest.sql), for every staged row at once: deterministic ids make a rerun of a
--- version write the same rows again; a text-search configuration this Postgres lacks is `simple`.
+-- The one statement that writes new chunks (one document's, or a group's: every staged row at once).
+-- Ids of new chunks are derived from (document, generation, version, position), so a rerun of a
+-- version writes the same rows again instead of adding some. The text-search configuration falls
+-- back to `simple` where this Postgres lacks the one named (shared/language.py names those
+-- PostgreSQL 18 ships).
 INSERT INTO chunks (entity_id, id, document_id, version, position, start_char, end_char, content,
                     content_hash, token_count, model_id, embedding, language, text_config, segmented, enrichment)
 SELECT s.entity_id, s.id, s.document_id, s.version, s.position, s.start_char, s.end_char, s.content,

@@ -278,7 +278,7 @@ async def test_chunk_enrichment_is_generated_and_indexed_at_a_lower_weight(db, s
     before = search(t, {"query": "kubernetes", "alpha": 0, "enhance": "none"})
     assert [r["document_id"] for r in before["results"]] == ["k8s-intro"]
 
-    # what the ingest workflow's insert_chunk writes when ENRICH_CHUNKS is on (shared/sql/ingest.sql)
+    # what the ingest workflow's insert_staged_chunks writes when ENRICH_CHUNKS is on (shared/sql/ingest_grouped.sql)
     await db.execute("UPDATE chunks SET enrichment = %s WHERE entity_id = %s AND document_id = %s",
                      (generated, t.entity_id, UNNAMED[0]))
     row = await db.fetchone("SELECT tsv::text AS tsv FROM chunks WHERE entity_id = %s AND document_id = %s",
