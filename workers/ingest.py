@@ -33,7 +33,7 @@ async def startup(env) -> Services:
                               max_document_bytes=env.var("MAX_DOCUMENT_BYTES", int),
                               max_retries=env.worker.queues.consumers[0].max_retries,
                               enrich_chunks=env.var("ENRICH_CHUNKS", bool),
-                              max_runs=int(env.worker.vars.get("MAX_RUNS", 128)))
+                              max_runs=env.var("MAX_RUNS", int))
     if threads := env.worker.vars.get("MODEL_THREADS"):  # torch's threads per model call (bindings.ai)
         getattr(env.AI.embedder, "set_threads", lambda n: None)(int(threads))
     if batch := env.worker.vars.get("MODEL_BATCH_SIZE"):  # texts per forward pass (bindings.ai)

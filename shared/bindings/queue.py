@@ -12,6 +12,7 @@ settling a message acks it; one that raises retries every unsettled message.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -75,17 +76,23 @@ class SQSQueue:
     async def delete(self, receipt_handle: str) -> None:
         await aws.call(self._sqs.delete_message, QueueUrl=await self.url(), ReceiptHandle=receipt_handle)
 
-    async def delete_batch(self, receipt_handles: list[str]) -> int:
-        """Delete settled messages ten to a request (SQS's bound); returns how many SQS refused.
-        A refused one comes back after its visibility timeout, and its complete run acks it then."""
+    async def _in_tens(self, call, receipt_handles: list[str], what: str, **fields) -> int:
+        """``call`` (an SQS ``*_batch`` action) over the handles, ten to a request (SQS's bound);
+        each entry refused is logged as "could not <what>", and their number returned."""
         url, refused = await self.url(), 0
         for start in range(0, len(receipt_handles), 10):
-            entries = [{"Id": str(i), "ReceiptHandle": h} for i, h in enumerate(receipt_handles[start:start + 10])]
-            out = await aws.call(self._sqs.delete_message_batch, QueueUrl=url, Entries=entries)
+            entries = [{"Id": str(i), "ReceiptHandle": h, **fields}
+                       for i, h in enumerate(receipt_handles[start:start + 10])]
+            out = await aws.call(call, QueueUrl=url, Entries=entries)
             for failed in out.get("Failed", []):
                 refused += 1
-                log.warning("queue %s: a settled message was not deleted: %s", self.name, failed)
+                log.warning("queue %s: could not %s a message: %s", self.name, what, failed)
         return refused
+
+    async def delete_batch(self, receipt_handles: list[str]) -> int:
+        """Delete settled messages ten to a request; returns how many SQS refused. A refused one
+        comes back after its visibility timeout, and its complete run acks it then."""
+        return await self._in_tens(self._sqs.delete_message_batch, receipt_handles, "delete")
 
     async def set_visibility(self, receipt_handle: str, seconds: int) -> None:
         await aws.call(self._sqs.change_message_visibility, QueueUrl=await self.url(),
@@ -94,13 +101,8 @@ class SQSQueue:
     async def extend_batch(self, receipt_handles: list[str], seconds: int) -> None:
         """``set_visibility`` for many messages, ten to a request; one that SQS refuses is logged (the
         next beat, or its redelivery, settles it)."""
-        url = await self.url()
-        for start in range(0, len(receipt_handles), 10):
-            entries = [{"Id": str(i), "ReceiptHandle": h, "VisibilityTimeout": int(seconds)}
-                       for i, h in enumerate(receipt_handles[start:start + 10])]
-            out = await aws.call(self._sqs.change_message_visibility_batch, QueueUrl=url, Entries=entries)
-            for failed in out.get("Failed", []):
-                log.warning("queue %s: could not extend a message: %s", self.name, failed)
+        await self._in_tens(self._sqs.change_message_visibility_batch, receipt_handles, "extend",
+                            VisibilityTimeout=int(seconds))
 
     async def depth(self) -> dict[str, int]:
         out = await aws.call(self._sqs.get_queue_attributes, QueueUrl=await self.url(),
@@ -187,15 +189,12 @@ class Consumer:
             # Filling a started batch long-polls too (returning as soon as a message arrives) while
             # at least LONG_POLL_LEFT of the batch's time is left: receives are the costly calls (SQS
             # bills each; the embedded one scans its whole queue for each), so not every 50 ms.
-            if deadline is None:
-                wait = self.poll_wait_seconds
-            else:
-                wait = 1 if deadline - time.monotonic() >= LONG_POLL_LEFT else 0
             if deadline is None:  # waiting for a first message: one loop at a time
-                async with self._receiving:
-                    raw = await self.queue.receive(max_messages=remaining, wait_seconds=wait,
-                                                   visibility_timeout=self.settings.visibility_timeout)
+                wait, turn = self.poll_wait_seconds, self._receiving
             else:  # filling a started batch: never in line behind other loops' long polls
+                wait = 1 if deadline - time.monotonic() >= LONG_POLL_LEFT else 0
+                turn = contextlib.nullcontext()
+            async with turn:
                 raw = await self.queue.receive(max_messages=remaining, wait_seconds=wait,
                                                visibility_timeout=self.settings.visibility_timeout)
             for item in raw:
