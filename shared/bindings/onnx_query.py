@@ -119,6 +119,17 @@ def _export_fused(model: Any, scratch: Path) -> None:
         raise BindingError(f"no attention was fused ({counts})")
     fused.save_model_to_file(str(scratch / "model.onnx"))
     plain.unlink()
+    # A fusion that changed the vectors is not kept: the plain export takes its place (``_export``),
+    # rather than every worker refusing to start at the check in ``load``.
+    difference = _largest_difference(model, scratch / "model.onnx")
+    if difference > MAX_DIFFERENCE:
+        raise BindingError(f"the fused graph differs from the model by {difference:.1e}")
+
+
+def _largest_difference(model: Any, path: Path) -> float:
+    """Largest per-component difference between the graph at ``path`` and torch, on the probe texts."""
+    reference = model.encode(list(PROBES), convert_to_numpy=True, normalize_embeddings=True)
+    return float(np.abs(OnnxQueryEncoder(model, path).encode(list(PROBES)) - reference).max())
 
 
 def _export_dynamo(model: Any, scratch: Path) -> None:
@@ -135,8 +146,9 @@ def _export_dynamo(model: Any, scratch: Path) -> None:
 def _export(model: Any, target: Path) -> None:
     """Write ``model.onnx`` (+ any external weights) and ``variant`` into ``target``, atomically.
 
-    The fused export first; if the deprecated exporter or the optimizer is missing or fails, the
-    plain dynamo export (unfused, ~6% slower per query, same vectors). ``variant`` says which.
+    The fused export first; if the deprecated exporter or the optimizer is missing or fails, or the
+    fused graph's vectors differ from torch's, the plain dynamo export (unfused, ~6% slower per
+    query, same vectors). ``variant`` says which.
     """
     target.parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
@@ -266,8 +278,7 @@ class OnnxQueryEncoder:
                 raise BindingError(f"could not export the query encoder to {target}: {exc}") from exc
         encoder = cls(model, target / "model.onnx")
         encoder.variant = export_variant(target)
-        reference = model.encode(list(PROBES), convert_to_numpy=True, normalize_embeddings=True)
-        difference = float(np.abs(encoder.encode(list(PROBES)) - reference).max())
+        difference = _largest_difference(model, target / "model.onnx")
         if difference > MAX_DIFFERENCE:
             raise ModelMismatchError(f"the exported query encoder at {target} differs from the model by "
                                      f"{difference:.1e} (allowed {MAX_DIFFERENCE:.0e}); delete the folder to "

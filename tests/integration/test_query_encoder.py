@@ -120,3 +120,19 @@ def test_a_failed_fusion_falls_back_to_the_plain_export(tmp_path, monkeypatch, c
     assert "fused query encoder export failed" in caplog.text and "query encoder: dynamo export" in caplog.text
     reference = embedder.encode_sync(TEXTS)
     assert np.abs(encoder.encode(TEXTS) - reference).max() < 1e-5
+
+
+def test_a_fusion_that_changes_the_vectors_falls_back_to_the_plain_export(tmp_path, monkeypatch, caplog):
+    embedder = local_embedder()
+    real, calls = onnx_query._largest_difference, []
+
+    def fused_graph_is_off(model, path):  # the first check is the fused graph's, inside its export
+        calls.append(path)
+        return 1.0 if len(calls) == 1 else real(model, path)
+
+    monkeypatch.setattr(onnx_query, "_largest_difference", fused_graph_is_off)
+    with caplog.at_level("INFO", logger=onnx_query.__name__):
+        encoder = onnx_query.OnnxQueryEncoder.load(embedder._model, embedder.model_dir, cache=tmp_path)
+    assert encoder.variant == onnx_query.PLAIN_VARIANT  # not a refusal to start: the plain export serves
+    assert "the fused graph differs from the model" in caplog.text
+    assert np.abs(encoder.encode(TEXTS) - embedder.encode_sync(TEXTS)).max() < 1e-5
