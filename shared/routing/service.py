@@ -82,7 +82,7 @@ class Router:
         self.vocabulary = vocabulary
         self.languages = languages   # the embedding model's (bindings/ai.py model_languages); None: any
         self.models = store.ModelCache(db, settings.refresh_seconds)
-        self.telemetry_rows = TelemetryWriter(db, SQL["insert_telemetry"])
+        self.telemetry_rows = TelemetryWriter(db, SQL["copy_telemetry"], copy=True)
         self._rows = itertools.count(1)
 
     async def start(self) -> None:
@@ -142,16 +142,17 @@ class Router:
         if not self.settings.telemetry:
             return
         d = decision or Decision("", "hybrid", 0.0)
-        await self.telemetry_rows.add({
-            "search_id": search_id, "scope_hash": scope_hash, "entity_ids": entity_ids, "query": query,
-            "features": Jsonb(d.features, dumps) if d.features is not None else None,
-            "requested": d.requested, "strategy": d.strategy, "alpha": d.alpha,
-            "shadow_strategy": d.shadow[0] if d.shadow else None, "shadow_alpha": d.shadow[1] if d.shadow else None,
-            "model_version": d.model_version,
-            "results": Jsonb([{"chunk_id": r["chunk_id"], "document_id": r["document_id"],
-                               "entity_id": r["entity_id"], "score": r["score"], "scores": r["scores"]}
-                              for r in results], dumps),
-            "cache": cache, "timings": Jsonb(timings, dumps)})
+        # columns in copy_telemetry's order; the JSON is encoded here, as each search ends, so the
+        # group's COPY only formats text
+        await self.telemetry_rows.add((
+            search_id, scope_hash, entity_ids, query,
+            _json(d.features) if d.features is not None else None,
+            d.requested, d.strategy, d.alpha,
+            d.shadow[0] if d.shadow else None, d.shadow[1] if d.shadow else None,
+            d.model_version,
+            _json([{"chunk_id": r["chunk_id"], "document_id": r["document_id"], "entity_id": r["entity_id"],
+                    "score": r["score"], "scores": r["scores"]} for r in results]),
+            cache, _json(timings)))
         if next(self._rows) % PRUNE_EVERY == 0:
             await self.db.execute(SQL["prune_telemetry"], {"days": self.settings.telemetry_days})
 
@@ -231,6 +232,11 @@ class Router:
             await conn.execute(SQL["mark_applied"], {"version": new["version"], "ids": [r["id"] for r in pending]})
         self.models.invalidate()
         return new["version"]
+
+
+def _json(value: Any) -> str:
+    """A jsonb column's text in a COPY row."""
+    return dumps(value).decode()
 
 
 def new_search_id() -> str:

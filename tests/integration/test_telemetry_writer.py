@@ -69,3 +69,20 @@ async def test_feedback_sent_at_once_finds_its_search(stack, upload_admin):
     status, body = t.search.post("/feedback", {"search_id": answer["search_id"],
                                                "useful": [answer["results"][0]["chunk_id"]]})
     assert status == 200, body
+
+
+async def test_a_copy_group_writes_every_row_as_given(db):
+    # the search telemetry's path: tuples through COPY, text that COPY must escape, NULLs, arrays
+    await db.execute("CREATE TABLE IF NOT EXISTS telemetry_copy_probe (id text PRIMARY KEY, tags text[] NOT NULL, "
+                     "body jsonb, n float8)")
+    prefix = uuid.uuid4().hex[:8]
+    writer = TelemetryWriter(db, "COPY telemetry_copy_probe (id, tags, body, n) FROM STDIN", window=0.2, copy=True)
+    rows = [(f"{prefix}-{i}", ["a,b", 'say "hi"', "tab\there"], '{"q": "line\\nbreak \\\\ back"}' if i else None,
+             i / 3) for i in range(30)]
+    await asyncio.wait_for(asyncio.gather(*(writer.add(row) for row in rows)), timeout=10)
+    assert writer.groups_written == 1
+    stored = await db.fetch("SELECT id, tags, body, n FROM telemetry_copy_probe WHERE id LIKE %s ORDER BY n",
+                            (prefix + "%",))
+    assert [(r["id"], r["tags"], r["body"], r["n"]) for r in stored] == [
+        (f"{prefix}-{i}", ["a,b", 'say "hi"', "tab\there"], {"q": "line\nbreak \\ back"} if i else None, i / 3)
+        for i in range(30)]
