@@ -55,15 +55,21 @@ class TelemetryWriter:
 
     async def add(self, row: dict | tuple) -> None:
         """Queue ``row``; returns once the group holding it is written (or failed, logged)."""
-        loop = asyncio.get_running_loop()
+        await asyncio.shield(self.enqueue(row))
+
+    def enqueue(self, row: dict | tuple) -> asyncio.Future:
+        """Queue ``row`` without a coroutine of its own: the future is done once its group is
+        written (or failed, logged). Hand it to ``ctx.wait_until`` so that drain waits for it;
+        a search's telemetry row costs no task this way."""
         if self._group is None:
+            loop = asyncio.get_running_loop()
             self._group = loop.create_future()
             self._timer = loop.call_later(self.window, self._send)
         group = self._group
         self._rows.append(row)
         if len(self._rows) >= self.max_rows:
             self._send()
-        await asyncio.shield(group)
+        return group
 
     async def flush(self) -> None:
         """Write what is waiting now (feedback reads the rows of searches just answered)."""

@@ -86,3 +86,26 @@ async def test_a_copy_group_writes_every_row_as_given(db):
     assert [(r["id"], r["tags"], r["body"], r["n"]) for r in stored] == [
         (f"{prefix}-{i}", ["a,b", 'say "hi"', "tab\there"], {"q": "line\nbreak \\ back"} if i else None, i / 3)
         for i in range(30)]
+
+
+async def test_a_search_row_is_written_by_drain_and_a_bad_row_fails_no_search(db, caplog):
+    # the worker hands record's future to ctx.wait_until (no task per search): drain at shutdown
+    # must still wait for the row
+    from edgeindex.env import ExecutionContext
+    from edgeindex.routing.service import Router, RouterSettings
+
+    router = Router(db, RouterSettings())
+    ctx = ExecutionContext()
+    search_id = str(uuid.uuid4())
+    result = {"chunk_id": str(uuid.uuid4()), "document_id": "d1", "entity_id": "e1", "score": 0.5,
+              "scores": {"text": 0.5}}
+    ctx.wait_until(router.record(search_id, entity_ids=["e1"], scope_hash="h", query="tab\there",
+                                 decision=None, results=[result], cache="exact", timings={"took_ms": 1.0}))
+    await asyncio.wait_for(ctx.drain(), timeout=10)
+    row = await db.fetchone("SELECT query, cache, results FROM search_telemetry WHERE search_id = %s", (search_id,))
+    assert row is not None and (row["query"], row["cache"]) == ("tab\there", "exact")
+    assert row["results"] == [result]
+    # a row that cannot be made is logged; the search it belongs to goes on
+    assert router.record(str(uuid.uuid4()), entity_ids=["e1"], scope_hash="h", query="q", decision=None,
+                         results=[{"chunk_id": "c"}], cache="none", timings={}) is None
+    assert "could not make the telemetry row" in caplog.text
