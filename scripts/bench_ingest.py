@@ -183,6 +183,38 @@ class StackCPU:
         return out
 
 
+class MotoRequests:
+    """Requests the embedded moto server answered, by service and action (an S3 method, an SQS action):
+    what one document costs the object store and the queue. Counted in this process, where moto runs."""
+
+    def __init__(self) -> None:
+        import collections
+        import threading
+
+        from moto.moto_server.werkzeug_app import DomainDispatcherApplication
+
+        self.counts: collections.Counter = collections.Counter()
+        lock, counts, call = threading.Lock(), self.counts, DomainDispatcherApplication.__call__
+
+        def counting(app, environ, start_response):
+            target = environ.get("HTTP_X_AMZ_TARGET", "")
+            name = f"SQS {target.rpartition('.')[2]}" if target else f"S3 {environ.get('REQUEST_METHOD')}"
+            with lock:
+                counts[name] += 1
+            return call(app, environ, start_response)
+
+        DomainDispatcherApplication.__call__ = counting
+
+    def snapshot(self) -> dict[str, int]:
+        return dict(self.counts)
+
+    @staticmethod
+    def per_document(before: dict[str, int], after: dict[str, int], documents: int) -> str:
+        used = {k: v - before.get(k, 0) for k, v in after.items() if v - before.get(k, 0)}
+        parts = ", ".join(f"{k} {v / documents:.2f}" for k, v in sorted(used.items(), key=lambda kv: -kv[1]))
+        return f"{sum(used.values()) / documents:.2f} ({parts})"
+
+
 def raw_model(texts: list[str], batch_size: int, threads: int) -> Meter:
     """The embedding model alone on these texts, in this process, with the ingest worker's settings:
     calls of ``MODEL_CALL_TEXTS`` texts (the worker's batcher), each run by the model in batches of
@@ -235,7 +267,9 @@ def sharing(url: str, admin_key: str) -> str:
     writes = stats.get("writes") or {}
     return (f"{stats['mean_texts_per_call']} texts per model call ({stats['calls']} calls), "
             f"{writes.get('mean_documents_per_commit')} documents per upsert commit ({writes.get('commits')} commits, "
-            f"{writes.get('isolated')} redone alone)")
+            f"{writes.get('isolated')} redone alone)"
+            + (f", {steps.get('mean_statements_per_commit')} step-engine statements per commit ({steps.get('commits')} "
+               f"commits)" if (steps := stats.get("step_writes")) else ""))
 
 
 def peak_rss_mb(pid: int) -> float:
@@ -249,7 +283,8 @@ def peak_rss_mb(pid: int) -> float:
     return 0.0
 
 
-async def run(args, config, base: str, admin_key: str, cpu: StackCPU | None = None) -> None:
+async def run(args, config, base: str, admin_key: str, cpu: StackCPU | None = None,
+              moto: MotoRequests | None = None) -> None:
     from edgeindex_client import AsyncClient
 
     from edgeindex.ingest.embedding import MODEL_CALL_TEXTS
@@ -273,8 +308,10 @@ async def run(args, config, base: str, admin_key: str, cpu: StackCPU | None = No
     async with AsyncClient(key.key, base_url=base, max_retries=0, timeout=300) as api:
         print("2) full ingest", flush=True)
         cpu_before = cpu.sample() if cpu else {}
+        moto_before = moto.snapshot() if moto else {}
         full = await ingest_phase(api, entity, docs, args)
         cpu_used = {k: v - cpu_before[k] for k, v in cpu.sample().items()} if cpu else {}
+        moto_used = moto.per_document(moto_before, moto.snapshot(), len(docs)) if moto else None
         listed = await all_documents(api, entity)
         ready = [d for d in listed if d["status"] == "ready"]
         chunks = sum(d["chunk_count"] for d in ready)
@@ -303,6 +340,8 @@ async def run(args, config, base: str, admin_key: str, cpu: StackCPU | None = No
     print(f"embedding model alone             {raw:8.1f} chunks/s   (calls of {MODEL_CALL_TEXTS} texts, batch size {batch}, {threads or 'default'} thread(s), {len(texts)} texts, this "
           f"process; {len(texts) / raw_before.wall:.1f} before and {len(texts) / raw_after.wall:.1f} after)")
     print(f"end to end / raw model            {e2e / raw:8.1%}        (goal >= 80%)")
+    if moto_used:
+        print(f"moto requests per document        {moto_used}")
     if cpu_used:
         model_ms = 1000 * (raw_before.cpu + raw_after.cpu) / (2 * len(texts))
         total_ms = 1000 * sum(cpu_used.values()) / chunks
@@ -363,10 +402,11 @@ def main() -> int:
                              workers=["upload", "ingest"])  # search workers would only share the cores
             # A throwaway stack needs no bucket snapshots, and each round lists every object.
             stack.SNAPSHOT_SECONDS = 24 * 3600
+            moto = MotoRequests()
             print(f"starting a dev stack in {state} ...", flush=True)
             stack.start()
             try:
-                asyncio.run(run(args, config, stack.url("upload"), admin_key, StackCPU(stack, state)))
+                asyncio.run(run(args, config, stack.url("upload"), admin_key, StackCPU(stack, state), moto))
             finally:
                 stack.stop()
                 if os.environ.get("BENCH_KEEP_LOG"):

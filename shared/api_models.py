@@ -192,6 +192,13 @@ class WriterStats(_Body):
     mean_documents_per_commit: float | None
 
 
+class StepWriteStats(_Body):
+    commits: int = Field(description="transactions holding the step engine's statements (start, step, checkpoint, finish)")
+    statements: int = Field(description="statements committed in them")
+    isolated: int = Field(description="group commits that failed and were redone one statement at a time")
+    mean_statements_per_commit: float | None
+
+
 class BatcherStats(_Body):
     calls: int = Field(description="model calls made by this ingest process")
     texts: int = Field(description="chunk texts embedded in them")
@@ -202,6 +209,8 @@ class BatcherStats(_Body):
     window_ms: float | None = Field(default=None, description="longest wait for them")
     mean_texts_per_call: float | None
     writes: WriterStats | None = Field(default=None, description="how the runs' upserts shared transactions")
+    step_writes: StepWriteStats | None = Field(default=None, description="how the runs' step-engine statements "
+                                                                          "shared transactions")
 
 
 class DocumentList(_Body):

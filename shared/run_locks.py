@@ -15,8 +15,9 @@ What the lock promises does not change:
 - a crash releases everything: the session ends with the process, and Postgres drops its locks.
 
 If the session is lost (Postgres restarted, the connection cut), its locks are gone with it: the
-runs in flight go on (their steps are idempotent and the upsert locks its documents), an unlock of
-a lock the lost session held is a no-op, and the next lock opens a new session.
+runs in flight go on (their steps are idempotent and the upsert locks its documents), this process
+still refuses to start any of them a second time, an unlock of a lock the lost session held is a
+no-op, and the next lock opens a new session.
 """
 
 from __future__ import annotations
@@ -92,8 +93,9 @@ class RunLocks:
 
     async def _drop_session(self) -> None:
         conn, self._conn = self._conn, None
-        # Every lock taken on it went with it: those runs no longer hold anything to unlock.
-        self._held = {run: session for run, session in self._held.items() if session != self._session}
+        # Every lock taken on it went with it, but its runs are still in flight here: they stay in
+        # ``_held`` (so this process still refuses to start them twice) with the old session's number
+        # (so their unlock sends nothing, and they do not keep the next session from going back).
         if conn is not None:
             await self.pool.putconn(conn)  # the pool discards a broken connection
 

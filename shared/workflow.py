@@ -28,6 +28,7 @@ from tenacity import AsyncRetrying, RetryError, retry_if_not_exception_type, sto
 from . import sqlfiles
 from .bindings.database import Database
 from .run_locks import RunLocks
+from .workflow_writes import GroupCommit
 from .errors import ConfigError, Conflict, EdgeIndexError, IngestError, ReplayMismatch, RunDeleted, StepFailed
 
 log = logging.getLogger(__name__)
@@ -55,8 +56,8 @@ class RunStatus:
 class Step:
     """Handed to ``Workflow.run``; records and replays step results."""
 
-    def __init__(self, db: Database, run_id: str, completed: dict[str, Any]) -> None:
-        self.db = db
+    def __init__(self, db: Database | GroupCommit, run_id: str, completed: dict[str, Any]) -> None:
+        self.db = db  # where the engine's statements go: the database, or its process's GroupCommit
         self.run_id = run_id
         self.completed = completed           # in the order they were recorded
         self.recorded = list(completed)
@@ -137,6 +138,8 @@ class WorkflowBinding:
         self.service: Any = _NOT_PROVIDED
         self.last_step: Step | None = None  # for tests and telemetry
         self.locks = RunLocks(db.pool)
+        # start, step entered, checkpoint, finish: committed together with other runs' (workflow_writes.py)
+        self.writes = GroupCommit(db)
 
     def provide(self, service: Any) -> None:
         """What each run's workflow object receives (the worker's start-up calls this once)."""
@@ -154,13 +157,14 @@ class WorkflowBinding:
             await self.locks.unlock(id)
 
     async def _run(self, id: str, params: dict) -> RunStatus:
-        row = await self.db.fetchone(SQL["start_run"], {"id": id, "workflow": self.name, "params": Jsonb(params)})
+        writes = self.writes
+        row = await writes.fetchone(SQL["start_run"], {"id": id, "workflow": self.name, "params": Jsonb(params)})
         if row["status"] == "complete":
             return await self.get(id)
         completed: dict[str, Any] = {}
         if row["attempts"] > 1:  # a new run (its row was just inserted) has no checkpoints to read
             completed = {r["name"]: r["output"] for r in await self.db.fetch(SQL["completed_steps"], {"run": id})}
-        step = Step(self.db, id, completed)
+        step = Step(writes, id, completed)
         self.last_step = step
         try:
             if self.service is _NOT_PROVIDED:
@@ -169,9 +173,9 @@ class WorkflowBinding:
             output = await self.workflow_cls(self.service).run(params, step)
         except Exception as exc:
             message = exc.message if isinstance(exc, EdgeIndexError) else f"{type(exc).__name__}: {exc}"
-            await self.db.execute(SQL["finish_run"], {"id": id, "status": "errored", "error": message})
+            await writes.execute(SQL["finish_run"], {"id": id, "status": "errored", "error": message})
             raise
-        await self.db.execute(SQL["finish_run"], {"id": id, "status": "complete", "error": None})
+        await writes.execute(SQL["finish_run"], {"id": id, "status": "complete", "error": None})
         return RunStatus(id, "complete", None, None, output, tuple(completed))
 
     async def get(self, id: str) -> RunStatus | None:

@@ -91,4 +91,5 @@ async def batcher(request, services: Services, ctx):
     """Model calls, texts and isolated (split) calls of this process, and its grouped upsert commits
     (admin; diagnostics and benchmarks)."""
     await services.tenancy.require_admin(request.headers)
-    return {**services.ingest.batcher.stats(), "writes": services.ingest.writer.stats()}
+    return {**services.ingest.batcher.stats(), "writes": services.ingest.writer.stats(),
+            "step_writes": services.ingest.workflow.writes.stats()}

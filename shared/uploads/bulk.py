@@ -2,9 +2,10 @@
 
 Agents and folder syncs push many small files; one HTTP request per file spends more on the
 round trip than on the file. ``POST /entities/{entity_id}/documents`` takes one JSON object
-per line (``BulkDocument``) and stores every line through the same path as a direct upload
-(``UploadService.direct_upload``): its own row, its own object, its own bucket event and so
-its own durable ingestion run. A bad line never sinks the others: the answer holds one result
+per line (``BulkDocument``) and stores every line as a direct upload would
+(``UploadService.direct_upload``'s checks and states): its own row, its own object, its own
+bucket event and so its own durable ingestion run. The new versions of one request are written
+together (``bulk_versions``: a few statements per request, one PUT per document). A bad line never sinks the others: the answer holds one result
 per line, in order, each ``accepted``, ``unchanged`` or ``failed`` with the error (code,
 message, field) a single upload would have answered.
 """
@@ -22,6 +23,7 @@ from pydantic import StringConstraints
 from ..errors import EdgeIndexError, UnsupportedMediaType, ValidationError
 from .. import sqlfiles
 from ..validation import DocumentId, content_hash, parse
+from .bulk_versions import NewVersion, store_new_versions
 from .models import DocumentFields
 
 SQL = sqlfiles.load("bulk.sql")
@@ -105,7 +107,11 @@ def parse_lines(body: bytes) -> list[tuple[int, dict[str, Any] | EdgeIndexError]
 
 
 async def bulk_upload(uploads, entity_id: str, body: bytes, *, check_json=None) -> dict:
-    """Store every line as a direct upload; one result per line, in order (see the module doc)."""
+    """Store every line as a direct upload would; one result per line, in order (see the module doc).
+
+    Lines whose live version may already hold their bytes go the direct upload's way, one each (it
+    checks under a row lock and updates changed fields in place); every other good line needs a new
+    version, and those are written together (``bulk_versions``: a few statements per request)."""
     parsed = parse_lines(body)
     ids = [line.get("document_id") for _, line in parsed if isinstance(line, dict)]
     seen: set = set()
@@ -114,10 +120,21 @@ async def bulk_upload(uploads, entity_id: str, body: bytes, *, check_json=None) 
     named = [i for i in ids if isinstance(i, str)]
     live = {r["document_id"]: r for r in await uploads.db.fetch(SQL["live_versions"], {
         "entity_id": entity_id, "document_ids": named})} if named else {}
+    results: list[dict] = []
+    direct: list[tuple[int, BulkDocument, bytes]] = []  # (index in results, line, bytes)
+    grouped: list[tuple[int, NewVersion]] = []
 
-    async def one(n: int, line: dict[str, Any] | EdgeIndexError) -> dict:
+    def failed(result: dict, line, exc: EdgeIndexError) -> dict:
+        error = exc.to_dict()
+        if isinstance(line, dict) and error.get("field") in _LINE_FIELDS:
+            field = _LINE_FIELDS[error["field"]]
+            error["field"] = "content_base64" if field == "text" and "content_base64" in line else field
+        return {**result, "outcome": "failed", "status": exc.status, "error": error}
+
+    for n, line in parsed:
         document_id = line.get("document_id") if isinstance(line, dict) else None
         result: dict[str, Any] = {"line": n, "document_id": document_id if isinstance(document_id, str) else None}
+        results.append(result)
         try:
             if isinstance(line, EdgeIndexError):
                 raise line
@@ -131,28 +148,51 @@ async def bulk_upload(uploads, entity_id: str, body: bytes, *, check_json=None) 
                 raise ValidationError(f"document_id {doc.document_id!r} appears more than once in this request",
                                       field="document_id")
             data = _payload(doc)
-            if doc.skip_unchanged and _unchanged(live.get(doc.document_id), doc, data):
+            row = live.get(doc.document_id)
+            if doc.skip_unchanged and _unchanged(row, doc, data):
                 # The ready version has these bytes and these fields: nothing to write at all.
-                return {**result, "outcome": "unchanged", "status": 200,
-                        "version": live[doc.document_id]["version"], "document_status": "ready"}
+                results[-1] = {**result, "outcome": "unchanged", "status": 200, "version": row["version"],
+                               "document_status": "ready"}
+                continue
+            media_type, fields = uploads.check_direct(data, raw_content_type=doc.content_type, query=_query(doc))
+            if doc.skip_unchanged and _same_bytes(row, data, media_type):
+                direct.append((len(results) - 1, doc, data))  # maybe only fields change: the direct way
+            else:
+                grouped.append((len(results) - 1, NewVersion(doc.document_id, data, media_type, fields)))
+        except EdgeIndexError as exc:
+            results[-1] = failed(result, line, exc)
+
+    async def one(i: int, doc: BulkDocument, data: bytes) -> None:
+        try:
             async with limit:
                 document, created = await uploads.direct_upload(entity_id, doc.document_id, data,
                                                                 raw_content_type=doc.content_type,
                                                                 query=_query(doc))
         except EdgeIndexError as exc:
-            error = exc.to_dict()
-            if isinstance(line, dict) and error.get("field") in _LINE_FIELDS:
-                field = _LINE_FIELDS[error["field"]]
-                error["field"] = "content_base64" if field == "text" and "content_base64" in line else field
-            return {**result, "outcome": "failed", "status": exc.status, "error": error}
-        return {**result, "outcome": "accepted" if created else "unchanged", "status": 202 if created else 200,
-                "version": document["version"], "document_status": document["status"]}
+            results[i] = failed(results[i], parsed[i][1], exc)
+            return
+        results[i] = {**results[i], "outcome": "accepted" if created else "unchanged",
+                      "status": 202 if created else 200, "version": document["version"],
+                      "document_status": document["status"]}
 
-    results = await asyncio.gather(*(one(n, line) for n, line in parsed))
+    async def new_versions() -> None:
+        stored = await store_new_versions(uploads, entity_id, [version for _, version in grouped])
+        for (i, _), out in zip(grouped, stored):
+            if isinstance(out, EdgeIndexError):
+                results[i] = failed(results[i], parsed[i][1], out)
+            else:
+                results[i] = {**results[i], "outcome": "accepted", "status": 202, "version": out["version"],
+                              "document_status": out["status"]}
+
+    await asyncio.gather(new_versions(), *(one(i, doc, data) for i, doc, data in direct))
     counts = {name: sum(r["outcome"] == name for r in results) for name in ("accepted", "unchanged", "failed")}
     return {"entity_id": entity_id, **counts, "results": results}
 
 
+def _same_bytes(row: dict | None, data: bytes, media_type: str) -> bool:
+    """Whether the live version (as read at the request's start) may already hold these bytes."""
+    return (row is not None and row["status"] == "ready" and row["ready_version"] == row["version"]
+            and (row["content_hash"], row["content_type"]) == (content_hash(data), media_type))
 
 
 def check_media_type(raw: str | None) -> None:

@@ -122,6 +122,11 @@ class UploadService:
         where = {"entity_id": entity_id, "document_id": document_id, "version": version, "generation": generation}
         if await self.db.fetchone(SQL["confirm_upload"], where) is not None:
             return
+        await self._refuse_stored(entity_id, document_id, version, generation, key)
+
+    async def _refuse_stored(self, entity_id: str, document_id: str, version: int, generation: str,
+                             key: str) -> None:
+        """The confirmation found no row of this version and life: remove its bytes and raise Conflict."""
         # The key holds this life's generation, so it cannot be anyone else's object.
         await self.bucket.delete(key)
         now = await self.db.fetchone(SQL["pending_upload"], {"entity_id": entity_id, "document_id": document_id})
@@ -245,19 +250,24 @@ class UploadService:
                                                               "collection": changes.get("collection")})
         return True
 
+    def check_direct(self, data: bytes, *, raw_content_type: str | None,
+                     query: dict[str, str]) -> tuple[str, DirectUploadQuery]:
+        """A direct upload's checks: (media type, fields), or the 4xx naming what is wrong."""
+        media_type = content_type(raw_content_type, self.limits.allowed_types, field="Content-Type")
+        fields = parse(DirectUploadQuery, {
+            k: ([t for t in v.split(",") if t.strip()] if k == "tags" else v) for k, v in query.items()})
+        if not data:
+            raise ValidationError("body is empty: send the document's bytes", field="body")
+        check_size(len(data), self.limits.max_bytes, field="body")
+        return media_type, fields
+
     async def direct_upload(self, entity_id: str, document_id: str, data: bytes, *, raw_content_type: str | None,
                             query: dict[str, str]) -> tuple[dict, bool]:
         """Store a small body as the document's next version; ingestion follows from the bucket event.
 
         Returns (document, created): with ``skip_unchanged``, bytes identical to the live version
         create no version (``created`` False) and only update changed title/source/tags."""
-        limits = self.limits
-        media_type = content_type(raw_content_type, limits.allowed_types, field="Content-Type")
-        fields = parse(DirectUploadQuery, {
-            k: ([t for t in v.split(",") if t.strip()] if k == "tags" else v) for k, v in query.items()})
-        if not data:
-            raise ValidationError("body is empty: send the document's bytes", field="body")
-        check_size(len(data), limits.max_bytes, field="body")
+        media_type, fields = self.check_direct(data, raw_content_type=raw_content_type, query=query)
         if fields.skip_unchanged and await self._keep_live_version(entity_id, document_id,
                                                               content_hash(data), media_type, fields):
             return await self.get_document(entity_id, document_id), False
@@ -273,18 +283,20 @@ class UploadService:
         (or refuse it, when a DELETE or a newer upload got in first: ``_confirm_stored``)."""
         where = {"entity_id": entity_id, "document_id": document_id, "version": version}
         await holds.point(self.db, "upload:stored-version", entity_id, document_id)
+        await self.put_version(where, key, data, media_type)
+        await self._confirm_stored(entity_id, document_id, version, generation, key)
+
+    async def put_version(self, where: dict, key: str, data: bytes, media_type: str) -> None:
+        """Store a version's bytes; if the store refuses, the version is failed (``mark_upload_failed``).
+
+        No HEAD after the PUT to check the size: the PUT carries its Content-Length and a CRC32 of the
+        body (botocore's default checksum), and the store refuses a body that does not match both, so
+        a PUT that succeeded stored exactly ``data`` (never a cut document)."""
         try:
             await self.bucket.put(key, data, content_type=media_type)
-            stored = await self.bucket.head(key)
         except Exception as exc:
             await self.db.execute(SQL["mark_upload_failed"], {**where, "error": f"object storage write failed: {exc}"})
             raise BindingError(f"object storage did not accept the upload: {exc}") from exc
-        if stored is None or stored.size != len(data):
-            # What is stored must be exactly what was sent: never ingest a cut document.
-            await self.db.execute(SQL["mark_upload_failed"], {
-                **where, "error": f"object storage kept {stored.size if stored else 0} of {len(data)} bytes"})
-            raise BindingError(f"object storage kept {stored.size if stored else 0} of the {len(data)} bytes sent")
-        await self._confirm_stored(entity_id, document_id, version, generation, key)
 
     async def retry_document(self, entity_id: str, document_id: str) -> dict:
         """Ingest a failed document's bytes again, as its next version (the failed run stays failed; its

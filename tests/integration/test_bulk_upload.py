@@ -3,10 +3,14 @@ request, a result per line, each good one its own version ingested on its own; t
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 
-from ..helpers import TOPICS, chunks, document, paragraph, wait_document
+from edgeindex.holds import Hold
+
+from ..helpers import TOPICS, chunks, document, paragraph, put_document, wait_document
+from .test_write_races import _nothing_left
 
 NDJSON = {"Content-Type": "application/x-ndjson"}
 
@@ -59,6 +63,32 @@ async def test_bulk_route_reports_each_document_good_and_bad(stack, tenant, db):
     assert [(r["outcome"], r["version"]) for r in answer["results"]] == [("unchanged", 1), ("accepted", 2)]
     doc = await wait_document(tenant, "bulk-1", version=2)
     assert (doc["status"], doc["chunks_reused"], doc["chunks_embedded"]) == ("ready", 1, 1)
+
+
+async def test_a_bulk_line_a_delete_overtakes_is_refused_alone(stack, tenant, db):
+    """The lines of one request are written together (one transaction for their rows, one statement
+    confirming their bytes), yet a line whose document is deleted between its row and its bytes is
+    refused on its own, its bytes removed, while the others are accepted and ingested."""
+    texts = {f"race-{i}": document([paragraph(t)]) for i, t in enumerate(("glaciers", "lagoons", "canyons"))}
+    put_document(tenant, "race-1", texts["race-1"])
+    assert (await wait_document(tenant, "race-1"))["status"] == "ready"
+    body = ndjson(*({"document_id": d, "text": t + (" Revised." if d == "race-1" else "")} for d, t in texts.items()))
+    path = f"/entities/{tenant.entity_id}/documents"
+    async with Hold(db, "upload:stored-version", tenant.entity_id, "race-1") as hold:
+        bulk = asyncio.ensure_future(asyncio.to_thread(tenant.upload.post, path, raw=body, headers=NDJSON))
+        await hold.reached()  # race-1's version 2 row exists; its bytes are not stored yet
+        status, answer = await asyncio.to_thread(tenant.upload.delete, f"{path}/race-1")
+        assert status == 200 and answer["deleted"], answer
+    status, answer = await bulk
+    assert status == 200, answer
+    assert [(r["document_id"], r["outcome"], r["status"], r.get("version")) for r in answer["results"]] == [
+        ("race-0", "accepted", 202, 1), ("race-1", "failed", 409, None), ("race-2", "accepted", 202, 1)]
+    assert "was deleted while version 2 was being uploaded" in answer["results"][1]["error"]["message"]
+    for doc_id in ("race-0", "race-2"):
+        doc = await wait_document(tenant, doc_id)
+        assert (doc["status"], doc["version"]) == ("ready", 1)
+        assert [c["content"] for c in await chunks(db, tenant.entity_id, doc_id)] == [texts[doc_id]]
+    await _nothing_left(stack, tenant, db, "race-1")
 
 
 def test_bulk_route_refuses_what_is_not_ndjson(stack, tenant):

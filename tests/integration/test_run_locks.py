@@ -68,8 +68,14 @@ async def test_a_run_locked_by_another_session_is_refused_until_that_session_end
     other = await psycopg.AsyncConnection.connect(stack.dsn, autocommit=True)
     try:
         await other.execute("SELECT pg_advisory_lock(hashtextextended('workflow:' || %s, 0))", (run_id,))
+        refused = asyncio.create_task(binding.create(id=run_id, params={"n": 1}))
+        for _ in range(200):  # refused at once, or (wrongly) running its step: bounded either way
+            if refused.done() or arrived:
+                break
+            await asyncio.sleep(0.05)
+        gate.set()
         with pytest.raises(Conflict):
-            await binding.create(id=run_id, params={"n": 1})
+            await refused
     finally:
         await other.close()  # that process dies: Postgres drops its locks with the session
     keys = await lock_keys(db, [run_id])
@@ -77,8 +83,8 @@ async def test_a_run_locked_by_another_session_is_refused_until_that_session_end
         if await held(db, keys) == 0:
             break
         await asyncio.sleep(0.05)
-    gate.set()
     assert (await binding.create(id=run_id, params={"n": 1})).status == "complete"
+    assert arrived == [1]  # it ran once, after the other session let go
 
 
 async def test_the_lock_session_goes_back_to_the_pool_holding_nothing(db):
@@ -116,3 +122,35 @@ async def test_a_lost_lock_session_does_not_fail_its_runs_and_a_new_one_is_opene
     second = f"run-{uuid.uuid4()}"
     assert (await binding.create(id=second, params={"n": 2})).status == "complete"
     assert binding.locks.sessions == 2 and binding.locks.held == 0
+
+
+async def test_a_run_in_flight_when_its_session_was_lost_is_still_refused_in_this_process(db):
+    gate, arrived = asyncio.Event(), []
+    binding = WorkflowBinding(db, gated(gate, arrived), name="gated")
+    binding.provide(None)
+    first = f"run-{uuid.uuid4()}"
+    task = asyncio.create_task(binding.create(id=first, params={"n": 1}))
+    for _ in range(200):
+        if arrived:
+            break
+        await asyncio.sleep(0.05)
+    pid = binding.locks._conn.info.backend_pid
+    await db.execute("SELECT pg_terminate_backend(%(pid)s)", {"pid": pid})
+    second = f"run-{uuid.uuid4()}"
+    other = asyncio.create_task(binding.create(id=second, params={"n": 2}))  # finds the session gone
+    for _ in range(200):
+        if len(arrived) == 2:
+            break
+        await asyncio.sleep(0.05)
+    assert binding.locks.sessions == 2
+    # a new session would grant the first run's lock again: this process must refuse it by itself
+    again = asyncio.create_task(binding.create(id=first, params={"n": 3}))
+    for _ in range(200):
+        if again.done() or len(arrived) == 3:
+            break
+        await asyncio.sleep(0.05)
+    gate.set()
+    with pytest.raises(Conflict):
+        await again
+    assert [(await task).status, (await other).status] == ["complete", "complete"]
+    assert binding.locks.held == 0 and arrived == [1, 2]
