@@ -7,11 +7,15 @@ Batches of passages (ingestion) stay on torch, which is the faster of the two th
 (85 vs 68 passages/s on 2 cores).
 
 The graph (transformer, mean pooling over the attention mask, L2 normalization) is
-exported from the packaged weights with torch's ONNX exporter the first time a process
-asks for it, into a cache folder shared by every worker on the machine
-(``$EDGEINDEX_CACHE_DIR``, else ``$XDG_CACHE_HOME/edgeindex``, else ``~/.cache/edgeindex``),
-keyed by the weights file. Every load re-embeds a few probe texts both ways: an export
-that does not reproduce the torch vectors is refused, never used.
+exported from the packaged weights the first time a process asks for it: through torch's
+TorchScript exporter with eager attention and fused by ONNX Runtime's BERT optimizer (one
+Attention op per layer; ~6% less time per query than the unfused graph), else, when that
+exporter or optimizer is unavailable or fails, with the dynamo exporter unfused (the log and
+the folder's ``variant`` file say which). It goes into a cache folder shared by every worker
+on the machine (``$EDGEINDEX_CACHE_DIR``, else ``$XDG_CACHE_HOME/edgeindex``, else
+``~/.cache/edgeindex``), keyed by the weights file and the exporter's and optimizer's versions.
+Every load re-embeds a few probe texts both ways: an export that does not reproduce the torch
+vectors is refused, never used.
 """
 
 from __future__ import annotations
@@ -38,6 +42,9 @@ MAX_DIFFERENCE = 1e-4  # per component, between the exported graph and torch on 
 # (encode_request): below it a single query, where a second thread measured no faster.
 WIDE_MIN_ROWS = 40
 WIDE_THREADS = 2
+# what ``_export`` wrote, in the cache folder's ``variant`` file and the load log
+FUSED_VARIANT = "torchscript-eager+ort-bert-fusion"
+PLAIN_VARIANT = "dynamo"
 PROBES = ("how do we rotate the oncall schedule", "ZX-4471-QK certificate rotation failed",
           "Quarterly revenue grew 12% while operating costs fell; the board approved a buyback.")
 
@@ -50,17 +57,19 @@ def cache_root() -> Path:
 
 
 def _export_key(model_dir: Path) -> str:
-    """Changes whenever the weights or the exporter do."""
+    """Changes whenever the weights, the exporter or the fusing optimizer do."""
+    import onnxruntime
     import torch
 
     weights = model_dir / "model.safetensors"
     stat = weights.stat()
-    raw = f"{weights.resolve()}:{stat.st_size}:{stat.st_mtime_ns}:{torch.__version__}"
+    raw = (f"{weights.resolve()}:{stat.st_size}:{stat.st_mtime_ns}:{torch.__version__}:"
+           f"{onnxruntime.__version__}:{FUSED_VARIANT}")
     return hashlib.sha256(raw.encode()).hexdigest()[:16]
 
 
-def _export(model: Any, target: Path) -> None:
-    """Write ``model.onnx`` (+ its external weights) into ``target``, atomically."""
+def _pooled(transformer: Any) -> Any:
+    """The transformer with mean pooling over the attention mask and L2 normalization, as one module."""
     import torch
 
     class Pooled(torch.nn.Module):
@@ -75,15 +84,86 @@ def _export(model: Any, target: Path) -> None:
             mean = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
             return torch.nn.functional.normalize(mean, dim=1)
 
+    return Pooled(transformer).eval()
+
+
+def _export_fused(model: Any, scratch: Path) -> None:
+    """TorchScript export with eager attention, then ONNX Runtime's BERT fusions.
+
+    The fusions (one Attention op per layer, SkipLayerNormalization, BiasGelu) only recognise the
+    eager attention pattern as the TorchScript exporter writes it: the dynamo export's SDPA graph
+    fuses none of them. Fused, one query costs ~6% less at one thread (0.94 of the unfused mean in one
+    process, 15% less in ORT's own profile) with the same vectors (2e-7). The exporter is deprecated
+    in torch, hence the fallback in ``_export``.
+    """
+    import copy
+
+    import torch
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    # a copy: the loaded model keeps serving torch batches (ingestion) with its own attention
+    transformer = copy.deepcopy(model[0].auto_model)
+    transformer.set_attn_implementation("eager")
+    example = model.tokenizer([PROBES[0]], return_tensors="pt")
+    plain = scratch / "plain.onnx"
+    with torch.no_grad():
+        torch.onnx.export(_pooled(transformer), tuple(example[name] for name in INPUTS), str(plain),
+                          input_names=list(INPUTS), output_names=[OUTPUT], opset_version=17,
+                          dynamic_axes={name: {0: "batch", 1: "seq"} for name in INPUTS}, dynamo=False)
+    config = transformer.config
+    # opt_level 1: the portable fusions only; the session applies its own machine-specific ones at load
+    fused = optimize_model(str(plain), model_type="bert", num_heads=int(config.num_attention_heads),
+                           hidden_size=int(config.hidden_size), opt_level=1)
+    counts = fused.get_fused_operator_statistics()
+    if not counts.get("Attention"):
+        raise BindingError(f"no attention was fused ({counts})")
+    fused.save_model_to_file(str(scratch / "model.onnx"))
+    plain.unlink()
+    # A fusion that changed the vectors is not kept: the plain export takes its place (``_export``),
+    # rather than every worker refusing to start at the check in ``load``.
+    difference = _largest_difference(model, scratch / "model.onnx")
+    if difference > MAX_DIFFERENCE:
+        raise BindingError(f"the fused graph differs from the model by {difference:.1e}")
+
+
+def _largest_difference(model: Any, path: Path) -> float:
+    """Largest per-component difference between the graph at ``path`` and torch, on the probe texts."""
+    reference = model.encode(list(PROBES), convert_to_numpy=True, normalize_embeddings=True)
+    return float(np.abs(OnnxQueryEncoder(model, path).encode(list(PROBES)) - reference).max())
+
+
+def _export_dynamo(model: Any, scratch: Path) -> None:
+    import torch
+
     example = model.tokenizer([PROBES[0]], return_tensors="pt")
     batch, seq = torch.export.Dim("batch"), torch.export.Dim("seq", max=model.max_seq_length)
+    with torch.no_grad():
+        torch.onnx.export(_pooled(model[0].auto_model), tuple(example[name] for name in INPUTS),
+                          str(scratch / "model.onnx"), input_names=list(INPUTS), output_names=[OUTPUT],
+                          dynamic_shapes={name: {0: batch, 1: seq} for name in INPUTS}, dynamo=True)
+
+
+def _export(model: Any, target: Path) -> None:
+    """Write ``model.onnx`` (+ any external weights) and ``variant`` into ``target``, atomically.
+
+    The fused export first; if the deprecated exporter or the optimizer is missing or fails, or the
+    fused graph's vectors differ from torch's, the plain dynamo export (unfused, ~6% slower per
+    query, same vectors). ``variant`` says which.
+    """
     target.parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     try:
-        with torch.no_grad():
-            torch.onnx.export(Pooled(model[0].auto_model).eval(), tuple(example[name] for name in INPUTS),
-                              str(scratch / "model.onnx"), input_names=list(INPUTS), output_names=[OUTPUT],
-                              dynamic_shapes={name: {0: batch, 1: seq} for name in INPUTS}, dynamo=True)
+        try:
+            _export_fused(model, scratch)
+            variant = FUSED_VARIANT
+        except Exception as exc:  # an exporter or optimizer missing, renamed or refusing the graph
+            log.warning("fused query encoder export failed (%s: %s); using the plain dynamo export",
+                        type(exc).__name__, exc)
+            for leftover in scratch.iterdir():
+                leftover.unlink()
+            _export_dynamo(model, scratch)
+            variant = PLAIN_VARIANT
+        (scratch / "variant").write_text(variant + "\n")
         try:
             os.rename(scratch, target)  # another process may have won the race: then use its copy
         except OSError:
@@ -91,6 +171,12 @@ def _export(model: Any, target: Path) -> None:
                 raise
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def export_variant(folder: Path) -> str:
+    """Which export a cache folder holds (folders written before variants were recorded: plain)."""
+    marker = folder / "variant"
+    return marker.read_text().strip() if marker.is_file() else PLAIN_VARIANT
 
 
 def length_buckets(lengths: list[int]) -> list[list[int]]:
@@ -124,6 +210,7 @@ class OnnxQueryEncoder:
         self._max_tokens = int(model.max_seq_length)
         self._pad_id = int(model.tokenizer.pad_token_id or 0)
         self.path = path
+        self.variant = PLAIN_VARIANT
         self._wide: Any = None
         self._wide_lock = threading.Lock()
 
@@ -190,10 +277,12 @@ class OnnxQueryEncoder:
             except Exception as exc:  # exporter failures come in many types; the cause is kept
                 raise BindingError(f"could not export the query encoder to {target}: {exc}") from exc
         encoder = cls(model, target / "model.onnx")
-        reference = model.encode(list(PROBES), convert_to_numpy=True, normalize_embeddings=True)
-        difference = float(np.abs(encoder.encode(list(PROBES)) - reference).max())
+        encoder.variant = export_variant(target)
+        difference = _largest_difference(model, target / "model.onnx")
         if difference > MAX_DIFFERENCE:
             raise ModelMismatchError(f"the exported query encoder at {target} differs from the model by "
                                      f"{difference:.1e} (allowed {MAX_DIFFERENCE:.0e}); delete the folder to "
                                      f"export it again")
+        log.info("query encoder: %s export at %s (largest difference to torch %.1e)", encoder.variant,
+                 target, difference)
         return encoder

@@ -90,3 +90,49 @@ def test_length_buckets_pad_least():
     assert groups == [[1, 4, 2], [3, 0]]  # short sentences apart from the long texts
     assert onnx_query.length_buckets([20]) == [[0]] and onnx_query.length_buckets([]) == []
     assert onnx_query.length_buckets([10, 10, 10]) == [[0, 1, 2]]  # nothing to gain from a cut
+
+
+def test_the_export_is_fused_and_the_torch_model_keeps_its_attention(exported):
+    # ONNX Runtime's BERT fusions (one Attention op per layer) need the TorchScript export with eager
+    # attention; the loaded model goes on serving ingestion with its own attention implementation
+    embedder, encoder, _ = exported
+    assert encoder.variant == onnx_query.FUSED_VARIANT
+    assert onnx_query.export_variant(encoder.path.parent) == onnx_query.FUSED_VARIANT
+    import onnx
+
+    ops = {node.op_type for node in onnx.load(str(encoder.path), load_external_data=False).graph.node}
+    assert "Attention" in ops and "Softmax" not in ops
+    assert embedder._model[0].auto_model.config._attn_implementation != "eager"
+
+
+def test_a_failed_fusion_falls_back_to_the_plain_export(tmp_path, monkeypatch, caplog):
+    embedder = local_embedder()
+
+    def no_fusion(model, scratch):
+        (scratch / "plain.onnx").write_bytes(b"half written")  # a failure may leave files behind
+        raise ImportError("no onnxruntime.transformers here")
+
+    monkeypatch.setattr(onnx_query, "_export_fused", no_fusion)
+    with caplog.at_level("INFO", logger=onnx_query.__name__):
+        encoder = onnx_query.OnnxQueryEncoder.load(embedder._model, embedder.model_dir, cache=tmp_path)
+    assert encoder.variant == onnx_query.PLAIN_VARIANT
+    assert not (encoder.path.parent / "plain.onnx").exists()
+    assert "fused query encoder export failed" in caplog.text and "query encoder: dynamo export" in caplog.text
+    reference = embedder.encode_sync(TEXTS)
+    assert np.abs(encoder.encode(TEXTS) - reference).max() < 1e-5
+
+
+def test_a_fusion_that_changes_the_vectors_falls_back_to_the_plain_export(tmp_path, monkeypatch, caplog):
+    embedder = local_embedder()
+    real, calls = onnx_query._largest_difference, []
+
+    def fused_graph_is_off(model, path):  # the first check is the fused graph's, inside its export
+        calls.append(path)
+        return 1.0 if len(calls) == 1 else real(model, path)
+
+    monkeypatch.setattr(onnx_query, "_largest_difference", fused_graph_is_off)
+    with caplog.at_level("INFO", logger=onnx_query.__name__):
+        encoder = onnx_query.OnnxQueryEncoder.load(embedder._model, embedder.model_dir, cache=tmp_path)
+    assert encoder.variant == onnx_query.PLAIN_VARIANT  # not a refusal to start: the plain export serves
+    assert "the fused graph differs from the model" in caplog.text
+    assert np.abs(encoder.encode(TEXTS) - embedder.encode_sync(TEXTS)).max() < 1e-5
