@@ -15,8 +15,10 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import itertools
+import logging
 import time
 import uuid
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +36,7 @@ from .model import Bounds, RouterModel, ranking_reward, strategy_of
 from .telemetry_writer import TelemetryWriter, dumps
 
 SQL = sqlfiles.load("routing.sql")
+log = logging.getLogger(__name__)
 PRUNE_EVERY = 500        # telemetry rows between two prunes of expired ones
 
 
@@ -82,7 +85,7 @@ class Router:
         self.vocabulary = vocabulary
         self.languages = languages   # the embedding model's (bindings/ai.py model_languages); None: any
         self.models = store.ModelCache(db, settings.refresh_seconds)
-        self.telemetry_rows = TelemetryWriter(db, SQL["insert_telemetry"])
+        self.telemetry_rows = TelemetryWriter(db, SQL["copy_telemetry"], copy=True)
         self._rows = itertools.count(1)
 
     async def start(self) -> None:
@@ -137,23 +140,35 @@ class Router:
 
     # --- telemetry -------------------------------------------------------------------------------
 
-    async def record(self, search_id: str, *, entity_ids: list[str], scope_hash: str, query: str,
-                     decision: Decision | None, results: list[dict], cache: str, timings: dict) -> None:
+    def record(self, search_id: str, *, entity_ids: list[str], scope_hash: str, query: str,
+               decision: Decision | None, results: list[dict], cache: str, timings: dict) -> Awaitable[None] | None:
+        """Queue the search's row; what to hand ``ctx.wait_until`` (done once the row is written),
+        or None when the deployment keeps no telemetry."""
         if not self.settings.telemetry:
-            return
-        d = decision or Decision("", "hybrid", 0.0)
-        await self.telemetry_rows.add({
-            "search_id": search_id, "scope_hash": scope_hash, "entity_ids": entity_ids, "query": query,
-            "features": Jsonb(d.features, dumps) if d.features is not None else None,
-            "requested": d.requested, "strategy": d.strategy, "alpha": d.alpha,
-            "shadow_strategy": d.shadow[0] if d.shadow else None, "shadow_alpha": d.shadow[1] if d.shadow else None,
-            "model_version": d.model_version,
-            "results": Jsonb([{"chunk_id": r["chunk_id"], "document_id": r["document_id"],
-                               "entity_id": r["entity_id"], "score": r["score"], "scores": r["scores"]}
-                              for r in results], dumps),
-            "cache": cache, "timings": Jsonb(timings, dumps)})
+            return None
+        try:  # a search never fails for its telemetry (this runs before its answer is sent)
+            d = decision or Decision("", "hybrid", 0.0)
+            # columns in copy_telemetry's order; the JSON is encoded here, as each search ends, so the
+            # group's COPY only formats text
+            written = self.telemetry_rows.enqueue((
+                search_id, scope_hash, entity_ids, query,
+                _json(d.features) if d.features is not None else None,
+                d.requested, d.strategy, d.alpha,
+                d.shadow[0] if d.shadow else None, d.shadow[1] if d.shadow else None,
+                d.model_version,
+                _json([{"chunk_id": r["chunk_id"], "document_id": r["document_id"], "entity_id": r["entity_id"],
+                        "score": r["score"], "scores": r["scores"]} for r in results]),
+                cache, _json(timings)))
+        except Exception:
+            log.exception("could not make the telemetry row of search %s", search_id)
+            return None
         if next(self._rows) % PRUNE_EVERY == 0:
-            await self.db.execute(SQL["prune_telemetry"], {"days": self.settings.telemetry_days})
+            return self._prune_after(written)
+        return written
+
+    async def _prune_after(self, written: asyncio.Future) -> None:
+        await asyncio.shield(written)
+        await self.db.execute(SQL["prune_telemetry"], {"days": self.settings.telemetry_days})
 
     # --- feedback --------------------------------------------------------------------------------
 
@@ -231,6 +246,11 @@ class Router:
             await conn.execute(SQL["mark_applied"], {"version": new["version"], "ids": [r["id"] for r in pending]})
         self.models.invalidate()
         return new["version"]
+
+
+def _json(value: Any) -> str:
+    """A jsonb column's text in a COPY row."""
+    return dumps(value).decode()
 
 
 def new_search_id() -> str:

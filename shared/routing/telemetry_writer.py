@@ -8,6 +8,12 @@ go in as one pipelined ``executemany`` in one transaction.
 Each search's ``record`` still awaits its own row's group, so the worker's ``ctx.drain()`` at
 shutdown waits for every row, and ``flush()`` lets feedback read a row its own process has
 not written yet. A failed group is logged once; a search never fails for its telemetry.
+
+A writer made with ``copy=True`` sends its group through ``COPY ... FROM STDIN`` instead:
+rows are tuples in the statement's column order, formatted by psycopg's C row writer, and
+Postgres inserts them without planning or executing a statement per row. That is the search
+telemetry's path (a row per answer, exact-cache hits included, thousands a second); writes
+that must upsert (the semantic-cache pointers) keep ``executemany``.
 """
 
 from __future__ import annotations
@@ -34,9 +40,11 @@ def dumps(value: Any) -> bytes:
 
 
 class TelemetryWriter:
-    def __init__(self, db: Database, statement: str, *, window: float = 0.05, max_rows: int = 200) -> None:
+    def __init__(self, db: Database, statement: str, *, window: float = 0.05, max_rows: int = 200,
+                 copy: bool = False) -> None:
         self.db = db
         self.statement = statement
+        self.copy = copy              # statement is a COPY ... FROM STDIN, rows are tuples
         self.window = window          # how long the first row of a group waits for company
         self.max_rows = max_rows      # a full group goes at once
         self._rows: list[dict] = []
@@ -45,17 +53,23 @@ class TelemetryWriter:
         self.groups_written = 0       # statements sent (the tests read it)
         self._writing: set[asyncio.Task] = set()  # the loop keeps only weak references to tasks
 
-    async def add(self, row: dict) -> None:
+    async def add(self, row: dict | tuple) -> None:
         """Queue ``row``; returns once the group holding it is written (or failed, logged)."""
-        loop = asyncio.get_running_loop()
+        await asyncio.shield(self.enqueue(row))
+
+    def enqueue(self, row: dict | tuple) -> asyncio.Future:
+        """Queue ``row`` without a coroutine of its own: the future is done once its group is
+        written (or failed, logged). Hand it to ``ctx.wait_until`` so that drain waits for it;
+        a search's telemetry row costs no task this way."""
         if self._group is None:
+            loop = asyncio.get_running_loop()
             self._group = loop.create_future()
             self._timer = loop.call_later(self.window, self._send)
         group = self._group
         self._rows.append(row)
         if len(self._rows) >= self.max_rows:
             self._send()
-        await asyncio.shield(group)
+        return group
 
     async def flush(self) -> None:
         """Write what is waiting now (feedback reads the rows of searches just answered)."""
@@ -80,7 +94,12 @@ class TelemetryWriter:
         try:
             async with self.db.transaction() as conn:
                 async with conn.cursor() as cursor:
-                    await cursor.executemany(self.statement, rows)
+                    if self.copy:
+                        async with cursor.copy(self.statement) as copy:
+                            for row in rows:
+                                await copy.write_row(row)
+                    else:
+                        await cursor.executemany(self.statement, rows)
             self.groups_written += 1
         except Exception:
             log.exception("could not write %d telemetry row(s)", len(rows))

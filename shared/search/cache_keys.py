@@ -9,8 +9,9 @@ return a result computed for the same entities, filters and options.
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
+
+import orjson
 
 from .request import SearchRequest
 
@@ -24,7 +25,10 @@ class CacheKeys:
 
 
 def _digest(value: object) -> str:
-    return hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    # Canonical JSON (sorted keys) through orjson: a key is made on every search, exact hits
+    # included, where the standard library's encoder was ~5% of a hit's CPU. Every float of a
+    # scope is validated finite (request.py), so orjson's null for NaN cannot merge two scopes.
+    return hashlib.sha256(orjson.dumps(value, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
 def scope(request: SearchRequest, entity_ids: list[str]) -> dict:

@@ -355,10 +355,12 @@ class SearchService:
                 cached = response["routing"]  # the decision the cached answer was made with
                 decision = Decision(ctx.decision.requested, cached.get("strategy", ""), cached.get("alpha", 0.0),
                                     cached.get("features"), cached.get("model_version"), cached.get("bin"))
-            background.wait_until(self.router.record(
+            written = self.router.record(
                 ctx.search_id, entity_ids=ctx.entity_ids, scope_hash=scope_hash(ctx.entity_ids),
                 query=ctx.request.query, decision=decision, results=response["results"],
-                cache=ctx.cache_outcome, timings={"took_ms": response["took_ms"], **ctx.timings}))
+                cache=ctx.cache_outcome, timings={"took_ms": response["took_ms"], **ctx.timings})
+            if written is not None:
+                background.wait_until(written)
         return response
 
     async def store(self, ctx: SearchContext, payload: dict, background: Any) -> None:

@@ -30,12 +30,10 @@ WHERE m.scope = %(scope)s
 ORDER BY m.version DESC
 LIMIT %(limit)s;
 
--- name: insert_telemetry
-INSERT INTO search_telemetry (search_id, scope_hash, entity_ids, query, features, requested, strategy, alpha,
-                              shadow_strategy, shadow_alpha, model_version, results, cache, timings)
-VALUES (%(search_id)s, %(scope_hash)s, %(entity_ids)s, %(query)s, %(features)s, %(requested)s, %(strategy)s,
-        %(alpha)s, %(shadow_strategy)s, %(shadow_alpha)s, %(model_version)s, %(results)s, %(cache)s, %(timings)s)
-ON CONFLICT (search_id) DO NOTHING;
+-- name: copy_telemetry
+-- the grouped path (routing/telemetry_writer.py): one COPY per group, columns in this order
+COPY search_telemetry (search_id, scope_hash, entity_ids, query, features, requested, strategy, alpha,
+                       shadow_strategy, shadow_alpha, model_version, results, cache, timings) FROM STDIN;
 
 -- name: prune_telemetry
 DELETE FROM search_telemetry WHERE created_at < now() - make_interval(days => %(days)s);

@@ -69,3 +69,43 @@ async def test_feedback_sent_at_once_finds_its_search(stack, upload_admin):
     status, body = t.search.post("/feedback", {"search_id": answer["search_id"],
                                                "useful": [answer["results"][0]["chunk_id"]]})
     assert status == 200, body
+
+
+async def test_a_copy_group_writes_every_row_as_given(db):
+    # the search telemetry's path: tuples through COPY, text that COPY must escape, NULLs, arrays
+    await db.execute("CREATE TABLE IF NOT EXISTS telemetry_copy_probe (id text PRIMARY KEY, tags text[] NOT NULL, "
+                     "body jsonb, n float8)")
+    prefix = uuid.uuid4().hex[:8]
+    writer = TelemetryWriter(db, "COPY telemetry_copy_probe (id, tags, body, n) FROM STDIN", window=0.2, copy=True)
+    rows = [(f"{prefix}-{i}", ["a,b", 'say "hi"', "tab\there"], '{"q": "line\\nbreak \\\\ back"}' if i else None,
+             i / 3) for i in range(30)]
+    await asyncio.wait_for(asyncio.gather(*(writer.add(row) for row in rows)), timeout=10)
+    assert writer.groups_written == 1
+    stored = await db.fetch("SELECT id, tags, body, n FROM telemetry_copy_probe WHERE id LIKE %s ORDER BY n",
+                            (prefix + "%",))
+    assert [(r["id"], r["tags"], r["body"], r["n"]) for r in stored] == [
+        (f"{prefix}-{i}", ["a,b", 'say "hi"', "tab\there"], {"q": "line\nbreak \\ back"} if i else None, i / 3)
+        for i in range(30)]
+
+
+async def test_a_search_row_is_written_by_drain_and_a_bad_row_fails_no_search(db, caplog):
+    # the worker hands record's future to ctx.wait_until (no task per search): drain at shutdown
+    # must still wait for the row
+    from edgeindex.env import ExecutionContext
+    from edgeindex.routing.service import Router, RouterSettings
+
+    router = Router(db, RouterSettings())
+    ctx = ExecutionContext()
+    search_id = str(uuid.uuid4())
+    result = {"chunk_id": str(uuid.uuid4()), "document_id": "d1", "entity_id": "e1", "score": 0.5,
+              "scores": {"text": 0.5}}
+    ctx.wait_until(router.record(search_id, entity_ids=["e1"], scope_hash="h", query="tab\there",
+                                 decision=None, results=[result], cache="exact", timings={"took_ms": 1.0}))
+    await asyncio.wait_for(ctx.drain(), timeout=10)
+    row = await db.fetchone("SELECT query, cache, results FROM search_telemetry WHERE search_id = %s", (search_id,))
+    assert row is not None and (row["query"], row["cache"]) == ("tab\there", "exact")
+    assert row["results"] == [result]
+    # a row that cannot be made is logged; the search it belongs to goes on
+    assert router.record(str(uuid.uuid4()), entity_ids=["e1"], scope_hash="h", query="q", decision=None,
+                         results=[{"chunk_id": "c"}], cache="none", timings={}) is None
+    assert "could not make the telemetry row" in caplog.text
