@@ -105,18 +105,29 @@ async def test_the_lock_session_goes_back_to_the_pool_holding_nothing(db):
     assert binding.locks._conn is None  # given back to the pool once no run holds a lock
 
 
-async def test_a_lost_lock_session_does_not_fail_its_runs_and_a_new_one_is_opened(db):
+async def until(done, bound: int = 200) -> None:
+    """Poll ``done()`` every 50 ms, at most ``bound`` times (the assertions after it say what was reached)."""
+    for _ in range(bound):
+        if done():
+            return
+        await asyncio.sleep(0.05)
+
+
+async def a_run_whose_lock_session_is_lost(db):
+    """A gated run in flight, then its process's lock session killed (Postgres restarted, say)."""
     gate, arrived = asyncio.Event(), []
     binding = WorkflowBinding(db, gated(gate, arrived), name="gated")
     binding.provide(None)
     first = f"run-{uuid.uuid4()}"
     task = asyncio.create_task(binding.create(id=first, params={"n": 1}))
-    for _ in range(200):
-        if arrived:
-            break
-        await asyncio.sleep(0.05)
+    await until(lambda: arrived)
     pid = binding.locks._conn.info.backend_pid
-    await db.execute("SELECT pg_terminate_backend(%(pid)s)", {"pid": pid})  # Postgres restarted, say
+    await db.execute("SELECT pg_terminate_backend(%(pid)s)", {"pid": pid})
+    return binding, gate, arrived, first, task
+
+
+async def test_a_lost_lock_session_does_not_fail_its_runs_and_a_new_one_is_opened(db):
+    binding, gate, _, _, task = await a_run_whose_lock_session_is_lost(db)
     gate.set()
     assert (await task).status == "complete"  # its unlock found the session gone: nothing to release
     second = f"run-{uuid.uuid4()}"
@@ -125,30 +136,14 @@ async def test_a_lost_lock_session_does_not_fail_its_runs_and_a_new_one_is_opene
 
 
 async def test_a_run_in_flight_when_its_session_was_lost_is_still_refused_in_this_process(db):
-    gate, arrived = asyncio.Event(), []
-    binding = WorkflowBinding(db, gated(gate, arrived), name="gated")
-    binding.provide(None)
-    first = f"run-{uuid.uuid4()}"
-    task = asyncio.create_task(binding.create(id=first, params={"n": 1}))
-    for _ in range(200):
-        if arrived:
-            break
-        await asyncio.sleep(0.05)
-    pid = binding.locks._conn.info.backend_pid
-    await db.execute("SELECT pg_terminate_backend(%(pid)s)", {"pid": pid})
+    binding, gate, arrived, first, task = await a_run_whose_lock_session_is_lost(db)
     second = f"run-{uuid.uuid4()}"
     other = asyncio.create_task(binding.create(id=second, params={"n": 2}))  # finds the session gone
-    for _ in range(200):
-        if len(arrived) == 2:
-            break
-        await asyncio.sleep(0.05)
+    await until(lambda: len(arrived) == 2)
     assert binding.locks.sessions == 2
     # a new session would grant the first run's lock again: this process must refuse it by itself
     again = asyncio.create_task(binding.create(id=first, params={"n": 3}))
-    for _ in range(200):
-        if again.done() or len(arrived) == 3:
-            break
-        await asyncio.sleep(0.05)
+    await until(lambda: again.done() or len(arrived) == 3)
     gate.set()
     with pytest.raises(Conflict):
         await again
