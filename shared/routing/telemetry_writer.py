@@ -5,8 +5,8 @@ for every answer, which on an exact-cache hit (a millisecond or two of work) was
 cost after the socket write. Rows now gather for a short window (or until a group is full) and
 go in as one pipelined ``executemany`` in one transaction.
 
-Each search's ``record`` still awaits its own row's group, so the worker's ``ctx.drain()`` at
-shutdown waits for every row, and ``flush()`` lets feedback read a row its own process has
+Each search hands its row's group (``enqueue``'s future, through ``Router.record``) to
+``ctx.wait_until``, so the worker's ``ctx.drain()`` at shutdown waits for every row, and ``flush()`` lets feedback read a row its own process has
 not written yet. A failed group is logged once; a search never fails for its telemetry.
 
 A writer made with ``copy=True`` sends its group through ``COPY ... FROM STDIN`` instead:

@@ -31,6 +31,7 @@ from .. import holds, sqlfiles
 from .. import object_keys as keys
 from ..errors import EdgeIndexError, NotFound, ValidationError
 from .models import DirectUploadQuery
+from .service import version_row
 
 log = logging.getLogger(__name__)
 SQL = sqlfiles.load("bulk.sql")
@@ -54,10 +55,8 @@ class NewVersion:
 async def _create_versions(uploads, entity_id: str, lines: list[NewVersion]) -> None:
     """Every line's version row and object key, in one transaction (step 1 of the module doc)."""
     ordered = sorted(lines, key=lambda line: line.document_id)
-    params = [{"entity_id": entity_id, "document_id": line.document_id, "title": line.fields.title,
-               "source": line.fields.source, "tags": line.fields.tags, "collection": line.fields.collection,
-               "metadata": None, "content_type": line.media_type, "size_bytes": len(line.data),
-               "filename": keys.safe_filename(line.fields.filename or line.document_id)} for line in ordered]
+    params = [version_row(entity_id, line.document_id, line.fields, media_type=line.media_type,
+                          size_bytes=len(line.data), metadata=None) for line in ordered]
     async with uploads.db.transaction() as conn:
         cur = conn.cursor()
         await cur.executemany(DOCUMENTS_SQL["create_or_bump"], params, returning=True)

@@ -52,6 +52,16 @@ class UploadLimits:
     presign_expires: int
 
 
+def version_row(entity_id: str, document_id: str, fields: DocumentFields, *, media_type: str, size_bytes: int,
+                metadata: dict | None) -> dict:
+    """``create_or_bump``'s parameters for a document's next version (direct, presigned and bulk uploads)."""
+    return {"entity_id": entity_id, "document_id": document_id, "title": fields.title, "source": fields.source,
+            "tags": fields.tags, "collection": fields.collection,
+            "metadata": Jsonb(metadata) if metadata is not None else None,
+            "content_type": media_type, "size_bytes": size_bytes,
+            "filename": keys.safe_filename(fields.filename or document_id)}
+
+
 def _json_ready(row: dict) -> dict:
     return {k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in row.items()}
 
@@ -146,14 +156,12 @@ class UploadService:
         (version, object key, upload id, generation).
 
         ``upload_id_for(key)`` starts a multipart upload for the key when one is wanted."""
-        filename = keys.safe_filename(fields.filename or document_id)
+        params = version_row(entity_id, document_id, fields, media_type=media_type, size_bytes=size_bytes,
+                             metadata=metadata)
+        filename = params["filename"]
         try:
             async with self.db.transaction() as conn:
-                cur = await conn.execute(SQL["create_or_bump"], {
-                    "entity_id": entity_id, "document_id": document_id, "title": fields.title, "source": fields.source,
-                    "tags": fields.tags, "collection": fields.collection,
-                    "metadata": Jsonb(metadata) if metadata is not None else None,
-                    "content_type": media_type, "size_bytes": size_bytes, "filename": filename})
+                cur = await conn.execute(SQL["create_or_bump"], params)
                 row = await cur.fetchone()
                 version, generation = row["version"], str(row["generation"])
                 key = keys.object_key(entity_id, document_id, version, filename, generation)
