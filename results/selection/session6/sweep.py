@@ -1,4 +1,5 @@
-"""Sweep selection constants offline: `sweep.py NAME=VALUE ...` (module constants of selection.tools/scoring)."""
+"""Sweep selection constants offline: `sweep.py NAME=VALUE ...` (module constants of selection.tools/scoring; a
+constant read as a default argument at import, such as scoring.ALPHA, is not changed by this)."""
 import asyncio, sys
 from pathlib import Path
 sys.path.insert(0, "scripts")
