@@ -6,10 +6,10 @@ stored under (run id, step name) and a later run of the same id returns the
 stored result instead of running ``fn`` again. A run killed anywhere therefore
 resumes from the last completed step when its message is redelivered.
 
-Retries live here, not in steps: each step has a RetryPolicy (a plain loop: tenacity's
-machinery per step cost more than most steps). Errors that say retrying cannot help (``IngestError``, ``Conflict``)
-fail at once and propagate as themselves; anything else that outlives the
-policy becomes ``StepFailed`` carrying every attempt's error.
+Retries live here, not in steps: each step has a RetryPolicy, applied by a plain loop
+(tenacity's machinery per step cost more than most steps). Errors that say retrying cannot
+help (``IngestError``, ``Conflict``) fail at once and propagate as themselves; anything else
+that outlives the policy becomes ``StepFailed`` carrying every attempt's error.
 """
 
 from __future__ import annotations
