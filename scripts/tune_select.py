@@ -130,7 +130,7 @@ async def run_indices(folder: Path, emb: MemoEmbedder, tables: bool) -> None:
     rows = [{"name": d.name, "kind": d.kind, "description": d.description, "fields": list(d.fields),
              "profile": {}, "embedding": v} for d, v in zip(defs, vecs)]
     part_rows = [(d.name, p, f) for d in defs for p, f in ix.parts(d).items()]
-    pvecs = await emb.embed([ix.part_text(n, p, f) for n, p, f in part_rows]) if part_rows else []
+    pvecs = await emb.embed([ix.part_text(p, f) for _, p, f in part_rows]) if part_rows else []
     parts = [{"index_name": n, "part": p, "fields": f, "embedding": v} for (n, p, f), v in zip(part_rows, pvecs)]
     db = FakeDB({"index_catalog": rows, "index_part_catalog": parts})
     ix._cache.clear()
