@@ -265,7 +265,13 @@ def sharing(url: str, admin_key: str) -> str:
     with urllib.request.urlopen(request, timeout=10) as resp:
         stats = json.loads(resp.read())
     writes = stats.get("writes") or {}
-    return (f"{stats['mean_texts_per_call']} texts per model call ({stats['calls']} calls), "
+    texts = stats.get("texts") or 0
+    # the model's calls in the worker: wall, its thread's CPU and its wait for a core, per text
+    model = (f"model calls {1000 * stats['model_busy_s'] / texts:.1f} ms wall per text (its thread's CPU "
+             f"{1000 * (stats.get('model_cpu_s') or 0) / texts:.1f}, waiting for a core "
+             f"{1000 * (stats.get('model_runqueue_s') or 0) / texts:.1f}), {stats['gathering_s']:.1f} s waiting "
+             f"for calls to fill, " if texts and stats.get("model_busy_s") is not None else "")
+    return (f"{stats['mean_texts_per_call']} texts per model call ({stats['calls']} calls), {model}"
             f"{writes.get('mean_documents_per_commit')} documents per upsert commit ({writes.get('commits')} commits, "
             f"{writes.get('isolated')} redone alone)"
             + (f", {steps.get('mean_statements_per_commit')} step-engine statements per commit ({steps.get('commits')} "

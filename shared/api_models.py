@@ -208,6 +208,13 @@ class BatcherStats(_Body):
     fill: int | None = Field(default=None, description="texts a call waits for while runs are on their way")
     window_ms: float | None = Field(default=None, description="longest wait for them")
     mean_texts_per_call: float | None
+    model_busy_s: float | None = Field(default=None, description="seconds spent in model calls")
+    gathering_s: float | None = Field(default=None, description="seconds spent waiting for calls to fill")
+    model_cpu_s: float | None = Field(default=None, description="CPU seconds of the model's thread in its calls")
+    model_runqueue_s: float | None = Field(default=None, description="seconds the model's thread waited for "
+                                                                      "a core in its calls")
+    span_s: float | None = Field(default=None, description="seconds from the first model call's start to the "
+                                                           "last one's end")
     writes: WriterStats | None = Field(default=None, description="how the runs' upserts shared transactions")
     step_writes: StepWriteStats | None = Field(default=None, description="how the runs' step-engine statements "
                                                                           "shared transactions")

@@ -52,10 +52,15 @@ def read_sequences(kv: KV, entity_ids: Iterable[str]) -> tuple[int, ...]:
 
 def load(kv: KV, key: str, sequences: tuple[int, ...]) -> dict | None:
     """The stored result, if it was computed at exactly these (current) entity sequences."""
+    return load_entry(kv, key, sequences)[0]
+
+
+def load_entry(kv: KV, key: str, sequences: tuple[int, ...]) -> tuple[dict | None, float | None]:
+    """``load``, with the entry's expiry (epoch seconds; None for entries stored without one)."""
     entry = kv.get(result_key(key))
     if entry is None or tuple(entry["sequences"]) != tuple(sequences):
-        return None
-    return entry["payload"]
+        return None, None
+    return entry["payload"], entry.get("expires")
 
 
 def store(kv: KV, key: str, value: dict, *, chunk_ids: Iterable[str], entity_ids: list[str],
@@ -68,7 +73,7 @@ def store(kv: KV, key: str, value: dict, *, chunk_ids: Iterable[str], entity_ids
             return False
         if any(float(kv.get(_barrier_key(e), 0)) > now for e in entity_ids):
             return False
-        kv.put(result_key(key), {"sequences": list(sequences), "payload": value}, ttl=ttl)
+        kv.put(result_key(key), {"sequences": list(sequences), "payload": value, "expires": now + ttl}, ttl=ttl)
         for chunk_id in chunk_ids:
             refs = kv.get(f"ref:{chunk_id}") or set()
             refs.add(key)

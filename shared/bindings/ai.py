@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Protocol
@@ -71,6 +72,15 @@ def _normalize(vectors: np.ndarray) -> np.ndarray:
     return (vectors / np.where(norms == 0, 1, norms)).astype(np.float32)
 
 
+def _runqueue_wait() -> float:
+    """Seconds this thread has waited for a core so far (Linux ``schedstat``; 0 elsewhere)."""
+    try:
+        with open("/proc/thread-self/schedstat") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
 class LocalEmbedder:
     """sentence-transformers on CPU; the model loads once per process.
 
@@ -94,17 +104,29 @@ class LocalEmbedder:
         # torch already uses every core for one batch; running two batches at
         # once only adds contention, so calls are serialized.
         self._lock = threading.Lock()
+        self.cpu_seconds = 0.0   # in model calls, the calling thread's CPU (torch's own threads not counted)
+        self.wall_seconds = 0.0
+        self.runqueue_seconds = 0.0  # ready to run but waiting for a core (Linux schedstat)
         self._model_thread = ThreadPoolExecutor(1, thread_name_prefix="embed")
         self._queries: OnnxQueryEncoder | None = None
         self.query_batcher: QueryBatcher | None = None
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         with self._lock:
-            vectors = self._model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True,
-                                         normalize_embeddings=True, show_progress_bar=False).astype(np.float32)
-            if len(texts) > 1:  # a batch's activations are freed by now: return them (native_memory)
-                native_memory.trim()
-            return vectors
+            cpu, wall, queued = time.thread_time(), time.perf_counter(), _runqueue_wait()
+            try:
+                return self._encode_locked(texts)
+            finally:  # telemetry: a call's CPU against its wall time says how much it waited (GIL, cores)
+                self.cpu_seconds += time.thread_time() - cpu
+                self.wall_seconds += time.perf_counter() - wall
+                self.runqueue_seconds += _runqueue_wait() - queued
+
+    def _encode_locked(self, texts: list[str]) -> np.ndarray:
+        vectors = self._model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True,
+                                     normalize_embeddings=True, show_progress_bar=False).astype(np.float32)
+        if len(texts) > 1:  # a batch's activations are freed by now: return them (native_memory)
+            native_memory.trim()
+        return vectors
 
     def set_threads(self, threads: int) -> None:
         """Threads torch gives one model call in this process (``MODEL_THREADS`` of the ingest worker).

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import contextvars
 import logging
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -65,7 +66,13 @@ class EmbeddingBatcher:
         return {"calls": self.calls, "texts": self.texts, "isolated": self.isolated, "max_texts": self.max_texts,
                 "fill": self.fill, "window_ms": round(self.window * 1000, 1),
                 "linger_ms": round(self.linger * 1000, 1),
-                "mean_texts_per_call": round(self.texts / self.calls, 1) if self.calls else None}
+                "mean_texts_per_call": round(self.texts / self.calls, 1) if self.calls else None,
+                # where the model's wall time went: in calls, waiting for a call to fill, and idle
+                # (nothing queued) between the first call and the last
+                "model_busy_s": round(self.busy, 2), "gathering_s": round(self.gathering, 2),
+                "span_s": round(self._last_end - self._first_start, 2) if self.calls else 0.0,
+                "model_cpu_s": round(getattr(self.embedder, "cpu_seconds", 0.0), 2),
+                "model_runqueue_s": round(getattr(self.embedder, "runqueue_seconds", 0.0), 2)}
 
     def __init__(self, embedder, *, max_texts: int = MODEL_CALL_TEXTS, linger: float = 0.02,
                  fill: int | None = None, window: float = 0.5) -> None:
@@ -81,6 +88,10 @@ class EmbeddingBatcher:
         self.calls = 0      # model calls made (telemetry)
         self.texts = 0
         self.isolated = 0   # shared calls that failed and were split per request
+        self.busy = 0.0       # seconds in model calls (telemetry: how well the model is fed)
+        self.gathering = 0.0  # seconds waiting for a call to fill
+        self._first_start = 0.0
+        self._last_end = 0.0
 
     @contextlib.contextmanager
     def coming(self):
@@ -132,7 +143,10 @@ class EmbeddingBatcher:
     async def _drain(self) -> None:
         await asyncio.sleep(self.linger)  # let runs of the same queue batch catch up
         while self._queue:
+            loop = asyncio.get_running_loop()
+            waited = loop.time()
             await self._gather()
+            self.gathering += loop.time() - waited
             taken: list[_Request] = []
             size = 0
             while self._queue and (not taken or size + len(self._queue[0].texts) <= self.max_texts):
@@ -148,7 +162,12 @@ class EmbeddingBatcher:
         try:
             texts = [t for r in taken for t in r.texts]
             faults.poison(texts)
+            began = time.perf_counter()
             vectors = await self.embedder.embed(texts)
+            ended = time.perf_counter()
+            self.busy += ended - began
+            self._first_start = self._first_start or began
+            self._last_end = ended
         except Exception as exc:
             if len(taken) > 1:
                 self.isolated += 1

@@ -28,6 +28,7 @@ import orjson
 from ..bindings.database import Database
 
 log = logging.getLogger(__name__)
+YIELD_EVERY = 16  # COPY rows formatted between two yields to the event loop
 
 
 def dumps(value: Any) -> bytes:
@@ -96,8 +97,12 @@ class TelemetryWriter:
                 async with conn.cursor() as cursor:
                     if self.copy:
                         async with cursor.copy(self.statement) as copy:
-                            for row in rows:
+                            for index, row in enumerate(rows, 1):
                                 await copy.write_row(row)
+                                if index % YIELD_EVERY == 0:
+                                    # formatting a full group is one loop step of a millisecond or
+                                    # more; searches answered meanwhile would queue behind it
+                                    await asyncio.sleep(0)
                     else:
                         await cursor.executemany(self.statement, rows)
             self.groups_written += 1

@@ -257,6 +257,9 @@ class DevStack:
         if not self.s3_endpoint or not self.sqs_endpoint:
             from moto.server import ThreadedMotoServer
 
+            from . import moto_speedups
+
+            moto_speedups.apply()  # its SQS receive walked every queued message per delivered one
             logging.getLogger("werkzeug").setLevel(logging.ERROR)
             port = int(self.environ.get("EDGEINDEX_MOTO_PORT") or free_port())
             self._moto = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)

@@ -37,6 +37,7 @@ from ..selection import collections
 from ..tenancy import Principal
 from . import defaults, engine
 from .cache_keys import CacheKeys, _digest, cache_keys
+from .exact_front import ExactFront
 from .request import SearchRequest, parse_request
 from ..bindings.rerank import Reranker
 from ..routing.service import Decision, Router, new_search_id, scope_hash
@@ -106,6 +107,7 @@ class SearchService:
         self.vocabulary: frozenset[str] | None = None  # the model's whole words (semantic_guard)
         self._stores = itertools.count(1)
         self._tuned = engine.tuned_connections()
+        self.exact_front = ExactFront()
         # Semantic-cache pointers go in groups, after the answer (as telemetry rows do): one
         # transaction for all stored within a window, not a checkout, statement and commit each.
         self.semantic_writes = TelemetryWriter(db, SEMANTIC_UPSERT)
@@ -199,7 +201,12 @@ class SearchService:
     async def cache_exact(self, ctx: SearchContext) -> dict | None:
         if not ctx.request.cache:
             return None
-        hit = cache.load(self.kv, ctx.keys.exact, ctx.sequences)  # a read: see scope()
+        # this process's copy first (exact_front.py), valid at the same sequences only
+        hit = self.exact_front.get(ctx.keys.exact, ctx.sequences)
+        if hit is None:
+            hit, expires = cache.load_entry(self.kv, ctx.keys.exact, ctx.sequences)  # a read: see scope()
+            if hit is not None and expires is not None:
+                self.exact_front.put(ctx.keys.exact, ctx.sequences, hit, expires)
         if hit is not None:
             ctx.cache_outcome = "exact"
         return hit

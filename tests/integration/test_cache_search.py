@@ -158,3 +158,22 @@ async def test_no_response_holds_a_deleted_chunk(stack, upload_admin, db):
     final = _search(tenant, body)
     assert not set(_chunks(final)) & deleted
     assert final["results"] and all(r["document_id"] != "bread" for r in final["results"])
+
+
+async def test_an_exact_hit_served_from_the_search_process_memory_sees_another_process_delete(stack, upload_admin, db):
+    # The search worker keeps recent exact hits in memory (search/exact_front.py); the delete runs
+    # in the upload worker, another process: its sequence bump must retire the in-memory copy.
+    tenant = await _tenant_with_docs(stack, upload_admin)
+    body = {"query": "how do I bake sourdough bread", "k": 3}
+    bread = await _bread_chunks(db, tenant)
+    first = _search(tenant, body)
+    assert set(_chunks(first)) & bread
+    # the second answer comes from the KV and is kept in memory; the third from memory
+    assert [_search(tenant, body)["cache"] for _ in range(2)] == ["exact", "exact"]
+    status, gone = tenant.upload.delete(f"/entities/{tenant.entity_id}/documents/bread")
+    assert status == 200 and gone["deleted"], gone
+    after = _search(tenant, body)
+    assert after["cache"] == "none"
+    assert not set(_chunks(after)) & bread
+    again = _search(tenant, body)                 # the new answer is cached (and kept) in turn
+    assert again["cache"] == "exact" and _chunks(again) == _chunks(after)

@@ -1,0 +1,38 @@
+"""The exact cache's in-process front (search/exact_front.py): a copy is served only at the
+sequences it was computed at, never past its expiry, and the front stays bounded."""
+
+from __future__ import annotations
+
+import time
+
+from edgeindex.search.exact_front import ExactFront
+
+
+def test_a_copy_is_served_only_at_its_sequences_and_retired_by_any_other():
+    front = ExactFront()
+    front.put("k", (3, 7), {"results": ["a"]}, time.time() + 100)
+    assert front.get("k", (3, 7)) == {"results": ["a"]}
+    assert front.get("k", (3, 8)) is None      # an entity changed: retired ...
+    assert front.get("k", (3, 7)) is None      # ... and gone, not served again at the old sequences
+    assert front.get("other", (3, 7)) is None
+
+
+def test_a_copy_expires_with_its_kv_entry_and_after_max_seconds():
+    front = ExactFront(max_seconds=100.0)
+    front.put("k", (1,), {"results": []}, time.time() - 0.001)  # the KV entry's expiry has passed
+    assert front.get("k", (1,)) is None
+    front = ExactFront(max_seconds=0.0)
+    front.put("k", (1,), {"results": []}, time.time() + 100)
+    assert front.get("k", (1,)) is None
+
+
+def test_the_front_keeps_the_most_recently_served_copies_only():
+    front = ExactFront(max_entries=2)
+    until = time.time() + 100
+    front.put("a", (1,), {"n": 1}, until)
+    front.put("b", (1,), {"n": 2}, until)
+    assert front.get("a", (1,)) == {"n": 1}    # "a" served last: "b" is the oldest
+    front.put("c", (1,), {"n": 3}, until)
+    assert len(front) == 2
+    assert front.get("b", (1,)) is None
+    assert front.get("a", (1,)) == {"n": 1} and front.get("c", (1,)) == {"n": 3}

@@ -1,0 +1,52 @@
+"""The dev stack's patch to moto's SQS: the same deliveries, without computing every queue attribute."""
+
+from __future__ import annotations
+
+import boto3
+import pytest
+from moto import mock_aws
+from moto.sqs.models import SQSBackend
+
+from edgeindex.runtime import moto_speedups
+
+ORIGINAL = SQSBackend.is_message_valid_based_on_retention_period
+
+
+@pytest.fixture
+def sqs():
+    with mock_aws():
+        yield boto3.client("sqs", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+
+
+def _backend_and_queue(sqs, retention: int):
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.sqs.models import sqs_backends
+
+    sqs.create_queue(QueueName="q", Attributes={"MessageRetentionPeriod": str(retention)})
+    return sqs_backends[DEFAULT_ACCOUNT_ID]["us-east-1"]
+
+
+def test_the_patch_judges_retention_as_moto_does(sqs):
+    moto_speedups.apply()
+    patched = SQSBackend.is_message_valid_based_on_retention_period
+    assert patched is not ORIGINAL
+    backend = _backend_and_queue(sqs, retention=60)
+    sqs.send_message(QueueUrl=sqs.get_queue_url(QueueName="q")["QueueUrl"], MessageBody="fresh")
+    [message] = backend.get_queue("q")._messages
+    assert patched(backend, "q", message) is True
+    assert ORIGINAL(backend, "q", message) is True
+    message.sent_timestamp -= 61_000  # older than the retention period
+    assert patched(backend, "q", message) is False
+    assert ORIGINAL(backend, "q", message) is False
+
+
+def test_a_patched_receive_delivers_a_kept_message_and_not_an_expired_one(sqs):
+    moto_speedups.apply()
+    backend = _backend_and_queue(sqs, retention=60)
+    url = sqs.get_queue_url(QueueName="q")["QueueUrl"]
+    sqs.send_message(QueueUrl=url, MessageBody="kept")
+    assert [m["Body"] for m in sqs.receive_message(QueueUrl=url).get("Messages", [])] == ["kept"]
+    sqs.send_message(QueueUrl=url, MessageBody="expired")
+    [expired] = [m for m in backend.get_queue("q")._messages if m.body == "expired"]
+    expired.sent_timestamp -= 61_000
+    assert sqs.receive_message(QueueUrl=url).get("Messages", []) == []
