@@ -48,11 +48,12 @@ async def explain_one(db: Database, request: SearchRequest, entity_ids: list[str
     """Plan lines of the one-statement search (``engine.SEARCH``: both halves) for this request."""
     tuned = engine.tuned_connections()
     options = "ANALYZE, BUFFERS" if analyze else "COSTS"
-    statement = engine.Statement(f"EXPLAIN ({options}) {engine.SEARCH.text}", engine.SEARCH.names)
+    params = engine.build_params(request, entity_ids, embedding, limit=request.k)
+    run = engine.statement("search", params)  # the text this search runs (without its idle parts)
+    statement = engine.Statement(f"EXPLAIN ({options}) {run.text}", run.names)
     async with db.connection() as conn:
         await engine.tune_connection(conn, tuned)
-        rows = await engine.execute(conn, statement, engine.build_params(request, entity_ids, embedding,
-                                                                          limit=request.k))
+        rows = await engine.execute(conn, statement, params)
         await conn.rollback()
     return ["-- statement: search"] + [_VECTOR_LITERAL.sub("'[...]'", row["QUERY PLAN"]) for row in rows]
 

@@ -12,6 +12,7 @@ into their parameters and the rows into result dicts.
 
 from __future__ import annotations
 
+import functools
 import re
 import weakref
 from collections.abc import AsyncIterator
@@ -35,20 +36,64 @@ _SQL = sqlfiles.load("search.sql")
 _FRAGMENT = re.compile(r"/\*(\w+)\*/")
 
 
-def _assemble(name: str) -> str:
-    """The statement with every ``/*fragment*/`` marker replaced by that named fragment."""
+def _assemble(name: str, instead: dict[str, str] | None = None) -> str:
+    """The statement with every ``/*fragment*/`` marker replaced by that named fragment (or by
+    what ``instead`` gives for it)."""
     sql = _SQL[name]
     while (marker := _FRAGMENT.search(sql)) is not None:
-        sql = sql[:marker.start()] + _SQL[marker.group(1)] + sql[marker.end():]
+        fragment = (instead or {}).get(marker.group(1), _SQL.get(marker.group(1)))
+        if fragment is None:
+            raise KeyError(f"search.sql: no fragment {marker.group(1)!r}")
+        sql = sql[:marker.start()] + fragment + sql[marker.end():]
     return sql
+
+
+def _one_statement(instead: dict[str, str]) -> str:
+    # In one statement the scope's verdict comes from its own CTE, not back from the worker.
+    return (_assemble("search", instead).replace("%(nonempty)s", "(SELECT nonempty FROM scope)")
+            .replace("%(exact)s", "(SELECT exact FROM scope)"))
 
 
 LEXICAL_SQL = _assemble("lexical")
 HYBRID_SQL = _assemble("hybrid")
-# In one statement the scope's verdict comes from its own CTE, not back from the worker.
-SEARCH_SQL = (_assemble("search").replace("%(nonempty)s", "(SELECT nonempty FROM scope)")
-              .replace("%(exact)s", "(SELECT exact FROM scope)"))
+SEARCH_SQL = _one_statement({})
 LEXICAL, HYBRID, SEARCH = (Statement.convert(sql) for sql in (LEXICAL_SQL, HYBRID_SQL, SEARCH_SQL))
+# Planning is ~30% of a search statement's Postgres CPU and grows with what the statement holds,
+# even what a constant then folds away. So each search runs the statement without the parts its
+# parameters leave idle: the documents EXISTS (three copies) without document-level filters, the
+# neighbours join without neighbours, the expansion CTE without enhancement terms. Each part left
+# out would only have given nothing (a constant false, a NULL, no rows), so rows are the same.
+# At most eight texts per statement, each prepared on its own per connection.
+_LEAVE_OUT = {
+    "document_filter": {"document_filter": ""},
+    "neighbours": {"neighbours_column": "NULL::jsonb AS neighbours", "neighbours_join": ""},
+    "expansion": {"expansion_cte": "", "expansion_terms": ""},
+}
+
+
+def idle_parts(params: dict[str, Any]) -> frozenset[str]:
+    """The parts of the search statements these parameters leave idle (keys of _LEAVE_OUT)."""
+    idle = set()
+    if not params["document_filters"]:
+        idle.add("document_filter")
+    if params["neighbours"] <= 0:
+        idle.add("neighbours")
+    if not params["expansion_terms"] and params["expansion_text"] is None:
+        idle.add("expansion")
+    return frozenset(idle)
+
+
+@functools.cache
+def _variant(name: str, idle: frozenset[str]) -> Statement:
+    instead = {fragment: text for part in idle for fragment, text in _LEAVE_OUT[part].items()}
+    return Statement.convert(_one_statement(instead) if name == "search" else _assemble(name, instead))
+
+
+def statement(name: str, params: dict[str, Any]) -> Statement:
+    """``lexical``, ``hybrid`` or ``search`` for these parameters, without the parts they leave idle."""
+    return _variant(name, idle_parts(params))
+
+
 _WORD = re.compile(r"\w")
 # Query enhancement (shared/enhance/) adds terms to the lexical statement; none by default.
 NO_EXPANSION = {"expansion_configs": [], "expansion_terms": [], "expansion_weights": [],
@@ -212,7 +257,7 @@ async def lexical(db: Database, request: SearchRequest, entity_ids: list[str], *
     params = {**build_params(request, entity_ids, None, limit=limit or request.k), **(expansion or {}),
               "probe": probe}
     async with _connection(db, tuned) as conn:
-        row = (await execute(conn, LEXICAL, params))[0]
+        row = (await execute(conn, statement("lexical", params), params))[0]
     return LexicalResult(nonempty=row["nonempty"], exact=row["exact"], entity_ids=row["entity_ids"],
                          ids=row["ids"], text=row["text"], trigram=row["trigram"],
                          corrections=row["corrections"] or {}, evidence=row.get("evidence"),
@@ -231,7 +276,7 @@ async def retrieve(db: Database, request: SearchRequest, entity_ids: list[str], 
     params = build_params(request, entity_ids, embedding, limit=limit, include_text=include_text,
                           lexical=lexical_result)
     async with _connection(db, tuned) as conn:
-        return await execute(conn, HYBRID, params)
+        return await execute(conn, statement("hybrid", params), params)
 
 
 async def search(db: Database, request: SearchRequest, entity_ids: list[str], embedding: np.ndarray, *,
@@ -242,7 +287,7 @@ async def search(db: Database, request: SearchRequest, entity_ids: list[str], em
     limit = limit or request.k
     params = build_params(request, entity_ids, embedding, limit=limit, include_text=include_text)
     async with _connection(db, tuned) as conn:
-        rows = await execute(conn, SEARCH, params)
+        rows = await execute(conn, statement("search", params), params)
     # one row at least: the summary, joined to no chunk when nothing matched
     first = rows[0]
     summary = LexicalResult(nonempty=first["nonempty"], exact=first["exact"], corrections=first["corrections"] or {},

@@ -25,9 +25,13 @@ c.entity_id = ANY(%(entity_ids)s::text[])
 AND (%(document_ids)s::text[] IS NULL OR c.document_id = ANY(%(document_ids)s::text[]))
 AND (%(exclude_document_ids)s::text[] IS NULL OR c.document_id <> ALL(%(exclude_document_ids)s::text[]))
 AND (%(exclude_chunk_ids)s::uuid[] IS NULL OR c.id <> ALL(%(exclude_chunk_ids)s::uuid[]))
+/*document_filter*/
+
+-- name: document_filter
 -- Ingestion commits a version's chunks in the same transaction that sets ready_version
 -- (ingest/workflow.py, upsert), so every committed chunk is live: the documents table is
--- only consulted when a document-level filter is given (a constant false folds it away).
+-- only consulted when a document-level filter is given (a constant false folds it away; the
+-- one-statement search leaves the fragment out then, which spares its planning: engine.py).
 AND (NOT %(document_filters)s OR EXISTS (
     SELECT 1 FROM documents d
     WHERE d.entity_id = c.entity_id AND d.id = c.document_id
@@ -94,24 +98,8 @@ configs AS MATERIALIZED (
           FROM configs g CROSS JOIN LATERAL unnest(to_tsvector(g.config, %(query)s)) AS u) q
     LEFT JOIN term_stats s ON s.entity_id = ANY(%(entity_ids)s::text[]) AND s.config = q.config AND s.term = q.term
     GROUP BY q.config, q.term, q.positions
-), expanded AS MATERIALIZED (
-    -- Query enhancement (shared/enhance/): extra terms at a lower weight, either lexemes of a
-    -- configuration (pseudo-relevance feedback picks them from chunks' tsvectors) or text parsed
-    -- with every configuration in scope (an LLM's synonyms); never a word the query already has.
-    -- Empty arrays and a NULL text (no enhancement) leave the statement as it was.
-    SELECT e.config, e.term, max(e.weight) AS weight, coalesce(sum(s.df), 0)::float8 AS df
-    FROM (SELECT x.config, x.term, x.weight
-          FROM unnest(%(expansion_configs)s::regconfig[], %(expansion_terms)s::text[],
-                      %(expansion_weights)s::float8[]) AS x (config, term, weight)
-          UNION ALL
-          SELECT g.config, u.lexeme, %(expansion_text_weight)s::float8
-          FROM configs g CROSS JOIN LATERAL unnest(to_tsvector(g.config, %(expansion_text)s::text)) AS u
-          WHERE %(expansion_text)s::text IS NOT NULL) e
-    JOIN configs g ON g.config = e.config
-    LEFT JOIN term_stats s ON s.entity_id = ANY(%(entity_ids)s::text[]) AND s.config = e.config AND s.term = e.term
-    WHERE NOT EXISTS (SELECT 1 FROM words w WHERE w.config = e.config AND w.term = e.term)
-    GROUP BY e.config, e.term
-), fuzzy AS MATERIALIZED (
+)/*expansion_cte*/
+, fuzzy AS MATERIALIZED (
     -- A query word that no chunk in scope holds (a typo, most often) is replaced by the
     -- entities' closest vocabulary terms of the same configuration, each counted at its
     -- trigram similarity: short terms through the trigram GIN index, never word similarity
@@ -140,8 +128,7 @@ configs AS MATERIALIZED (
     FROM (SELECT config, term, df, 1.0::float8 AS weight, false AS fuzzy, false AS expansion FROM words
           UNION ALL
           SELECT config, term, df, similarity, true, false FROM fuzzy
-          UNION ALL
-          SELECT config, term, df, weight, false, true FROM expanded) t
+          /*expansion_terms*/) t
     JOIN configs g ON g.config = t.config
 ), terms AS MATERIALIZED (
     -- every term the lexical score counts (query words some chunk holds, and the stand-ins):
@@ -209,6 +196,31 @@ configs AS MATERIALIZED (
     ORDER BY text + trigram DESC, entity_id, id
     LIMIT %(n)s
 )
+
+-- name: expansion_cte
+, expanded AS MATERIALIZED (
+    -- Query enhancement (shared/enhance/): extra terms at a lower weight, either lexemes of a
+    -- configuration (pseudo-relevance feedback picks them from chunks' tsvectors) or text parsed
+    -- with every configuration in scope (an LLM's synonyms); never a word the query already has.
+    -- Empty arrays and a NULL text (no enhancement) leave the statement as it was.
+    SELECT e.config, e.term, max(e.weight) AS weight, coalesce(sum(s.df), 0)::float8 AS df
+    FROM (SELECT x.config, x.term, x.weight
+          FROM unnest(%(expansion_configs)s::regconfig[], %(expansion_terms)s::text[],
+                      %(expansion_weights)s::float8[]) AS x (config, term, weight)
+          UNION ALL
+          SELECT g.config, u.lexeme, %(expansion_text_weight)s::float8
+          FROM configs g CROSS JOIN LATERAL unnest(to_tsvector(g.config, %(expansion_text)s::text)) AS u
+          WHERE %(expansion_text)s::text IS NOT NULL) e
+    JOIN configs g ON g.config = e.config
+    LEFT JOIN term_stats s ON s.entity_id = ANY(%(entity_ids)s::text[]) AND s.config = e.config AND s.term = e.term
+    WHERE NOT EXISTS (SELECT 1 FROM words w WHERE w.config = e.config AND w.term = e.term)
+    GROUP BY e.config, e.term)
+
+-- name: expansion_terms
+-- the expansion's terms beside the query's (absent from the one-statement search, which never
+-- has any: query enhancement takes the two-statement path)
+UNION ALL
+SELECT config, term, df, weight, false, true FROM expanded
 
 -- name: lexical_summary
 summary AS (
@@ -335,10 +347,19 @@ SELECT top.id AS chunk_id, top.document_id, top.entity_id, top.position, top.sta
        CASE WHEN %(include_text)s THEN c.content END AS content,
        d.title, d.source, d.tags,
        CASE WHEN %(include_summary)s THEN d.summary END AS summary,
-       nb.neighbours
+       /*neighbours_column*/
 FROM top
 JOIN chunks c ON c.entity_id = top.entity_id AND c.id = top.id AND c.entity_id = ANY(%(entity_ids)s::text[])
 JOIN documents d ON d.entity_id = top.entity_id AND d.id = top.document_id
+/*neighbours_join*/
+ORDER BY top.score DESC, top.entity_id, top.document_id, top.position
+
+-- name: neighbours_column
+nb.neighbours
+
+-- name: neighbours_join
+-- each result's neighbouring chunks (include.neighbours; the one-statement search leaves this
+-- join out when none are asked, and answers NULL, what it gives then: engine.py)
 LEFT JOIN LATERAL (
     SELECT jsonb_agg(jsonb_build_object(
                'chunk_id', n.id, 'position', n.position, 'start_char', n.start_char, 'end_char', n.end_char,
@@ -351,7 +372,6 @@ LEFT JOIN LATERAL (
       AND n.position <> top.position
       AND n.version <= d.ready_version
 ) nb ON true
-ORDER BY top.score DESC, top.entity_id, top.document_id, top.position
 
 -- name: hybrid
 -- Vector retrieval, then fusion with the chunks `lexical` returned (passed back as arrays,

@@ -80,3 +80,19 @@ async def test_the_comparison_sees_results_corrections_and_both_vector_paths(db,
     assert summary.exact and {r["document_id"] for r in rows} <= {"doc3", "doc4", "doc9"}
     summary, rows = await run({"query": "anything", "filters": {"document_ids": ["nope"]}})
     assert rows == [] and not summary.nonempty  # no chunk: still one summary row
+
+
+@pytest.mark.parametrize("body", REQUESTS, ids=[str(i) for i in range(len(REQUESTS))])
+async def test_a_statement_without_its_idle_parts_returns_what_the_whole_statement_returns(db, tenant, body):
+    """engine.statement leaves out what a request does not use (document filters, neighbours,
+    expansion terms); the rows must be those of the whole statement, row for row."""
+    request = parse_request({"k": 10, **body}, max_k=100, max_query_chars=2000)
+    params = engine.build_params(request, [tenant], _embedding(len(body["query"])), limit=request.k)
+    tuned = engine.tuned_connections()
+    async with db.connection() as conn:
+        await engine.tune_connection(conn, tuned)
+        for name, whole in (("lexical", engine.LEXICAL), ("search", engine.SEARCH)):
+            trimmed = engine.statement(name, params)
+            assert await engine.execute(conn, trimmed, params) == await engine.execute(conn, whole, params), name
+        await conn.rollback()
+    assert engine.statement("search", params) != engine.SEARCH or body.get("include", {}).get("neighbours")

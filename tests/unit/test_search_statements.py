@@ -50,3 +50,46 @@ def test_auto_keys_name_the_model_version_in_both_caches():
     # a semantic hit is never served from an answer another model version decided
     assert one.namespace != two.namespace and one.exact != two.exact
     assert one.namespace != keys.namespace
+
+
+def _params(**body):
+    from edgeindex.search.request import parse_request
+
+    request = parse_request({"query": "blood pressure", "entity_ids": ["e"], **body}, max_k=100, max_query_chars=2000)
+    return engine.build_params(request, ["e"], None, limit=request.k)
+
+
+def test_each_search_statement_leaves_out_only_what_its_parameters_leave_idle():
+    """Planning grows with what a statement holds: a search without document-level filters runs
+    no documents EXISTS, one without neighbours no neighbours join, one without enhancement terms
+    no expansion CTE; a search that asks for them gets them."""
+    exists, lateral, expansion = "SELECT 1 FROM documents d", "AS neighbours\n    FROM chunks n", "expanded"
+    plain = _params()
+    for name in ("lexical", "hybrid", "search"):
+        text = engine.statement(name, plain).text
+        assert exists not in text and lateral not in text and expansion not in text
+    filtered = _params(filters={"tags": ["t"]})
+    assert engine.statement("search", filtered).text.count(exists) == 3
+    assert engine.statement("lexical", filtered).text.count(exists) == 2
+    assert engine.statement("hybrid", filtered).text.count(exists) == 1
+    near = _params(include={"neighbours": 1})
+    assert lateral in engine.statement("search", near).text and lateral in engine.statement("hybrid", near).text
+    assert exists not in engine.statement("search", near).text
+    enhanced = {**plain, "expansion_terms": ["pressur"], "expansion_configs": ["english"], "expansion_weights": [0.5]}
+    assert expansion in engine.statement("lexical", enhanced).text
+    assert expansion in engine.statement("lexical", {**plain, "expansion_text": "hypertension"}).text
+    full = _params(filters={"sources": ["s"]}, include={"neighbours": 2})
+    assert engine.statement("hybrid", full) == engine.HYBRID
+    assert engine.statement("lexical", {**full, "expansion_text": "x"}) == engine.LEXICAL
+    for name in ("lexical", "hybrid", "search"):
+        for idle in _subsets(("document_filter", "neighbours", "expansion")):
+            statement = engine._variant(name, idle)
+            assert "%(" not in statement.text and "/*" not in statement.text
+            numbers = {int(n) for n in re.findall(r"\$(\d+)", statement.text)}
+            assert numbers == set(range(1, len(statement.names) + 1))
+
+
+def _subsets(parts):
+    from itertools import combinations
+
+    return [frozenset(c) for r in range(len(parts) + 1) for c in combinations(parts, r)]
