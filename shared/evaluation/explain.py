@@ -32,15 +32,12 @@ async def explain(db: Database, request: SearchRequest, entity_ids: list[str], e
     lines = []
     async with db.connection() as conn:
         await engine.tune_connection(conn, tuned)
-        for name, sql, params in (
-                ("lexical", engine.LEXICAL_SQL, engine.build_params(request, entity_ids, None, limit=limit)),
-                ("hybrid", engine.HYBRID_SQL, engine.build_params(request, entity_ids, embedding, limit=limit,
-                                                                  lexical=lexical))):
-            cur = await conn.execute(f"EXPLAIN ({options}) {sql}", params)
-            lines.append(f"-- statement: {name}")
-            lines.extend(row["QUERY PLAN"] for row in await cur.fetchall())
+        for name, params in (
+                ("lexical", engine.build_params(request, entity_ids, None, limit=limit)),
+                ("hybrid", engine.build_params(request, entity_ids, embedding, limit=limit, lexical=lexical))):
+            lines.extend(await _plan(conn, name, params, options))
         await conn.rollback()
-    return [_VECTOR_LITERAL.sub("'[...]'", line) for line in lines]
+    return lines
 
 
 async def explain_one(db: Database, request: SearchRequest, entity_ids: list[str], embedding: np.ndarray, *,
@@ -49,13 +46,19 @@ async def explain_one(db: Database, request: SearchRequest, entity_ids: list[str
     tuned = engine.tuned_connections()
     options = "ANALYZE, BUFFERS" if analyze else "COSTS"
     params = engine.build_params(request, entity_ids, embedding, limit=request.k)
-    run = engine.statement("search", params)  # the text this search runs (without its idle parts)
-    statement = engine.Statement(f"EXPLAIN ({options}) {run.text}", run.names)
     async with db.connection() as conn:
         await engine.tune_connection(conn, tuned)
-        rows = await engine.execute(conn, statement, params)
+        lines = await _plan(conn, "search", params, options)
         await conn.rollback()
-    return ["-- statement: search"] + [_VECTOR_LITERAL.sub("'[...]'", row["QUERY PLAN"]) for row in rows]
+    return lines
+
+
+async def _plan(conn, name: str, params: dict, options: str) -> list[str]:
+    """EXPLAIN of the text a search runs for ``name`` with these parameters (``engine.statement``:
+    without the parts they leave idle), vector literals shortened."""
+    run = engine.statement(name, params)
+    rows = await engine.execute(conn, engine.Statement(f"EXPLAIN ({options}) {run.text}", run.names), params)
+    return [f"-- statement: {name}"] + [_VECTOR_LITERAL.sub("'[...]'", row["QUERY PLAN"]) for row in rows]
 
 
 async def index_kinds(db: Database) -> dict[str, str]:
