@@ -7,12 +7,12 @@ partition's average, so a large tenant beside many small ones got an exact sort 
 walk (results/throughput/README.md, fourth session).
 
 Here every parameter that can shape the plan is written into the statement text as a literal of
-the type psycopg would have sent it as (``'{t1}'::text[]``, ``10::int2``, ``0.5::float8``, ``NULL``),
-so the planner sees exactly what a custom plan sees: the entity ids (partition pruning and the
-entity's own row estimates), which filters are NULL, the switches, k and the candidate counts. Only
-the query's embedding and its text stay parameters; the planner never reads their values (the text
-is parsed per configuration row at run time, and pgvector's cost model does not look at the vector),
-so the generic plan of that text is the custom plan. ``tests/integration/test_search_plan_reuse.py``
+the type psycopg would have sent it as (``'{t1}'::text[]``, ``10::int2``, ``NULL``), so the planner
+sees exactly what a custom plan sees: the entity ids (partition pruning and the entity's own row
+estimates), which filters are NULL, the switches, k and the candidate counts. What stays a parameter
+is what the planner never reads for a choice (``KEPT``): the query's embedding and text (the text is
+parsed per configuration row at run time, and pgvector's cost model does not look at the vector) and
+the weights and thresholds of the scores, so the generic plan of that text is the custom plan. ``tests/integration/test_search_plan_reuse.py``
 compares the two plans, node for node, on tenants of many sizes and on many request shapes.
 
 Each such text is prepared on the connection (psycopg's prepared-statement LRU: at most
@@ -38,8 +38,15 @@ from .statements import Statement
 
 # An operator's switch back to custom plans at every search (and the A/B switch of the benchmarks).
 ENABLED = os.environ.get("EDGEINDEX_SEARCH_PLAN_REUSE", "1") != "0"
-# The two values the planner never looks at (see above): parameters of the prepared statement.
-KEPT = frozenset({"embedding", "query"})
+# Parameters of the prepared statement: values the planner never reads for a choice of plan. The
+# query's embedding and its text (see above), and the numbers that only weigh, gate or shape scores
+# above the scans (a fusion's weights and thresholds, BM25's constants, whether text and summary
+# come back): as literals each would only multiply the texts (an agent varying alpha would prepare
+# a statement per request). What picks scans, joins and row counts is written in: the entities, every
+# filter, the switches, the candidate counts and k (a LIMIT parameter is estimated at 10% of rows),
+# and the fusion (a blend leaves RRF's rank windows out of a custom plan: two sorts fewer).
+KEPT = frozenset({"embedding", "query", "alpha", "rrf_k", "vector_threshold", "text_threshold",
+                  "trigram_threshold", "bm25_k1", "bm25_b", "tsv_weights", "include_text", "include_summary"})
 # Texts built in this process (one per statement variant and value set of the literals): the
 # oldest goes first. The connection's own bound (psycopg's prepared_max) is separate.
 MAX_TEXTS = 256
@@ -80,9 +87,10 @@ def _hashable(value: Any) -> Any:
     return value
 
 
-def build(sql: str, params: dict[str, Any], kept: frozenset[str] = KEPT) -> Statement:
+def build(sql: str, params: dict[str, Any], kept: frozenset[str] | None = None) -> Statement:
     """The ``%(name)s`` statement ``sql`` with every parameter but those in ``kept`` written in as a
     literal; the kept ones become ``$n`` (in one pass, so a literal's own text is never scanned)."""
+    kept = KEPT if kept is None else kept
     names: dict[str, int] = {}
     literals: dict[str, str] = {}
 
