@@ -165,7 +165,7 @@ class LocalEmbedder:
                 self._queries = OnnxQueryEncoder.load(self._model, self.model_dir, cache=cache)
                 self._queries.wide_session()  # made now (~0.25 s, ~40 MiB), not in a long request's time
                 # concurrent requests' queries share one ONNX call (bindings/query_batch.py)
-                self.query_batcher = QueryBatcher(self._queries.encode_queries)
+                self.query_batcher = QueryBatcher(self._queries.encode)
 
     def encode_query_sync(self, text: str) -> np.ndarray:
         if self._queries is not None:

@@ -230,23 +230,12 @@ class OnnxQueryEncoder:
         intra-op threads: that is the long tail of selection latency, and a second core halves it when
         free (short single queries stay on one thread, where a second only adds hand-off cost).
         """
-        return self._in_buckets(texts, wide=True)
-
-    def encode_queries(self, texts: list[str]) -> np.ndarray:
-        """Concurrent searches' queries (bindings/query_batch.py), same vectors, on the one thread.
-
-        Padded to the longest of the batch, a batch of MS MARCO queries (9 tokens on average, 15 at most)
-        spent ~12% of its CPU on padding rows: 3.40 ms per query in batches of six, 3.0 in length buckets.
-        Never the wide session: under concurrency the other core is Postgres's."""
-        return self.encode(texts) if len(texts) == 1 else self._in_buckets(texts, wide=False)
-
-    def _in_buckets(self, texts: list[str], *, wide: bool) -> np.ndarray:
         encoded = self._tokenizer(texts, truncation=True, max_length=self._max_tokens)
         ids = [np.asarray(row, dtype=np.int64) for row in encoded["input_ids"]]
         types = [np.asarray(row, dtype=np.int64) for row in encoded["token_type_ids"]]
         groups = length_buckets([len(row) for row in ids])
         rows = sum(len(group) * max(len(ids[i]) for i in group) for group in groups)
-        session = self.wide_session() if wide and rows >= WIDE_MIN_ROWS else self._session
+        session = self.wide_session() if rows >= WIDE_MIN_ROWS else self._session
         out: np.ndarray | None = None
         for group in groups:
             width = max(len(ids[i]) for i in group)

@@ -83,30 +83,6 @@ def test_a_requests_texts_get_their_own_vectors_in_length_buckets(exported):
     assert encoder._wide is not None
 
 
-def test_concurrent_searches_queries_run_in_length_buckets_on_one_thread(exported, monkeypatch):
-    # the search batcher's call: each query its own vector, fewer padded rows than the longest
-    # query times the batch, and never the two-thread session (the other core is Postgres's)
-    embedder, encoder, _ = exported
-    queries = ["x", "what is theraderm used for", "y z", "how long does it take to boil an egg in the mountains",
-               "sun", "rotate the oncall schedule", "q", "a b"]
-    shapes = []
-    run = encoder._session.run
-    monkeypatch.setattr(encoder._session, "run", lambda out, feeds: shapes.append(feeds["input_ids"].shape)
-                        or run(out, feeds))
-    monkeypatch.setattr(encoder, "wide_session", lambda: pytest.fail("the wide session was used"))
-    ours = encoder.encode_queries(queries)
-    assert np.abs(ours - embedder.encode_sync(queries)).max() < 1e-5
-    longest = max(len(ids) for ids in encoder._tokenizer(queries)["input_ids"])
-    assert sum(rows * width for rows, width in shapes) < 0.6 * len(queries) * longest  # 62 of 112 rows here
-    assert np.abs(encoder.encode_queries(["sun"]) - embedder.encode_sync(["sun"])).max() < 1e-5
-
-
-def test_the_search_batcher_embeds_through_the_length_buckets(exported, tmp_path):
-    embedder = local_embedder()
-    embedder.prepare_queries(exported[2])
-    assert embedder.query_batcher._encode == embedder._queries.encode_queries
-
-
 def test_length_buckets_pad_least():
     lengths = [40, 9, 12, 38, 11]
     groups = onnx_query.length_buckets(lengths)
