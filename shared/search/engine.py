@@ -239,6 +239,7 @@ def tuned_connections() -> weakref.WeakSet:
 async def tune_connection(conn: psycopg.AsyncConnection, tuned: weakref.WeakSet) -> None:
     """Apply the search session settings to a pooled connection, once."""
     if conn not in tuned:
+        conn.prepared_max = plan_reuse.PREPARED_MAX  # reused plans are large (plan_reuse.py)
         await conn.execute(_SQL["session_settings"], {"ef_search": str(defaults.HNSW_EF_SEARCH),
                                                       "fuzzy_similarity": str(defaults.FUZZY_SIMILARITY_FLOOR)})
         await conn.commit()

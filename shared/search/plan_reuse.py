@@ -47,6 +47,12 @@ ENABLED = os.environ.get("EDGEINDEX_SEARCH_PLAN_REUSE", "1") != "0"
 # and the fusion (a blend leaves RRF's rank windows out of a custom plan: two sorts fewer).
 KEPT = frozenset({"embedding", "query", "alpha", "rrf_k", "vector_threshold", "text_threshold",
                   "trigram_threshold", "bm25_k1", "bm25_b", "tsv_weights", "include_text", "include_summary"})
+# Prepared statements a search connection keeps (psycopg's LRU: the oldest is DEALLOCATEd). One
+# reused search statement holds ~1.35 MB of the backend's memory (plan 0.54, query trees 0.8: 12k
+# chunks, pg_backend_memory_contexts), so psycopg's default of 100 could reach ~135 MB per connection
+# for an agent fleet of many entity sets; 16 bound it to ~22 MB, and a statement pushed out is only
+# planned again (a custom plan's cost, once).
+PREPARED_MAX = 16
 # Texts built in this process (one per statement variant and value set of the literals): the
 # oldest goes first. The connection's own bound (psycopg's prepared_max) is separate.
 MAX_TEXTS = 256

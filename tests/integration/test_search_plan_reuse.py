@@ -168,3 +168,15 @@ async def test_the_statement_runs_its_generic_plan_and_leaves_the_connection_on_
             await plan_reuse.execute(conn, engine.planned_once("search", wrong), wrong)
         assert (await (await conn.execute("SHOW plan_cache_mode")).fetchone())["plan_cache_mode"] == "force_custom_plan"
 
+
+
+async def test_a_search_connection_keeps_a_bounded_number_of_prepared_statements(db, tenants):
+    tuned = engine.tuned_connections()
+    async with db.connection() as conn:
+        await engine.tune_connection(conn, tuned)
+        await conn.set_autocommit(True)
+        for k in range(1, plan_reuse.PREPARED_MAX + 8):  # each k its own text
+            params = _params({"query": "blood pressure", "k": k}, tenants["large"])
+            await plan_reuse.execute(conn, engine.planned_once("search", params), params)
+        row = await (await conn.execute("SELECT count(*) AS n FROM pg_prepared_statements")).fetchone()
+        assert 0 < row["n"] <= plan_reuse.PREPARED_MAX + 1  # psycopg deallocates the oldest one statement later
