@@ -287,7 +287,7 @@ def field_scores(cat: IndexCatalogue, vector: np.ndarray, own: np.ndarray, own_p
     descriptors, parts_ = own.astype(np.float32), own_parts.astype(np.float32)
     if cat.field_matrix is None:
         return descriptors, parts_
-    cosines = cat.field_matrix @ vector.astype(np.float32)
+    cosines = fv.matvec(cat.field_matrix, vector.astype(np.float32))
     mean, has = fv.top_mean(cosines, cat.field_owner, len(descriptors), fv.FIELD_TOP)
     descriptors = np.where(has, mean, descriptors)
     in_part = cat.field_part >= 0

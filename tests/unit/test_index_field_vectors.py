@@ -126,3 +126,10 @@ async def test_without_field_vectors_a_descriptor_stands_for_its_own_field():
     answer = await ix.select(db, embedder, ["e"], ix.SelectRequest("Which nation is the biggest?", None, 3))
     # the vectors do not tell the two apart, and geo_a's shorter text holds "nation" a little more in BM25
     assert [i["name"] for i in answer["indices"][:2]] == ["geo_a", "geo_b"]
+
+
+def test_matvec_in_slices_is_the_whole_product():
+    rng = np.random.default_rng(3)
+    matrix = rng.standard_normal((fv.BLOCK_ELEMENTS // 64 * 2 + 17, 64)).astype(np.float32)
+    vector = rng.standard_normal(64).astype(np.float32)
+    assert np.allclose(fv.matvec(matrix, vector), matrix @ vector, atol=1e-5)
