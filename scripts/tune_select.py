@@ -124,7 +124,7 @@ async def run_tools(folder: Path, emb: MemoEmbedder, feedback: bool) -> None:
 
 
 async def _field_vectors(emb: MemoEmbedder, d) -> bytes | None:
-    texts = [t for t, _ in ix.field_plan(d)]
+    texts = [f.text for f in ix.field_plan(d)]
     return fv.pack(await emb.embed(texts)) if texts else None
 
 

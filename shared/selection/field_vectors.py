@@ -18,6 +18,8 @@ A descriptor's vectors are stored as one float32 matrix (migration 0017), in ``f
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from .text import split_identifier
@@ -43,23 +45,29 @@ def _words(text: str) -> str:
     return " ".join(split_identifier(text))
 
 
-def field_texts(name: str, fields: tuple[str, ...] | list[str], part_names: set[str]) -> list[tuple[str, str | None]]:
-    """``[(text, part)]`` of the fields to embed, in order: ``part`` is the table a qualified field belongs
-    to (None for a descriptor without parts). A descriptor with parts lists its tables among its
-    fields too: those are parts, not columns, and are left out."""
+class FieldText(NamedTuple):
+    text: str            # what is embedded
+    part: str | None     # the table a qualified field belongs to (None for a descriptor without parts)
+    field: str           # the field as registered
+
+
+def field_texts(name: str, fields: tuple[str, ...] | list[str], part_names: set[str]) -> list[FieldText]:
+    """The fields to embed, in order. A descriptor with parts lists its tables among its fields too:
+    those are parts, not columns, and are left out."""
     leaf = _words(name.rsplit(".", 1)[-1])
-    out: list[tuple[str, str | None]] = []
+    out: list[FieldText] = []
     for f in fields:
         if len(out) >= MAX_FIELD_VECTORS:
             break
+        words = _words(f)
+        if not words:
+            continue
         if part_names:
-            if "." not in f:
-                continue
-            out.append((_words(f), f.split(".", 1)[0]))
+            if "." in f:
+                out.append(FieldText(words, f.split(".", 1)[0], f))
         else:
-            words = _words(f)
-            out.append((f"{leaf} {words}" if leaf and not words.startswith(leaf) else words, None))
-    return [(t, p) for t, p in out if t]
+            out.append(FieldText(f"{leaf} {words}" if leaf and not words.startswith(leaf) else words, None, f))
+    return out
 
 
 def pack(vectors: np.ndarray) -> bytes:

@@ -31,12 +31,13 @@ def test_top_mean_does_not_need_groups_in_order():
 def test_field_texts_of_tables_are_their_columns_with_the_table_and_leave_the_table_names_out():
     index = ix.parse_index({"name": "world", "tables": ["country", "city"],
                             "fields": ["country.SurfaceArea", "city.name"]}, "i")
-    assert ix.field_plan(index) == [("country surface area", "country"), ("city name", "city")]
+    assert ix.field_plan(index) == [("country surface area", "country", "country.SurfaceArea"),
+                                    ("city name", "city", "city.name")]
 
 
 def test_plain_fields_carry_the_last_segment_of_the_descriptors_name():
     index = ix.parse_index({"name": "concert_singer.singer", "fields": ["Name", "singer_id"]}, "i")
-    assert ix.field_plan(index) == [("singer name", None), ("singer id", None)]
+    assert ix.field_plan(index) == [("singer name", None, "Name"), ("singer id", None, "singer_id")]
 
 
 def test_at_most_max_field_vectors_fields_are_embedded():
@@ -94,7 +95,7 @@ async def _catalogue(descriptors, *, with_field_vectors=True):
     defs = [ix.parse_index(d, f"indices.{i}") for i, d in enumerate(descriptors)]
     rows, parts = [], []
     for d in defs:
-        texts = [t for t, _ in ix.field_plan(d)]
+        texts = [f.text for f in ix.field_plan(d)]
         rows.append({"name": d.name, "kind": d.kind, "description": d.description, "fields": list(d.fields),
                      "profile": {}, "embedding": (await embedder.embed([d.embedded_text()]))[0],
                      "field_vectors": fv.pack(await embedder.embed(texts)) if with_field_vectors else None})
@@ -133,3 +134,13 @@ def test_matvec_in_slices_is_the_whole_product():
     matrix = rng.standard_normal((fv.BLOCK_ELEMENTS // 64 * 2 + 17, 64)).astype(np.float32)
     vector = rng.standard_normal(64).astype(np.float32)
     assert np.allclose(fv.matvec(matrix, vector), matrix @ vector, atol=1e-5)
+
+
+@pytest.mark.asyncio
+async def test_the_closest_fields_are_the_evidence_of_the_field_score():
+    db, embedder = await _catalogue(DESCRIPTORS)
+    answer = await ix.select(db, embedder, ["e"], ix.SelectRequest("Which nation is the biggest?", None, 3))
+    assert answer["indices"][0]["evidence"]["closest_fields"][0] == "nation.SurfaceArea"
+    db, embedder = await _catalogue(DESCRIPTORS, with_field_vectors=False)
+    answer = await ix.select(db, embedder, ["e"], ix.SelectRequest("Which nation is the biggest?", None, 3))
+    assert answer["indices"][0]["evidence"]["closest_fields"] == []
