@@ -99,8 +99,8 @@ async def _catalogue(descriptors, *, with_field_vectors=True):
         rows.append({"name": d.name, "kind": d.kind, "description": d.description, "fields": list(d.fields),
                      "profile": {}, "embedding": (await embedder.embed([d.embedded_text()]))[0],
                      "field_vectors": fv.pack(await embedder.embed(texts)) if with_field_vectors else None})
-        parts += [{"index_name": d.name, "part": p, "fields": f, "embedding": (await embedder.embed([ix.part_text(p, f)]))[0]}
-                  for p, f in ix.parts(d).items()]
+        parts += [{"index_name": d.name, "part": p, "fields": f,
+                   "embedding": (await embedder.embed([ix.part_text(p, f)]))[0]} for p, f in ix.parts(d).items()]
     ix._cache.clear()
     return Catalogue(rows, parts), embedder
 
