@@ -6,19 +6,12 @@ Here a query that arrives while a batch is running waits for the next batch inst
 batch takes every query queued by then (up to ``max_batch``): no timer, so a lone query never
 waits, and under load one call embeds several queries for little more than the cost of one.
 
-Up to ``max_concurrent`` calls run at once (default: the cores, at most 4). With one call at a time
-and one ONNX Runtime thread per call, eight agents' queries queued behind a single core while the
-other sat idle (semantic-cache hits were latency-bound at ~1.4 of 2 cores busy). A query that
-arrives while every slot is busy still waits for the next batch, so batching resumes under load.
-ONNX Runtime's ``Run`` is thread-safe and releases the GIL, so concurrent calls really overlap.
-
 Each caller gets its own vector (row ``i`` of the batch), or the batch's exception.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -34,14 +27,11 @@ class _Waiting:
 class QueryBatcher:
     """Batches ``encode(texts) -> (n, dim)`` calls of one event loop; ``encode`` runs in a thread."""
 
-    def __init__(self, encode: Callable[[list[str]], np.ndarray], *, max_batch: int = 32,
-                 max_concurrent: int | None = None) -> None:
+    def __init__(self, encode: Callable[[list[str]], np.ndarray], *, max_batch: int = 32) -> None:
         self._encode = encode
         self.max_batch = max_batch
-        # more calls than cores only contend; a cap keeps batching alive on large machines
-        self.max_concurrent = max(1, max_concurrent or min(os.cpu_count() or 1, 4))
         self._waiting: list[_Waiting] = []
-        self._running: set[asyncio.Task] = set()
+        self._running: asyncio.Task | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.batches = 0  # model calls made; with ``queries``, what tests and benchmarks read
         self.queries = 0
@@ -49,15 +39,11 @@ class QueryBatcher:
     async def embed(self, text: str) -> np.ndarray:
         loop = asyncio.get_running_loop()
         if loop is not self._loop:  # one model shared by processes' successive loops (tests): start afresh
-            self._loop, self._waiting, self._running = loop, [], set()
+            self._loop, self._waiting, self._running = loop, [], None
         waiting = _Waiting(text, loop.create_future())
         self._waiting.append(waiting)
-        # every live runner is inside a model call (a runner takes the queue synchronously once its
-        # call returns), so a free slot means this query would otherwise wait: start a call now
-        if len(self._running) < self.max_concurrent:
-            task = loop.create_task(self._run())
-            self._running.add(task)
-            task.add_done_callback(self._running.discard)
+        if self._running is None or self._running.done():
+            self._running = loop.create_task(self._run())
         return await waiting.future
 
     async def _run(self) -> None:

@@ -1,7 +1,6 @@
 """Concurrent query embeddings share model calls (bindings/query_batch.py): every query waiting
 when a call starts goes into it, each caller gets its own row, a lone query runs at once, and a
-model error reaches every caller of that batch only. With two slots, a query that arrives while
-one call runs starts a second call at once, and queries arriving while both run share the next."""
+model error reaches every caller of that batch only."""
 
 from __future__ import annotations
 
@@ -41,7 +40,7 @@ async def _until(predicate) -> None:
 
 async def test_queries_that_arrive_during_a_call_share_the_next_one():
     model = Model()
-    batcher = QueryBatcher(model.encode, max_concurrent=1)
+    batcher = QueryBatcher(model.encode)
     first = asyncio.create_task(batcher.embed("a"))
     await _until(lambda: model.calls)  # the first call runs (and blocks) with "a" alone
     rest = [asyncio.create_task(batcher.embed(text)) for text in ("bb", "ccc", "dddd")]
@@ -57,7 +56,7 @@ async def test_queries_that_arrive_during_a_call_share_the_next_one():
 async def test_a_lone_query_is_embedded_at_once():
     model = Model()
     model.release.set()
-    batcher = QueryBatcher(model.encode, max_concurrent=2)
+    batcher = QueryBatcher(model.encode)
     assert (await batcher.embed("hello")).tolist() == [5, 1]
     assert (await batcher.embed("hi")).tolist() == [2, 2]
     assert model.calls == [["hello"], ["hi"]]
@@ -65,7 +64,7 @@ async def test_a_lone_query_is_embedded_at_once():
 
 async def test_batches_are_bounded():
     model = Model()
-    batcher = QueryBatcher(model.encode, max_batch=2, max_concurrent=1)
+    batcher = QueryBatcher(model.encode, max_batch=2)
     first = asyncio.create_task(batcher.embed("a"))
     await _until(lambda: model.calls)
     rest = [asyncio.create_task(batcher.embed(t)) for t in ("b", "c", "d")]
@@ -77,7 +76,7 @@ async def test_batches_are_bounded():
 
 async def test_a_model_error_reaches_the_callers_of_its_batch_only():
     model = Model(fail_on="bad")
-    batcher = QueryBatcher(model.encode, max_concurrent=1)
+    batcher = QueryBatcher(model.encode)
     first = asyncio.create_task(batcher.embed("a"))
     await _until(lambda: model.calls)
     failing = [asyncio.create_task(batcher.embed(t)) for t in ("bad", "x")]
@@ -88,43 +87,3 @@ async def test_a_model_error_reaches_the_callers_of_its_batch_only():
         with pytest.raises(RuntimeError, match="model failed"):
             await task
     assert (await batcher.embed("after")).tolist() == [5, 3]  # the batcher goes on
-
-
-class GatedModel:
-    """Every call blocks until its own gate opens; ``calls`` records what each call got."""
-
-    def __init__(self) -> None:
-        self.calls: list[list[str]] = []
-        self.gates: list[threading.Event] = [threading.Event() for _ in range(8)]
-
-    def encode(self, texts: list[str]) -> np.ndarray:
-        self.calls.append(list(texts))
-        index = len(self.calls)
-        assert self.gates[index - 1].wait(5)
-        return np.array([[len(t), index] for t in texts], np.float32)
-
-
-async def test_a_query_waiting_behind_a_running_call_starts_a_second_call():
-    model = GatedModel()
-    batcher = QueryBatcher(model.encode, max_concurrent=2)
-    first = asyncio.create_task(batcher.embed("a"))
-    await _until(lambda: len(model.calls) == 1)
-    second = asyncio.create_task(batcher.embed("bb"))
-    # the second query does not wait for the first call: two calls are in flight at once
-    await _until(lambda: len(model.calls) == 2)
-    assert model.calls == [["a"], ["bb"]]
-    # both slots busy: later queries wait and then share one call
-    rest = [asyncio.create_task(batcher.embed(t)) for t in ("ccc", "dddd")]
-    await asyncio.sleep(0.05)
-    assert len(model.calls) == 2
-    model.gates[1].set()  # the second call ends first: its runner takes the queue
-    assert (await second).tolist() == [2, 2]
-    await _until(lambda: len(model.calls) == 3)
-    assert model.calls[2] == ["ccc", "dddd"]
-    assert not first.done()
-    model.gates[2].set()
-    model.gates[0].set()
-    vectors = await asyncio.gather(first, *rest)
-    # each caller gets its own row, from the call its text went into
-    assert [v.tolist() for v in vectors] == [[1, 1], [3, 3], [4, 3]]
-    assert (batcher.batches, batcher.queries) == (3, 4)
