@@ -241,7 +241,8 @@ async def drive(url: str, key: str, args) -> None:
                 # a unique alpha per request gives each its own cache scope: a guaranteed miss
                 unique = {"alpha": round(0.7 - next(UNIQUE) * 1e-6, 6)}
             uncached.append({"query": queries[i % len(queries)], "k": 10, **unique})
-        profiler = start_profile(args.profile, agents) if args.profile and agents == max(args.agents) else None
+        profiling = args.profile and agents == max(args.agents)
+        profiler = start_profile(args.profile, agents) if profiling and args.profile_phase == "uncached" else None
         result = await run_phase(url, key, uncached, agents, args.max_seconds)
         if profiler is not None:
             stop_profile(profiler)
@@ -255,12 +256,16 @@ async def drive(url: str, key: str, args) -> None:
             wrk_phase(url, key, cached[0], agents, args.wrk_seconds)
         await asyncio.sleep(1.0)  # semantic entries are written just after each response
         paraphrased = [{**body, "query": body["query"] + " please"} for body in cached]
-        report("semantic", agents, await run_phase(url, key, paraphrased, agents, args.max_seconds))
+        profiler = start_profile(args.profile, agents) if profiling and args.profile_phase == "semantic" else None
+        result = await run_phase(url, key, paraphrased, agents, args.max_seconds)
+        if profiler is not None:
+            stop_profile(profiler)
+        report("semantic", agents, result)
         print(flush=True)
 
 
 def start_profile(prefix: str, agents: int) -> list[subprocess.Popen]:
-    """py-spy on each search process for the uncached phase (raw stacks: scripts/profile_breakdown.py)."""
+    """py-spy on each search process for one phase (``--profile-phase``) (raw stacks: scripts/profile_breakdown.py)."""
     spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
     return [subprocess.Popen([spy, "record", "--pid", str(p.pid), "--rate", "200", "--format", "raw",
                               "--output", f"{prefix}-{agents}agents-{p.pid}.raw"],
@@ -290,6 +295,8 @@ def main() -> int:
                              "each); auto: they name no strategy, so the router decides per query")
     parser.add_argument("--profile", help="record the search processes with py-spy during the uncached phase "
                                           "at the highest concurrency, into PROFILE-<agents>agents-<pid>.raw")
+    parser.add_argument("--profile-phase", choices=("uncached", "semantic"), default="uncached",
+                        help="the phase --profile records")
     args = parser.parse_args()
     args.agents = [int(a) for a in args.agents.split(",")]
     args.processes = [int(p) for p in args.processes.split(",")]
