@@ -93,9 +93,8 @@ def part_text(part: str, fields: list[str]) -> str:
 
 
 def field_plan(index: IndexDef) -> list[fv.FieldText]:
-    """The fields embedded one by one (field_vectors.py), with the part each belongs to."""
-    if index.kind == "collection":   # kept current by ingestion without field vectors: scored by its own vector
-        return []
+    """The fields embedded one by one (field_vectors.py), with the part each belongs to. A collection's
+    fields are its JSON documents' field paths ("customer.email"), kept current by ingestion (collections.py)."""
     return fv.field_texts(index.name, index.fields, set(parts(index)))
 
 
