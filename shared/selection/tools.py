@@ -377,13 +377,14 @@ async def select(db, embedder, entity_ids: list[str], request: SelectRequest) ->
         for i in named:
             chosen[i] = {"reason": "named"}
         picks = _segment_picks(parts, part_vectors, cat)
+        picked = dict(picks)
         lead = [int(i) for i in order[:SEGMENT_LEAD]]
-        for i in dict.fromkeys(lead + [i for i, _ in picks] + [int(i) for i in order]):
+        for i in dict.fromkeys(lead + list(picked) + _candidates(order, scores.fused, threshold, request.k)):
             if len(chosen) >= request.k:
                 break
             if i in chosen:
                 continue
-            sentence = dict(picks).get(i) if i not in lead else None
+            sentence = picked.get(i) if i not in lead else None
             if sentence is None and scores.fused[i] < threshold:
                 continue   # below the threshold for the whole request (a sentence's pick passed its own)
             chosen[i] = {"reason": "matched", **({"sentence": sentence} if sentence else {})}
@@ -396,6 +397,14 @@ async def select(db, embedder, entity_ids: list[str], request: SelectRequest) ->
     return {**base, "tools": tools, "count": len(tools), "confident": confident, "fallback": fallback,
             "threshold": round(threshold, 4), "tokens": _account(list(chosen), cat),
             "timings": timings, "took_ms": _ms(started)}
+
+
+def _candidates(order: np.ndarray, fused: np.ndarray, threshold: float, most: int) -> list[int]:
+    """The first ``most`` tools of ``order`` not under the threshold. The choice loop skips every other tool
+    of the ranking that it has not met earlier as a lead or a sentence's pick, and ends once it holds k
+    tools: each of the first k of these is chosen or already held when the loop reaches it, so it never
+    reads further. Cut in numpy, not by walking a large registry's whole ranking in Python (~0.1-0.4 ms)."""
+    return order[~(fused[order] < threshold)][:most].tolist()
 
 
 def segments(query: str) -> list[str]:
