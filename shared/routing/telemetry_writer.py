@@ -1,19 +1,22 @@
-"""Telemetry rows written in groups, off the request path.
+"""Rows written in groups, off the request path.
 
-One row per search used to be one INSERT of its own: a pool checkout, a round trip and a commit
-for every answer, which on an exact-cache hit (a millisecond or two of work) was the largest
-cost after the socket write. Rows now gather for a short window (or until a group is full) and
-go in as one pipelined ``executemany`` in one transaction.
+Rows gather for a short window (or until a group is full) and go in as one group in one
+transaction, instead of a pool checkout, a round trip and a commit per row: on an exact-cache
+hit (a millisecond or two of work) a row of its own was the largest cost after the socket write.
+
+Two ways to send a group:
+- ``copy=True``: ``COPY ... FROM STDIN``. Rows are tuples in the statement's column order,
+  formatted by psycopg's C row writer; Postgres inserts them without planning or executing a
+  statement per row. The search telemetry goes this way (a row per answer, exact-cache hits
+  included, thousands a second); the writer yields to the event loop every ``YIELD_EVERY`` rows
+  so a large group never holds up requests for a whole loop step.
+- otherwise one pipelined ``executemany``: writes that must upsert (the semantic-cache
+  pointers).
 
 Each search hands its row's group (``enqueue``'s future, through ``Router.record``) to
-``ctx.wait_until``, so the worker's ``ctx.drain()`` at shutdown waits for every row, and ``flush()`` lets feedback read a row its own process has
-not written yet. A failed group is logged once; a search never fails for its telemetry.
-
-A writer made with ``copy=True`` sends its group through ``COPY ... FROM STDIN`` instead:
-rows are tuples in the statement's column order, formatted by psycopg's C row writer, and
-Postgres inserts them without planning or executing a statement per row. That is the search
-telemetry's path (a row per answer, exact-cache hits included, thousands a second); writes
-that must upsert (the semantic-cache pointers) keep ``executemany``.
+``ctx.wait_until``, so the worker's ``ctx.drain()`` at shutdown waits for every row, and
+``flush()`` lets feedback read a row its own process has not written yet. A failed group is
+logged once; a search never fails for its telemetry.
 """
 
 from __future__ import annotations
