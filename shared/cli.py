@@ -25,7 +25,8 @@ def cmd_dev(args) -> int:
     cfg = _load(args)
     if args.reset:
         reset_state(cfg)
-    stack = DevStack(cfg, workers=args.workers or None, ingest_processes=args.ingest_processes)
+    stack = DevStack(cfg, workers=args.workers or None, ingest_processes=args.ingest_processes,
+                     model_core=args.model_core)
     stopping = threading.Event()
 
     def on_signal(signum, frame):
@@ -115,6 +116,9 @@ def build_parser() -> argparse.ArgumentParser:
     dev.add_argument("--workers", nargs="*", help="only these workers (default: all)")
     dev.add_argument("--ingest-processes", type=int, default=1, metavar="N",
                      help="ingest worker processes sharing the queue (default 1; each on its own port)")
+    dev.add_argument("--model-core", action="store_true",
+                     help="keep Postgres, moto and the other workers off the CPU the ingest worker's model "
+                          "thread is pinned to (its MODEL_CPU; one ingest process, >= 2 CPUs)")
     dev.set_defaults(func=cmd_dev)
 
     worker = sub.add_parser("worker", help="run one worker (production: one process per worker)")

@@ -34,6 +34,7 @@ from urllib.parse import quote
 
 from ..config import Config
 from ..errors import BindingError
+from . import affinity
 from .provision import provision
 
 log = logging.getLogger(__name__)
@@ -202,9 +203,11 @@ class DevStack:
 
     def __init__(self, config: Config, *, workers: list[str] | None = None,
                  worker_output: IO | None = None, environ: dict[str, str] | None = None,
-                 ingest_processes: int = 1) -> None:
+                 ingest_processes: int = 1, model_core: bool = False, model_first: int = 0) -> None:
         """``ingest_processes``: consumers of the ingest queue to run (``ingest``, ``ingest-2``, ...); they
-        share its messages (visibility timeout) and each run (advisory lock), each on its own port."""
+        share its messages (visibility timeout) and each run (advisory lock), each on its own port.
+        ``model_core``: keep Postgres, moto (this process) and the other workers off the CPU the ingest
+        worker's model thread is pinned to (its ``MODEL_CPU``; runtime/affinity.py), where that applies."""
         self.config = config
         self.ingest_processes = max(1, ingest_processes)
         self.ports: dict[str, int] = {}  # extra processes of a worker: "ingest-2" → its HTTP port
@@ -222,6 +225,10 @@ class DevStack:
         self.s3_endpoint = config.services.s3.endpoint
         self.sqs_endpoint = config.services.sqs.endpoint
         self.admin_key = ""
+        ingest = config.workers.get("ingest")
+        self.model_first = model_first
+        self.layout = affinity.StackLayout(ingest.vars.get("MODEL_CPU", "off") if ingest else "off",
+                                           self.ingest_processes) if model_core else None
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -245,6 +252,16 @@ class DevStack:
                 self.start_worker(name)
             for name in names:
                 self.wait_healthy(name)
+            if self.layout:
+                self.layout.keep_off(affinity.postgres_pids(self.state / "pgdata") + [os.getpid()]
+                                     + [p.pid for n, p in self.processes.items() if not n.startswith("ingest")])
+            if self.model_first:
+                for pid in affinity.postgres_pids(self.state / "pgdata"):
+                    affinity.nice_process(pid, self.model_first)
+                affinity.nice_process(os.getpid(), self.model_first, skip={threading.get_native_id()})
+                for name, process in self.processes.items():
+                    if not name.startswith("ingest"):
+                        affinity.nice_process(process.pid, self.model_first)
             self._recover()
         except BaseException:
             self.stop()
@@ -327,8 +344,18 @@ class DevStack:
             [sys.executable, "-m", "edgeindex.cli", "--config", str(self.config.path.resolve()), "worker", kind],
             env={**self.worker_environ(), **own, **(extra_env or {})}, stdout=out,
             stderr=subprocess.STDOUT if out else None,
-            preexec_fn=_die_with_parent, cwd=str(self.config.root))
+            preexec_fn=self._preexec(kind), cwd=str(self.config.root))
         return self.processes[name]
+
+    def _preexec(self, kind: str):
+        pin = self.layout.worker_preexec(kind) if self.layout else None
+        if pin is None:
+            return _die_with_parent
+
+        def preexec() -> None:  # runs in the child before exec
+            _die_with_parent()
+            pin()
+        return preexec
 
     def url(self, name: str) -> str:
         if name in self.ports:
