@@ -215,23 +215,20 @@ class MotoRequests:
         return f"{sum(used.values()) / documents:.2f} ({parts})"
 
 
-def raw_model(texts: list[str], batch_size: int, threads: int, cpu: int | None = None) -> Meter:
+def raw_model(texts: list[str], batch_size: int, threads: int) -> Meter:
     """The embedding model alone on these texts, in this process, with the ingest worker's settings:
     calls of ``MODEL_CALL_TEXTS`` texts (the worker's batcher), each run by the model in batches of
     ``batch_size`` (``MODEL_BATCH_SIZE``, else ``services.ai.batch_size``), torch's threads the worker's ``MODEL_THREADS``. Like with like: the same
-    call size lets the model sort as many texts by length as the worker's calls let it. ``cpu``: the
-    worker's model CPU when its thread is pinned (``--model-core on``): this thread runs there too."""
+    call size lets the model sort as many texts by length as the worker's calls let it."""
     from edgeindex.bindings.ai import local_embedder
     from edgeindex.ingest.embedding import MODEL_CALL_TEXTS
-    from edgeindex.runtime import affinity
 
     model = local_embedder(batch_size)
     model.set_threads(threads)
-    with affinity.thread_on({cpu} if cpu is not None else None):
-        model.encode_sync(texts[:batch_size])  # warm-up
-        with Meter() as meter:
-            for start in range(0, len(texts), MODEL_CALL_TEXTS):
-                model.encode_sync(texts[start:start + MODEL_CALL_TEXTS])
+    model.encode_sync(texts[:batch_size])  # warm-up
+    with Meter() as meter:
+        for start in range(0, len(texts), MODEL_CALL_TEXTS):
+            model.encode_sync(texts[start:start + MODEL_CALL_TEXTS])
     return meter
 
 
@@ -274,8 +271,8 @@ def sharing(url: str, admin_key: str) -> str:
              f"{1000 * (stats.get('model_cpu_s') or 0) / texts:.1f}, waiting for a core "
              f"{1000 * (stats.get('model_runqueue_s') or 0) / texts:.1f}), {stats['gathering_s']:.1f} s waiting "
              f"for calls to fill, " if texts and stats.get("model_busy_s") is not None else "")
-    pinned = f"model thread pinned to CPU {stats['model_pinned_cpu']}, " if stats.get("model_pinned_cpu") is not None else ""
-    return (f"{stats['mean_texts_per_call']} texts per model call ({stats['calls']} calls), {pinned}{model}"
+    first = f"the process's other threads at nice +{stats['others_nice']}, " if stats.get("others_nice") else ""
+    return (f"{stats['mean_texts_per_call']} texts per model call ({stats['calls']} calls), {first}{model}"
             f"{writes.get('mean_documents_per_commit')} documents per upsert commit ({writes.get('commits')} commits, "
             f"{writes.get('isolated')} redone alone)"
             + (f", {steps.get('mean_statements_per_commit')} step-engine statements per commit ({steps.get('commits')} "
@@ -294,7 +291,7 @@ def peak_rss_mb(pid: int) -> float:
 
 
 async def run(args, config, base: str, admin_key: str, cpu: StackCPU | None = None,
-              moto: MotoRequests | None = None, model_cpu: int | None = None) -> None:
+              moto: MotoRequests | None = None) -> None:
     from edgeindex_client import AsyncClient
 
     from edgeindex.ingest.embedding import MODEL_CALL_TEXTS
@@ -307,7 +304,7 @@ async def run(args, config, base: str, admin_key: str, cpu: StackCPU | None = No
     print(f"corpus: {len(docs)} documents ({len(texts)} chunks) from {args.corpus}; route {args.route}"
           f"{f' ({args.bulk_size} documents per request)' if args.route == 'bulk' else ''}", flush=True)
     print("1) raw model throughput on the chunk texts, before", flush=True)
-    raw_before = raw_model(texts, batch, threads, model_cpu)
+    raw_before = raw_model(texts, batch, threads)
     print(f"    {len(texts) / raw_before.wall:.1f} chunks/s (load average {os.getloadavg()[0]:.1f})", flush=True)
 
     # No retries: a failure is a finding, not something to paper over.
@@ -330,7 +327,7 @@ async def run(args, config, base: str, admin_key: str, cpu: StackCPU | None = No
             print(f"    {len(failed)} document(s) failed, e.g. {failed[0]['document_id']}: {failed[0]['error']}")
 
         print("3) raw model throughput on the chunk texts, after", flush=True)
-        raw_after = raw_model(texts, batch, threads, model_cpu)
+        raw_after = raw_model(texts, batch, threads)
         print(f"    {len(texts) / raw_after.wall:.1f} chunks/s (load average {os.getloadavg()[0]:.1f})", flush=True)
 
         revised = changed(docs, args.changed)
@@ -384,12 +381,10 @@ def main() -> int:
     parser.add_argument("--window", type=int, default=128,
                         help="at most this many documents uploaded but not yet ingested (0: upload everything at "
                              "once; the embedded SQS then scans a deep queue on every receive)")
-    parser.add_argument("--model-core", choices=("on", "off"), default="on",
-                        help="on: the ingest worker's model thread on a CPU of its own (MODEL_CPU=auto) and "
-                             "Postgres, moto, this client and the upload worker on the others, the raw pass on the "
-                             "model's CPU too (applies with >= 2 CPUs and one ingest process); off: nothing pinned")
-    parser.add_argument("--model-first", type=int, default=0,
-                        help="nice increment for everything of the stack but the ingest worker's model thread")
+    parser.add_argument("--model-first", type=int, default=None, metavar="N",
+                        help="the ingest worker's threads other than the model's, Postgres, moto and the upload "
+                             "worker at nice +N (default: the ingest worker's MODEL_FIRST; 0: nothing lowered). "
+                             "This client and the raw pass stay at normal priority")
     parser.add_argument("--changed", type=float, default=0.01, help="fraction changed in the re-ingest")
     parser.add_argument("--config", default=str(ROOT / "wrangler.toml"), help="wrangler.toml to use")
     args = parser.parse_args()
@@ -407,8 +402,7 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory(prefix="edgeindex-bench-") as state:
         environ = {"EDGEINDEX_STATE_DIR": state,
-                   **({"EDGEINDEX_VAR_MODEL_CPU": "off"} if args.model_core == "off" else {}),
-                   **({"EDGEINDEX_VAR_MODEL_FIRST": str(args.model_first)} if args.model_first else {}),
+                   **({"EDGEINDEX_VAR_MODEL_FIRST": str(args.model_first)} if args.model_first is not None else {}),
                    **{f"EDGEINDEX_{n.upper()}_PORT": str(free_port()) for n in ("upload", "ingest", "search")}}
         config = config_module.load(args.config, environ={**os.environ, **environ})
         admin_key = "bench-" + secrets.token_urlsafe(16)
@@ -418,22 +412,18 @@ def main() -> int:
                                                                  "EDGEINDEX_ADMIN_KEY": admin_key},
                              ingest_processes=args.ingest_processes,
                              workers=["upload", "ingest"],  # search workers would only share the cores
-                             model_core=args.model_core == "on", model_first=args.model_first)
+                             model_first=int(config.worker("ingest").vars.get("MODEL_FIRST") or 0))
             # A throwaway stack needs no bucket snapshots, and each round lists every object.
             stack.SNAPSHOT_SECONDS = 24 * 3600
             moto = MotoRequests()
             print(f"starting a dev stack in {state} ...", flush=True)
             stack.start()
-            layout = stack.layout.layout if stack.layout else None
-            if layout:
-                print(f"model core: the model's thread (and the raw pass) on CPU {layout.model}; Postgres, moto, this "
-                      f"client, the upload worker and the ingest process's other threads on CPU(s) "
-                      f"{','.join(map(str, sorted(layout.rest)))}", flush=True)
-            else:
-                print("model core: nothing pinned", flush=True)
+            print(f"model first: the ingest worker's other threads, Postgres, moto and the upload worker at nice "
+                  f"+{stack.model_first}; the model's thread, this client and the raw pass at normal priority"
+                  if stack.model_first else "model first: off (every process of the stack at normal priority)",
+                  flush=True)
             try:
-                asyncio.run(run(args, config, stack.url("upload"), admin_key, StackCPU(stack, state), moto,
-                                layout.model if layout else None))
+                asyncio.run(run(args, config, stack.url("upload"), admin_key, StackCPU(stack, state), moto))
             finally:
                 stack.stop()
                 if os.environ.get("BENCH_KEEP_LOG"):

@@ -26,7 +26,7 @@ def cmd_dev(args) -> int:
     if args.reset:
         reset_state(cfg)
     stack = DevStack(cfg, workers=args.workers or None, ingest_processes=args.ingest_processes,
-                     model_core=args.model_core)
+                     model_first=args.model_first)
     stopping = threading.Event()
 
     def on_signal(signum, frame):
@@ -116,9 +116,9 @@ def build_parser() -> argparse.ArgumentParser:
     dev.add_argument("--workers", nargs="*", help="only these workers (default: all)")
     dev.add_argument("--ingest-processes", type=int, default=1, metavar="N",
                      help="ingest worker processes sharing the queue (default 1; each on its own port)")
-    dev.add_argument("--model-core", action="store_true",
-                     help="keep Postgres, moto and the other workers off the CPU the ingest worker's model "
-                          "thread is pinned to (its MODEL_CPU; one ingest process, >= 2 CPUs)")
+    dev.add_argument("--model-first", type=int, default=0, metavar="N",
+                     help="run Postgres, moto and the workers other than ingest at nice +N, so the ingest "
+                          "worker's model thread wins a contended core (default 0: off)")
     dev.set_defaults(func=cmd_dev)
 
     worker = sub.add_parser("worker", help="run one worker (production: one process per worker)")

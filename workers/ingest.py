@@ -9,7 +9,7 @@ from edgeindex import api_models, language
 from edgeindex.errors import ValidationError
 from edgeindex.ingest.service import IngestService, IngestSettings
 from edgeindex.bindings import native_memory
-from edgeindex.runtime import affinity, memtrace
+from edgeindex.runtime import memtrace
 from edgeindex.runtime.http import Routes
 from edgeindex.selection.collections import CollectionRefresher
 from edgeindex.tenancy import Tenancy
@@ -38,11 +38,8 @@ async def startup(env) -> Services:
         getattr(env.AI.embedder, "set_threads", lambda n: None)(int(threads))
     if batch := env.worker.vars.get("MODEL_BATCH_SIZE"):  # texts per forward pass (bindings.ai)
         getattr(env.AI.embedder, "set_batch_size", lambda n: None)(int(batch))
-    # the model's thread on a core of its own where the machine has one to give (runtime/affinity.py)
-    if (layout := affinity.plan(env.worker.vars.get("MODEL_CPU"))) and hasattr(env.AI.embedder, "pin"):
-        env.AI.embedder.pin(layout)
-    if (first := int(env.worker.vars.get("MODEL_FIRST") or 0)) > 0 and hasattr(env.AI.embedder, "_model_thread"):
-        affinity.model_first(first, env.AI.embedder._model_thread)
+    if first := env.worker.vars.get("MODEL_FIRST"):  # the rest of the process below the model (runtime/model_first.py)
+        getattr(env.AI.embedder, "put_first", lambda n: None)(int(first))
     # py3langid's model, loaded now rather than by the first document's upsert
     await asyncio.to_thread(language.preload)
     ingest = IngestService(db=env.DB, bucket=env.BUCKET, kv=env.KV, embedder=env.AI.embedder,

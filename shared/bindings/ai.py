@@ -108,7 +108,7 @@ class LocalEmbedder:
         self.wall_seconds = 0.0
         self.runqueue_seconds = 0.0  # ready to run but waiting for a core (Linux schedstat)
         self._model_thread = ThreadPoolExecutor(1, thread_name_prefix="embed")
-        self.model_cpu: int | None = None  # the CPU its thread is pinned to (pin), if any
+        self.others_nice = 0  # how much lower the process's other threads run than the model's (put_first)
         self._queries: OnnxQueryEncoder | None = None
         self.query_batcher: QueryBatcher | None = None
 
@@ -141,13 +141,13 @@ class LocalEmbedder:
         if threads > 0:
             torch.set_num_threads(threads)
 
-    def pin(self, layout) -> None:
-        """The model's thread on a CPU of its own, the process's other threads on the rest
-        (``MODEL_CPU`` of the ingest worker; runtime/affinity.py says why)."""
-        from ..runtime import affinity
+    def put_first(self, increment: int) -> None:
+        """Every other thread of this process ``increment`` lower than the model's (``MODEL_FIRST`` of the
+        ingest worker; runtime/model_first.py says why)."""
+        from ..runtime import model_first
 
-        affinity.pin_model(layout, self._model_thread)
-        self.model_cpu = layout.model
+        if model_first.put_first(increment, self._model_thread) is not None:
+            self.others_nice = increment
 
     def set_batch_size(self, texts: int) -> None:
         """Texts per forward pass (``MODEL_BATCH_SIZE`` of the ingest worker). A call's texts are sorted

@@ -34,7 +34,7 @@ from urllib.parse import quote
 
 from ..config import Config
 from ..errors import BindingError
-from . import affinity
+from . import model_first as priorities
 from .provision import provision
 
 log = logging.getLogger(__name__)
@@ -203,11 +203,11 @@ class DevStack:
 
     def __init__(self, config: Config, *, workers: list[str] | None = None,
                  worker_output: IO | None = None, environ: dict[str, str] | None = None,
-                 ingest_processes: int = 1, model_core: bool = False, model_first: int = 0) -> None:
+                 ingest_processes: int = 1, model_first: int = 0) -> None:
         """``ingest_processes``: consumers of the ingest queue to run (``ingest``, ``ingest-2``, ...); they
         share its messages (visibility timeout) and each run (advisory lock), each on its own port.
-        ``model_core``: keep Postgres, moto (this process) and the other workers off the CPU the ingest
-        worker's model thread is pinned to (its ``MODEL_CPU``; runtime/affinity.py), where that applies."""
+        ``model_first``: Postgres, moto's threads and the workers other than ingest at nice +N, so that
+        the ingest worker's model thread wins a contended core (runtime/model_first.py)."""
         self.config = config
         self.ingest_processes = max(1, ingest_processes)
         self.ports: dict[str, int] = {}  # extra processes of a worker: "ingest-2" → its HTTP port
@@ -225,10 +225,7 @@ class DevStack:
         self.s3_endpoint = config.services.s3.endpoint
         self.sqs_endpoint = config.services.sqs.endpoint
         self.admin_key = ""
-        ingest = config.workers.get("ingest")
-        self.model_first = model_first
-        self.layout = affinity.StackLayout(ingest.vars.get("MODEL_CPU", "off") if ingest else "off",
-                                           self.ingest_processes) if model_core else None
+        self.model_first = max(0, model_first)
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -252,16 +249,7 @@ class DevStack:
                 self.start_worker(name)
             for name in names:
                 self.wait_healthy(name)
-            if self.layout:
-                self.layout.keep_off(affinity.postgres_pids(self.state / "pgdata") + [os.getpid()]
-                                     + [p.pid for n, p in self.processes.items() if not n.startswith("ingest")])
-            if self.model_first:
-                for pid in affinity.postgres_pids(self.state / "pgdata"):
-                    affinity.nice_process(pid, self.model_first)
-                affinity.nice_process(os.getpid(), self.model_first, skip={threading.get_native_id()})
-                for name, process in self.processes.items():
-                    if not name.startswith("ingest"):
-                        affinity.nice_process(process.pid, self.model_first)
+            self._put_model_first()
             self._recover()
         except BaseException:
             self.stop()
@@ -344,18 +332,22 @@ class DevStack:
             [sys.executable, "-m", "edgeindex.cli", "--config", str(self.config.path.resolve()), "worker", kind],
             env={**self.worker_environ(), **own, **(extra_env or {})}, stdout=out,
             stderr=subprocess.STDOUT if out else None,
-            preexec_fn=self._preexec(kind), cwd=str(self.config.root))
+            preexec_fn=_die_with_parent, cwd=str(self.config.root))
         return self.processes[name]
 
-    def _preexec(self, kind: str):
-        pin = self.layout.worker_preexec(kind) if self.layout else None
-        if pin is None:
-            return _die_with_parent
-
-        def preexec() -> None:  # runs in the child before exec
-            _die_with_parent()
-            pin()
-        return preexec
+    def _put_model_first(self) -> None:
+        """Everything the stack runs beside the ingest workers' models ``model_first`` lower: Postgres
+        (backends fork from the postmaster and inherit it), moto (this process's threads but the caller's:
+        its server thread starts the request threads) and the other workers."""
+        if not self.model_first or not priorities.supported():
+            return
+        if self._postgres is not None:
+            for pid in priorities.postgres_pids(self.state / "pgdata"):
+                priorities.nice_process(pid, self.model_first)
+        priorities.nice_process(os.getpid(), self.model_first, skip={threading.get_native_id()})
+        for name, process in self.processes.items():
+            if not name.startswith("ingest"):
+                priorities.nice_process(process.pid, self.model_first)
 
     def url(self, name: str) -> str:
         if name in self.ports:
