@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from edgeindex.evaluation.selection_split import split_of
+from edgeindex.selection import field_vectors as fv
 from edgeindex.selection import indices as ix
 from edgeindex.selection import tools as tl
 from edgeindex.selection.definitions import count_tokens, parse_tool
@@ -122,13 +123,18 @@ async def run_tools(folder: Path, emb: MemoEmbedder, feedback: bool) -> None:
     emb.save()
 
 
+async def _field_vectors(emb: MemoEmbedder, d) -> bytes | None:
+    texts = [f.text for f in ix.field_plan(d)]
+    return fv.pack(await emb.embed(texts)) if texts else None
+
+
 async def run_indices(folder: Path, emb: MemoEmbedder, tables: bool) -> None:
     raw = _jsonl(folder / ("indices_tables.jsonl" if tables else "indices.jsonl"))
     queries = _jsonl(folder / ("queries_tables.jsonl" if tables else "queries.jsonl"))
     defs = [ix.parse_index(r, f"i[{i}]") for i, r in enumerate(raw)]
     vecs = await emb.embed([d.embedded_text() for d in defs])
     rows = [{"name": d.name, "kind": d.kind, "description": d.description, "fields": list(d.fields),
-             "profile": {}, "embedding": v} for d, v in zip(defs, vecs)]
+             "profile": {}, "embedding": v, "field_vectors": await _field_vectors(emb, d)} for d, v in zip(defs, vecs)]
     part_rows = [(d.name, p, f) for d in defs for p, f in ix.parts(d).items()]
     pvecs = await emb.embed([ix.part_text(p, f) for _, p, f in part_rows]) if part_rows else []
     parts = [{"index_name": n, "part": p, "fields": f, "embedding": v} for (n, p, f), v in zip(part_rows, pvecs)]

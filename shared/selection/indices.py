@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -19,6 +19,7 @@ from psycopg.types.json import Jsonb
 
 from .. import sqlfiles, validation
 from ..errors import Conflict, NotFound, ValidationError
+from . import field_vectors as fv
 from .catalog_cache import CatalogCache, as_vector, bump
 from .definitions import parse_named
 from .scoring import Catalogue, z_cut, zscore
@@ -43,6 +44,7 @@ PART_WEIGHT = 0.7
 # (a join, a shared schema): each gains this share of the best score of its namespace.
 GROUP_BOOST = 1.0
 SMALL_CATALOGUE = 20
+CLOSEST_FIELDS = 3      # fields shown as evidence of the field-vector score
 _cache = CatalogCache(KIND)
 
 
@@ -90,11 +92,20 @@ def part_text(part: str, fields: list[str]) -> str:
     return f"{' '.join(split_identifier(part))}: Fields: " + ", ".join(" ".join(split_identifier(f)) for f in fields)
 
 
+def field_plan(index: IndexDef) -> list[fv.FieldText]:
+    """The fields embedded one by one (field_vectors.py), with the part each belongs to."""
+    if index.kind == "collection":   # kept current by ingestion without field vectors: scored by its own vector
+        return []
+    return fv.field_texts(index.name, index.fields, set(parts(index)))
+
+
 def content_hash(index: IndexDef, model_id: str) -> str:
     payload = {"model": model_id, "name": index.name, "kind": index.kind, "description": index.description,
                "fields": list(index.fields), "profile": index.profile or {}}
     if parts(index):   # a descriptor with parts is embedded again when their text changes (PART_TEXT_VERSION)
         payload["part_text"] = PART_TEXT_VERSION
+    if field_plan(index):   # ... and one with field vectors when how they are made changes
+        payload["field_text"] = fv.FIELD_TEXT_VERSION
     return validation.content_hash(json.dumps(payload, sort_keys=True))
 
 
@@ -149,12 +160,18 @@ async def upsert(db, embedder, entity_id: str, parsed: list[IndexDef], existing:
     vectors = await embedder.embed([d.embedded_text() for d in changed])
     part_rows = [(d.name, part, fields) for d in changed for part, fields in parts(d).items()]
     part_vectors = await embedder.embed([part_text(p, f) for _, p, f in part_rows]) if part_rows else []
+    plans = [[f.text for f in field_plan(d)] for d in changed]
+    flat = [text for plan in plans for text in plan]
+    field_matrix = await embedder.embed(flat) if flat else np.zeros((0, 0), np.float32)
+    bounds = np.cumsum([0] + [len(plan) for plan in plans])
     async with db.transaction() as conn:
-        for d, vector in zip(changed, vectors):
+        for n, (d, vector) in enumerate(zip(changed, vectors)):
+            own = field_matrix[bounds[n]:bounds[n + 1]]
             await conn.execute(SQL["index_upsert"], {
                 "entity_id": entity_id, "name": d.name, "kind": d.kind, "description": d.description,
                 "fields": list(d.fields), "profile": Jsonb(d.profile or {}), "content_hash": hashes[d.name],
-                "model_id": embedder.model_id, "embedding": vector})
+                "model_id": embedder.model_id, "embedding": vector,
+                "field_vectors": fv.pack(own) if len(own) else None})
             await conn.execute(SQL["index_parts_drop"], {"entity_id": entity_id, "name": d.name})
         for (name, part, fields), vector in zip(part_rows, part_vectors):
             await conn.execute(SQL["index_part_insert"], {"entity_id": entity_id, "name": name, "part": part,
@@ -193,6 +210,11 @@ class IndexCatalogue:
     field_terms: list[list[tuple[str, frozenset[str]]]]
     name_terms: list[frozenset[str]]
     description_terms: list[frozenset[str]]
+    # every embedded field of every descriptor (field_vectors.py): its vector, descriptor and part
+    field_matrix: np.ndarray | None = None
+    field_owner: np.ndarray | None = None
+    field_part: np.ndarray | None = None
+    field_names: list[str] = field(default_factory=list)
 
 
 def _fields(row: dict) -> list[Field]:
@@ -234,6 +256,17 @@ async def _build(db, entity_ids: list[str]) -> IndexCatalogue:
                 part_names.append("")
     keys = [(r["entity_id"], r["name"]) for r in rows]
     matrix = np.vstack(vectors) if vectors else np.zeros((0, 1), np.float32)
+    part_of = {(o, name): j for j, (o, name) in enumerate(zip(part_owner, part_names))}
+    field_blocks, field_owner, field_part, field_names = [], [], [], []
+    for i, r in enumerate(rows):
+        plan = field_plan(IndexDef(r["name"], r["description"] or "", tuple(r["fields"]), r["kind"]))
+        block = fv.unpack(r.pop("field_vectors", None), len(plan), matrix.shape[1])
+        if block is None:
+            continue
+        field_blocks.append(block)
+        field_owner.extend([i] * len(plan))
+        field_part.extend(part_of.get((i, f.part or ""), -1) for f in plan)
+        field_names.extend(f.field for f in plan)
     namespaces = [(r["entity_id"], r["name"].rsplit(".", 1)[0]) if "." in r["name"] else (r["entity_id"], r["name"])
                   for r in rows]
     numbering = {ns: i for i, ns in enumerate(dict.fromkeys(namespaces))}
@@ -245,7 +278,36 @@ async def _build(db, entity_ids: list[str]) -> IndexCatalogue:
         np.asarray(part_owner, dtype=np.int64), part_names, groups if shared else None, rows,
         [[(f, frozenset(terms(" ".join(split_identifier(f))))) for f in r["fields"]] for r in rows],
         [frozenset(terms(" ".join(split_identifier(r["name"])))) for r in rows],
-        [frozenset(terms(r["description"] or "")) for r in rows])
+        [frozenset(terms(r["description"] or "")) for r in rows],
+        np.vstack(field_blocks) if field_blocks else None,
+        np.asarray(field_owner, dtype=np.int64), np.asarray(field_part, dtype=np.int64), field_names)
+
+
+def field_scores(cat: IndexCatalogue, vector: np.ndarray, own: np.ndarray, own_parts: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Each descriptor's and each part's closeness through its fields (field_vectors.py), and every
+    field's cosine. One without field vectors (a collection, a row stored before them) stands for its
+    own single field: its own cosine."""
+    descriptors, parts_ = own.astype(np.float32), own_parts.astype(np.float32)
+    if cat.field_matrix is None:
+        return descriptors, parts_, None
+    cosines = fv.matvec(cat.field_matrix, vector.astype(np.float32))
+    mean, has = fv.top_mean(cosines, cat.field_owner, len(descriptors), fv.FIELD_TOP)
+    descriptors = np.where(has, mean, descriptors)
+    in_part = cat.field_part >= 0
+    mean, has = fv.top_mean(cosines[in_part], cat.field_part[in_part], len(parts_), fv.PART_FIELD_TOP)
+    return descriptors, np.where(has, mean, parts_).astype(np.float32), cosines
+
+
+def _closest_fields(cat: IndexCatalogue, cosines: np.ndarray | None, index: int) -> list[str]:
+    """The descriptor's fields closest to the request (evidence of the field-vector score)."""
+    if cosines is None:
+        return []
+    start, end = np.searchsorted(cat.field_owner, [index, index + 1])   # fields are stored by descriptor
+    if start == end:
+        return []
+    best = start + np.argsort(-cosines[start:end], kind="stable")[:CLOSEST_FIELDS]
+    return [cat.field_names[j] for j in best]
 
 
 def _best_part(cat: IndexCatalogue, fused: np.ndarray, index: int) -> dict:
@@ -297,9 +359,12 @@ async def select(db, embedder, entity_ids: list[str], request: SelectRequest, *,
         vector = await embedder.embed_query(request.query)
     scores = cat.catalogue.score(request.query, vector)
     part_scores = cat.parts.score(request.query, vector)
+    descriptor_fields, part_fields, field_cosines = field_scores(cat, vector, scores.vector, part_scores.vector)
+    part_final = zscore(part_scores.fused) + fv.PART_FIELD_WEIGHT * zscore(part_fields)
     best_part = np.full(n, -np.inf, dtype=np.float32)
-    np.maximum.at(best_part, cat.part_owner, part_scores.fused)
-    final = PART_WEIGHT * zscore(best_part) + (1 - PART_WEIGHT) * zscore(scores.fused)
+    np.maximum.at(best_part, cat.part_owner, part_final)
+    final = (PART_WEIGHT * zscore(best_part) + (1 - PART_WEIGHT) * zscore(scores.fused)
+             + fv.FIELD_WEIGHT * zscore(descriptor_fields))
     if cat.groups is not None:
         group_best = np.full(int(cat.groups.max()) + 1, -np.inf, dtype=np.float32)
         np.maximum.at(group_best, cat.groups, final)
@@ -322,7 +387,8 @@ async def select(db, embedder, entity_ids: list[str], request: SelectRequest, *,
                     "evidence": {"name": sorted(query_terms & cat.name_terms[i]),
                                  "fields": [f for f, t in cat.field_terms[i] if t & query_terms][:20],
                                  "description": sorted(query_terms & cat.description_terms[i]),
-                                 **_best_part(cat, part_scores.fused, i)}})
+                                 "closest_fields": _closest_fields(cat, field_cosines, i),
+                                 **_best_part(cat, part_final, i)}})
     decided_by = "scores"
     if llm is not None and not confident and len(out) > 1:
         # only the uncertain cases pay for an LLM call, and only over the shortlist

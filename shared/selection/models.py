@@ -211,7 +211,8 @@ class SelectedIndex(_Body):
     description: str
     score: float
     scores: dict[str, float]
-    evidence: dict[str, Any] = Field(description="name, field and description words that matched; best part")
+    evidence: dict[str, Any] = Field(description="name, field and description words that matched; best part; "
+                                                 "the fields closest to the request by their own vectors")
 
 
 class IndexSelection(_Body):

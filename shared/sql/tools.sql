@@ -96,13 +96,14 @@ WHERE entity_id = ANY(%(entity_ids)s) AND kind = ANY(%(kinds)s);
 SELECT name, content_hash FROM index_descriptors WHERE entity_id = %(entity_id)s;
 
 -- name: index_upsert
-INSERT INTO index_descriptors (entity_id, name, kind, description, fields, profile, content_hash, model_id, embedding)
+INSERT INTO index_descriptors (entity_id, name, kind, description, fields, profile, content_hash, model_id, embedding,
+                               field_vectors)
 VALUES (%(entity_id)s, %(name)s, %(kind)s, %(description)s, %(fields)s, %(profile)s, %(content_hash)s,
-        %(model_id)s, %(embedding)s)
+        %(model_id)s, %(embedding)s, %(field_vectors)s)
 ON CONFLICT (entity_id, name) DO UPDATE SET
     kind = EXCLUDED.kind, description = EXCLUDED.description, fields = EXCLUDED.fields, profile = EXCLUDED.profile,
     content_hash = EXCLUDED.content_hash, model_id = EXCLUDED.model_id, embedding = EXCLUDED.embedding,
-    updated_at = now();
+    field_vectors = EXCLUDED.field_vectors, updated_at = now();
 
 -- name: index_parts_drop
 DELETE FROM index_parts WHERE entity_id = %(entity_id)s AND index_name = %(name)s;
@@ -125,5 +126,5 @@ DELETE FROM index_descriptors WHERE entity_id = %(entity_id)s AND name = ANY(%(n
 RETURNING name;
 
 -- name: index_catalog
-SELECT name, kind, description, fields, profile, embedding
+SELECT name, kind, description, fields, profile, embedding, field_vectors
 FROM index_descriptors WHERE entity_id = %(entity_id)s ORDER BY name;
