@@ -64,3 +64,37 @@ def test_zero_lowers_nothing():
         assert model_first.put_first(0, model) is None
     finally:
         model.shutdown()
+
+
+DEV_CHILD = r"""
+import json, os, subprocess, sys, threading
+from edgeindex.runtime.dev import DevStack
+
+stack = object.__new__(DevStack)  # only what _put_model_first reads: no services are started
+stack.model_first, stack._postgres = 5, None
+stack.processes = {name: subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+                   for name in ("upload", "ingest", "ingest-2")}
+stop = threading.Event()
+moto = threading.Thread(target=stop.wait)  # stands for moto's server thread in the supervisor
+moto.start()
+nice = lambda tid: os.getpriority(os.PRIO_PROCESS, tid)
+base = nice(0)
+stack._put_model_first()
+out = {"base": base, "caller": nice(threading.get_native_id()), "moto": nice(moto.native_id),
+       **{name: nice(p.pid) for name, p in stack.processes.items()}}
+stop.set(); moto.join()
+for p in stack.processes.values():
+    p.kill(); p.wait()
+print(json.dumps(out))
+"""
+
+
+def test_the_dev_stack_lowers_moto_and_the_other_workers_but_not_the_ingest_processes_nor_its_caller():
+    out = subprocess.run([sys.executable, "-c", DEV_CHILD], capture_output=True, text=True, check=True, timeout=60)
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    lowered = min(19, result["base"] + 5)
+    assert result["moto"] == lowered
+    assert result["upload"] == lowered
+    assert result["ingest"] == result["base"]    # each ingest process lowers its own threads but the model's
+    assert result["ingest-2"] == result["base"]
+    assert result["caller"] == result["base"]    # the thread that started the stack (the bench's client)
