@@ -28,6 +28,7 @@ from ..bindings.database import Database
 from ..errors import BindingError
 from . import defaults
 from .request import SearchRequest
+from . import plan_reuse
 from .statements import Statement, execute
 
 _SQL = sqlfiles.load("search.sql")
@@ -84,14 +85,26 @@ def idle_parts(params: dict[str, Any]) -> frozenset[str]:
 
 
 @functools.cache
-def _variant(name: str, idle: frozenset[str]) -> Statement:
+def _variant_sql(name: str, idle: frozenset[str]) -> str:
     instead = {fragment: text for part in idle for fragment, text in _LEAVE_OUT[part].items()}
-    return Statement.convert(_one_statement(instead) if name == "search" else _assemble(name, instead))
+    return _one_statement(instead) if name == "search" else _assemble(name, instead)
+
+
+@functools.cache
+def _variant(name: str, idle: frozenset[str]) -> Statement:
+    return Statement.convert(_variant_sql(name, idle))
 
 
 def statement(name: str, params: dict[str, Any]) -> Statement:
     """``lexical``, ``hybrid`` or ``search`` for these parameters, without the parts they leave idle."""
     return _variant(name, idle_parts(params))
+
+
+def planned_once(name: str, params: dict[str, Any]) -> Statement:
+    """``statement(name, params)`` with every parameter but the embedding and the query text written
+    in as literals, for a generic plan that is the custom plan (``plan_reuse.py``)."""
+    idle = idle_parts(params)
+    return plan_reuse.statement_for((name, idle), _variant_sql(name, idle), params)
 
 
 _WORD = re.compile(r"\w")
@@ -226,6 +239,7 @@ def tuned_connections() -> weakref.WeakSet:
 async def tune_connection(conn: psycopg.AsyncConnection, tuned: weakref.WeakSet) -> None:
     """Apply the search session settings to a pooled connection, once."""
     if conn not in tuned:
+        conn.prepared_max = plan_reuse.PREPARED_MAX  # reused plans are large (plan_reuse.py)
         await conn.execute(_SQL["session_settings"], {"ef_search": str(defaults.HNSW_EF_SEARCH),
                                                       "fuzzy_similarity": str(defaults.FUZZY_SIMILARITY_FLOOR)})
         await conn.commit()
@@ -287,7 +301,10 @@ async def search(db: Database, request: SearchRequest, entity_ids: list[str], em
     limit = limit or request.k
     params = build_params(request, entity_ids, embedding, limit=limit, include_text=include_text)
     async with _connection(db, tuned) as conn:
-        rows = await execute(conn, statement("search", params), params)
+        if plan_reuse.ENABLED:
+            rows = await plan_reuse.execute(conn, planned_once("search", params), params)
+        else:
+            rows = await execute(conn, statement("search", params), params)
     # one row at least: the summary, joined to no chunk when nothing matched
     first = rows[0]
     summary = LexicalResult(nonempty=first["nonempty"], exact=first["exact"], corrections=first["corrections"] or {},

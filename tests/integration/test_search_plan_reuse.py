@@ -1,0 +1,182 @@
+"""The search statement planned once (search/plan_reuse.py): its generic plan is the custom plan,
+node for node with the same estimates, on tenants of many sizes (a large tenant beside 200 small ones
+in its partition: the case where a fully parameterised generic plan sorted by exact distance), and
+the rows are those of custom plans; the connection goes back to the pool with custom plans."""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+
+import numpy as np
+import psycopg
+from psycopg.rows import tuple_row
+import pytest
+from edgeindex.evaluation import loader
+from edgeindex.search import defaults, engine, plan_reuse
+from edgeindex.search.request import parse_request
+
+from ..helpers import DATA
+
+MODEL_ID, DIMENSION = "sentence-transformers/all-MiniLM-L6-v2", 384
+LARGE = 2500
+SMALL_TENANTS, SMALL_CHUNKS = 200, 4
+
+REQUESTS = [
+    {"query": "what is the temperature of the sun"},
+    {"query": "thermometer fahrenheit scale", "alpha": 0.0},
+    {"query": "thermometer fahrenheit scale", "alpha": 1.0},
+    {"query": "causes of high blood pressure", "fusion": "rrf"},
+    {"query": "causes of high blood pressure", "dedupe": True, "k": 5},
+    {"query": "fahrenhiet thermometr", "alpha": 0.5},
+    {"query": "\"blood pressure\" -heart", "text_mode": "websearch"},
+    {"query": "how long to boil an egg", "filters": {"tags": ["t1", "t2"]}},
+    {"query": "how long to boil an egg", "filters": {"document_ids": ["doc3", "doc4", "doc9"]}},
+    {"query": "how long to boil an egg", "filters": {"exclude_document_ids": ["doc0", "doc1"]},
+     "include": {"summary": True, "neighbours": 1}},
+    {"query": "zzqxv wvqzz"},
+    {"query": "blood pressure", "vector_threshold": 0.2, "text_threshold": 0.3, "k": 3},
+]
+
+
+@pytest.fixture(scope="module")
+async def tenants(db):
+    """A large tenant (HNSW path) and 200 small ones hashed into the same partition, analysed."""
+    texts = loader.read_passages(DATA / "msmarco" / "corpus.jsonl")
+    large = f"reuse-large-{uuid.uuid4().hex[:8]}"
+    assert LARGE > defaults.EXACT_MAX_CHUNKS
+    assert await loader.load_synthetic(db, large, texts, LARGE, model_id=MODEL_ID, dimension=DIMENSION) == LARGE
+    partition = (await db.fetchone("SELECT tableoid::regclass::text AS p FROM chunks WHERE entity_id = %s LIMIT 1",
+                                   (large,)))["p"]
+    small = []
+    while len(small) < SMALL_TENANTS:
+        name = f"reuse-small-{uuid.uuid4().hex[:8]}"
+        row = await db.fetchone("SELECT satisfies_hash_partition('chunks'::regclass, 8, %s, %s::text) AS ok",
+                                (int(partition.rsplit("p", 1)[1]), name))
+        if row["ok"]:
+            await loader.load_synthetic(db, name, texts, SMALL_CHUNKS, model_id=MODEL_ID, dimension=DIMENSION,
+                                        seed=len(small) + 1, offset=len(small) * SMALL_CHUNKS)
+            small.append(name)
+    for table in ("chunks", "documents", "term_stats", "entity_stats"):
+        await db.execute(f"ANALYZE {table}")
+    return {"large": [large], "small": [small[0]], "both": [large, small[7]], "many small": small[:5]}
+
+
+def _embedding(seed: int) -> np.ndarray:
+    v = np.random.default_rng(seed).standard_normal(DIMENSION).astype(np.float32)
+    return v / np.linalg.norm(v)
+
+
+def _params(body: dict, entity_ids: list[str]) -> dict:
+    request = parse_request({"k": 10, **body}, max_k=100, max_query_chars=2000)
+    return engine.build_params(request, entity_ids, _embedding(len(body["query"])), limit=request.k)
+
+
+_SHAPE = ("Node Type", "Parent Relationship", "Subplan Name", "Relation Name", "Index Name", "Join Type",
+          "Strategy", "Plan Rows")
+
+
+def _tree(plan: dict, depth: int = 0) -> list[str]:
+    """A plan's nodes (kind, relation, index, join, row estimates) in order, each at its depth,
+    without its expressions: the generic plan shows $1 where the custom one shows the vector."""
+    node = "  " * depth + " ".join(str(plan.get(key)) for key in _SHAPE)
+    return [node, *(line for child in plan.get("Plans", []) for line in _tree(child, depth + 1))]
+
+
+def _costs(plan: dict) -> list[float]:
+    return [plan["Total Cost"], *(c for child in plan.get("Plans", []) for c in _costs(child))]
+
+
+async def _plans(conn: psycopg.AsyncConnection, name: str, params: dict) -> tuple[dict, dict]:
+    """(the generic plan of the text plan_reuse prepares, the custom plan of the same statement with
+    every value written in)."""
+    reused = engine.planned_once(name, params)
+    cursor = psycopg.AsyncRawCursor(conn, row_factory=tuple_row)
+    await cursor.execute("EXPLAIN (GENERIC_PLAN, FORMAT JSON) " + reused.text)
+    generic = (await cursor.fetchone())[0]
+    everything = {**params, "embedding": "[" + ",".join(repr(float(x)) for x in params["embedding"]) + "]"}
+    idle = engine.idle_parts(params)
+    custom_text = plan_reuse.build(engine._variant_sql(name, idle), everything, kept=frozenset()).text
+    await cursor.execute("EXPLAIN (FORMAT JSON) " + custom_text)
+    custom = (await cursor.fetchone())[0]
+    await cursor.close()
+    as_json = (lambda p: json.loads(p) if isinstance(p, str) else p)
+    return as_json(generic)[0]["Plan"], as_json(custom)[0]["Plan"]
+
+
+@pytest.mark.parametrize("scope", ["large", "small", "both", "many small"])
+async def test_the_reused_plan_is_the_custom_plan_on_tenants_of_every_size(db, tenants, scope):
+    tuned = engine.tuned_connections()
+    async with db.connection() as conn:
+        await engine.tune_connection(conn, tuned)
+        await conn.set_autocommit(True)
+        for body in REQUESTS:
+            generic, custom = await _plans(conn, "search", _params(body, tenants[scope]))
+            assert _tree(generic) == _tree(custom), body
+            # costs differ only by the scores' expressions (a threshold as a parameter is not folded)
+            assert _costs(generic) == pytest.approx(_costs(custom), rel=0.01, abs=0.1), body
+
+
+async def test_the_large_tenants_vector_branch_walks_the_hnsw_index(db, tenants):
+    """The comparison above is not vacuous: the large tenant's reused plan walks the HNSW index
+    of its own partition alone (pruned at planning, as a custom plan is)."""
+    params = _params(REQUESTS[0], tenants["large"])
+    cursor = None
+    async with db.connection() as conn:
+        await conn.set_autocommit(True)
+        cursor = psycopg.AsyncRawCursor(conn, row_factory=tuple_row)
+        await cursor.execute("EXPLAIN (GENERIC_PLAN) " + engine.planned_once("search", params).text)
+        plan = "\n".join(row[0] for row in await cursor.fetchall())
+    assert "embedding_idx" in plan
+    assert len(set(re.findall(r"chunks_p(\d)", plan))) == 1
+
+
+@pytest.mark.parametrize("scope", ["large", "small", "both"])
+async def test_searches_with_the_reused_plan_return_what_custom_plans_return(db, tenants, scope, monkeypatch):
+    tuned = engine.tuned_connections()
+    for body in REQUESTS:
+        request = parse_request({"k": 10, **body}, max_k=100, max_query_chars=2000)
+        embedding = _embedding(len(body["query"]))
+        monkeypatch.setattr(plan_reuse, "ENABLED", False)
+        custom = await engine.search(db, request, tenants[scope], embedding, tuned=tuned, limit=request.k)
+        monkeypatch.setattr(plan_reuse, "ENABLED", True)
+        for _ in range(2):  # planned, then planned no more
+            assert await engine.search(db, request, tenants[scope], embedding, tuned=tuned,
+                                       limit=request.k) == custom, body
+    assert custom[1] or scope == "small"
+
+
+async def test_the_statement_runs_its_generic_plan_and_leaves_the_connection_on_custom_plans(db, tenants):
+    params = _params(REQUESTS[0], tenants["large"])
+    reused = engine.planned_once("search", params)
+    async with db.connection() as conn:
+        await conn.set_autocommit(True)
+
+        async def plans() -> tuple[int, int]:
+            row = await (await conn.execute("SELECT generic_plans, custom_plans FROM pg_prepared_statements "
+                                            "WHERE statement = %s", (reused.text,))).fetchone()
+            return (row["generic_plans"], row["custom_plans"]) if row else (0, 0)
+
+        first = await plan_reuse.execute(conn, reused, params)
+        before = await plans()
+        assert await plan_reuse.execute(conn, reused, params) == first and len(first) == 10
+        assert await plans() == (before[0] + 1, 0)  # prepared once, never planned for its values
+        assert (await (await conn.execute("SHOW plan_cache_mode")).fetchone())["plan_cache_mode"] == "force_custom_plan"
+        wrong = {**params, "embedding": np.ones(DIMENSION + 1, dtype=np.float32)}
+        with pytest.raises(psycopg.Error):
+            await plan_reuse.execute(conn, engine.planned_once("search", wrong), wrong)
+        assert (await (await conn.execute("SHOW plan_cache_mode")).fetchone())["plan_cache_mode"] == "force_custom_plan"
+
+
+
+async def test_a_search_connection_keeps_a_bounded_number_of_prepared_statements(db, tenants):
+    tuned = engine.tuned_connections()
+    async with db.connection() as conn:
+        await engine.tune_connection(conn, tuned)
+        await conn.set_autocommit(True)
+        for k in range(1, plan_reuse.PREPARED_MAX + 8):  # each k its own text
+            params = _params({"query": "blood pressure", "k": k}, tenants["large"])
+            await plan_reuse.execute(conn, engine.planned_once("search", params), params)
+        row = await (await conn.execute("SELECT count(*) AS n FROM pg_prepared_statements")).fetchone()
+        assert 0 < row["n"] <= plan_reuse.PREPARED_MAX + 1  # psycopg deallocates the oldest one statement later
