@@ -97,7 +97,7 @@ async def feedback_cost(sdk: AsyncClient, entity: str, tools: list[dict], querie
 
 
 async def bench(search_url: str, upload_url: str, admin_key: str, tools: list[dict], queries: list[str],
-                *, compare_raw: bool = True, feedback_rounds: int = 0) -> dict:
+                *, compare_raw: bool = True, feedback_rounds: int = 0, per_query: list | None = None) -> dict:
     """Timed through the project's SDK (edgeindex_client.AsyncClient, no retries). With ``compare_raw`` the
     same queries also go through a bare aiohttp session, alternating query by query, so the SDK's own
     cost shows as a ratio measured under the same load."""
@@ -137,6 +137,10 @@ async def bench(search_url: str, upload_url: str, admin_key: str, tools: list[di
                     server.append(body["took_ms"])
                     for stage, ms in (body.get("timings") or {}).items():
                         stages.setdefault(stage, []).append(ms)
+                    if per_query is not None:
+                        per_query.append({"query": query, "sdk_ms": round(elapsed, 2),
+                                          **({"raw_ms": round(raw_elapsed, 2)} if compare_raw else {}),
+                                          "took_ms": body["took_ms"], **(body.get("timings") or {})})
         feedback = await feedback_cost(sdk, entity, tools, queries, feedback_rounds) if feedback_rounds else None
     finally:
         await sdk.aclose()
@@ -162,6 +166,9 @@ def main() -> int:
     parser.add_argument("--search-url")
     parser.add_argument("--admin-key", default=os.environ.get("EDGEINDEX_ADMIN_KEY", ""))
     parser.add_argument("--no-raw", action="store_true", help="skip the bare-aiohttp comparison")
+    parser.add_argument("--per-query", type=Path, metavar="FILE",
+                        help="also write each timed query's latencies and server timings to FILE (JSON lines): "
+                             "which requests make the tail")
     parser.add_argument("--feedback", type=int, default=20, metavar="N",
                         help="after the timed selects, N feedback + select rounds (0: none): what a feedback "
                              "costs the next select against a registry change")
@@ -178,16 +185,17 @@ def main() -> int:
     tools += [t for t in generated_tools(len(VERBS) * len(OBJECTS), rng) if t["name"] not in names][:max(0, args.count - len(tools))]
     tools = tools[:args.count]
     queries = (queries or generated_queries(tools, args.queries, rng))[:args.queries]
+    per_query: list | None = [] if args.per_query else None
     if args.search_url:
         result = asyncio.run(bench(args.search_url.rstrip("/"), args.upload_url.rstrip("/"), args.admin_key, tools, queries,
-                                   compare_raw=not args.no_raw, feedback_rounds=args.feedback))
+                                   compare_raw=not args.no_raw, feedback_rounds=args.feedback, per_query=per_query))
     else:
         from edgeindex import config as config_module
         from edgeindex.evaluation.stack import fresh_stack
 
         with fresh_stack(config_module.find_config(), progress=print) as endpoints:
             result = asyncio.run(bench(endpoints.search_url, endpoints.upload_url, endpoints.admin_key, tools, queries,
-                                       compare_raw=not args.no_raw, feedback_rounds=args.feedback))
+                                       compare_raw=not args.no_raw, feedback_rounds=args.feedback, per_query=per_query))
     print(f"select over HTTP with {result['tools']} tools: p50 {result['p50_ms']} ms, p99 {result['p99_ms']} ms "
           f"through the SDK (bare aiohttp in the same run: {result.get('raw_aiohttp')}; server took_ms p50 {result['server_p50_ms']}, p99 {result['server_p99_ms']}; "
           f"load average {result['load_average']:.1f} on {result['cpus']} cpus)")
@@ -196,6 +204,8 @@ def main() -> int:
         print(f"feedback: {f['feedback_p50_ms']} ms p50; the next select's catalogue step {f['catalogue_after_feedback_p50_ms']} ms "
               f"p50 (max {f['catalogue_after_feedback_max_ms']}) against {f['catalogue_after_registry_change_p50_ms']} ms after a "
               f"registry change (states {f['states']})")
+    if args.per_query:
+        args.per_query.write_text("".join(json.dumps(row) + "\n" for row in per_query))
     print(json.dumps(result))
     return 0
 

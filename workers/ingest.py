@@ -38,6 +38,8 @@ async def startup(env) -> Services:
         getattr(env.AI.embedder, "set_threads", lambda n: None)(int(threads))
     if batch := env.worker.vars.get("MODEL_BATCH_SIZE"):  # texts per forward pass (bindings.ai)
         getattr(env.AI.embedder, "set_batch_size", lambda n: None)(int(batch))
+    if first := env.worker.vars.get("MODEL_FIRST"):  # the rest of the process below the model (runtime/model_first.py)
+        getattr(env.AI.embedder, "put_first", lambda n: None)(int(first))
     # py3langid's model, loaded now rather than by the first document's upsert
     await asyncio.to_thread(language.preload)
     ingest = IngestService(db=env.DB, bucket=env.BUCKET, kv=env.KV, embedder=env.AI.embedder,

@@ -108,6 +108,7 @@ class LocalEmbedder:
         self.wall_seconds = 0.0
         self.runqueue_seconds = 0.0  # ready to run but waiting for a core (Linux schedstat)
         self._model_thread = ThreadPoolExecutor(1, thread_name_prefix="embed")
+        self.others_nice = 0  # how much lower the process's other threads run than the model's (put_first)
         self._queries: OnnxQueryEncoder | None = None
         self.query_batcher: QueryBatcher | None = None
 
@@ -139,6 +140,14 @@ class LocalEmbedder:
 
         if threads > 0:
             torch.set_num_threads(threads)
+
+    def put_first(self, increment: int) -> None:
+        """Every other thread of this process ``increment`` lower than the model's (``MODEL_FIRST`` of the
+        ingest worker; runtime/model_first.py says why)."""
+        from ..runtime import model_first
+
+        if model_first.put_first(increment, self._model_thread) is not None:
+            self.others_nice = increment
 
     def set_batch_size(self, texts: int) -> None:
         """Texts per forward pass (``MODEL_BATCH_SIZE`` of the ingest worker). A call's texts are sorted

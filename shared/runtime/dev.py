@@ -34,6 +34,7 @@ from urllib.parse import quote
 
 from ..config import Config
 from ..errors import BindingError
+from . import model_first as priorities
 from .provision import provision
 
 log = logging.getLogger(__name__)
@@ -202,9 +203,11 @@ class DevStack:
 
     def __init__(self, config: Config, *, workers: list[str] | None = None,
                  worker_output: IO | None = None, environ: dict[str, str] | None = None,
-                 ingest_processes: int = 1) -> None:
+                 ingest_processes: int = 1, model_first: int = 0) -> None:
         """``ingest_processes``: consumers of the ingest queue to run (``ingest``, ``ingest-2``, ...); they
-        share its messages (visibility timeout) and each run (advisory lock), each on its own port."""
+        share its messages (visibility timeout) and each run (advisory lock), each on its own port.
+        ``model_first``: Postgres, moto's threads and the workers other than ingest at nice +N, so that
+        the ingest worker's model thread wins a contended core (runtime/model_first.py)."""
         self.config = config
         self.ingest_processes = max(1, ingest_processes)
         self.ports: dict[str, int] = {}  # extra processes of a worker: "ingest-2" → its HTTP port
@@ -222,6 +225,7 @@ class DevStack:
         self.s3_endpoint = config.services.s3.endpoint
         self.sqs_endpoint = config.services.sqs.endpoint
         self.admin_key = ""
+        self.model_first = max(0, model_first)
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -245,6 +249,7 @@ class DevStack:
                 self.start_worker(name)
             for name in names:
                 self.wait_healthy(name)
+            self._put_model_first()
             self._recover()
         except BaseException:
             self.stop()
@@ -329,6 +334,20 @@ class DevStack:
             stderr=subprocess.STDOUT if out else None,
             preexec_fn=_die_with_parent, cwd=str(self.config.root))
         return self.processes[name]
+
+    def _put_model_first(self) -> None:
+        """Everything the stack runs beside the ingest workers' models ``model_first`` lower: Postgres
+        (backends fork from the postmaster and inherit it), moto (this process's threads but the caller's:
+        its server thread starts the request threads) and the other workers."""
+        if not self.model_first or not priorities.supported():
+            return
+        if self._postgres is not None:
+            for pid in priorities.postgres_pids(self.state / "pgdata"):
+                priorities.nice_process(pid, self.model_first)
+        priorities.nice_process(os.getpid(), self.model_first, skip={threading.get_native_id()})
+        for name, process in self.processes.items():
+            if not name.startswith("ingest"):
+                priorities.nice_process(process.pid, self.model_first)
 
     def url(self, name: str) -> str:
         if name in self.ports:

@@ -27,6 +27,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from psycopg.types.json import Jsonb
 
 from .. import sqlfiles, validation
@@ -34,7 +35,8 @@ from ..cache import Invalidation
 from ..errors import NotFound
 from ..ingest.summary import extractive_summary
 from .catalog_cache import bump
-from .indices import KIND, IndexDef
+from . import field_vectors as fv
+from .indices import KIND, IndexDef, field_plan
 
 log = logging.getLogger(__name__)
 SQL = sqlfiles.load("collections.sql")
@@ -120,16 +122,41 @@ async def refresh(db, embedder, kv, entity_id: str, name: str) -> str:
             index = IndexDef(name, description, tuple(profile.fields), kind="collection", profile=profile.profile)
             digest = validation.content_hash(json.dumps(
                 {"model": embedder.model_id, "description": description, "fields": profile.fields,
-                 "profile": profile.profile}, sort_keys=True))
+                 "profile": profile.profile, "field_text": fv.FIELD_TEXT_VERSION}, sort_keys=True))
             if existing is not None and existing["content_hash"] == digest:
                 return "unchanged"
             vector = (await embedder.embed([index.embedded_text()]))[0]
+            matrix, field_hash, embedded = await _field_vectors(embedder, index, existing, len(vector))
             await invalidation.begin([entity_id], [])
             await conn.execute(SQL["upsert_descriptor"], {
                 **where, "description": description, "fields": profile.fields, "profile": Jsonb(profile.profile),
-                "content_hash": digest, "model_id": embedder.model_id, "embedding": vector})
+                "content_hash": digest, "model_id": embedder.model_id, "embedding": vector,
+                "field_vectors": fv.pack(matrix) if matrix is not None else None, "field_hash": field_hash,
+                "fields_embedded": embedded > 0})
             await bump(conn, entity_id, KIND)
-            return "updated"
+            return f"updated, {embedded} field(s) embedded" if embedded else "updated"
+
+
+async def _field_vectors(embedder, index: IndexDef, existing: dict | None, dimension: int
+                         ) -> tuple[np.ndarray | None, str | None, int]:
+    """The collection's field vectors (field_vectors.py; what the field texts are: indices.field_plan),
+    their hash and how many fields were embedded for them.
+
+    A profile changes with nearly every document (its terms, its summary, its counts) while its fields
+    rarely do: the stored matrix is kept as it is when the field texts are the same, and when they are
+    not, only the fields it lacks are embedded (its rows are reused when the stored hash says which
+    texts, by which model, they are the vectors of).
+    """
+    texts = [f.text for f in field_plan(index)]
+    field_hash = fv.texts_hash(embedder.model_id, texts) if texts else None
+    previous: dict[str, np.ndarray] = {}
+    if existing is not None and existing["field_hash"]:
+        old = [f.text for f in field_plan(IndexDef(index.name, "", tuple(existing["fields"] or ()), "collection"))]
+        matrix = fv.unpack(existing["field_vectors"], len(old), dimension)
+        if matrix is not None and existing["field_hash"] == fv.texts_hash(embedder.model_id, old):
+            previous = dict(zip(old, matrix))
+    matrix, embedded = await fv.embed_changed(embedder, texts, previous)
+    return matrix, field_hash, embedded
 
 
 async def refresh_due(db, embedder, kv, *, debounce: float = DEBOUNCE_SECONDS,

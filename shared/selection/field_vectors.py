@@ -14,14 +14,18 @@ A field is embedded as its qualified words ("country surface area" for ``country
 table says what the column is of); a plain field of a descriptor without parts with the last segment
 of the descriptor's name before it ("singer name" for field ``Name`` of ``concert_singer.singer``).
 A descriptor's vectors are stored as one float32 matrix (migration 0017), in ``field_texts`` order.
+A collection's fields (its JSON documents' field paths) are embedded the same way as its profile follows
+its documents, keeping the vectors of the fields it had (``embed_changed``, migration 0018).
 """
 
 from __future__ import annotations
 
+import json
 from typing import NamedTuple
 
 import numpy as np
 
+from ..validation import content_hash
 from .text import split_identifier
 
 # Version of how field texts are made: part of a descriptor's content hash, so a change embeds again.
@@ -109,3 +113,23 @@ def top_mean(values: np.ndarray, groups: np.ndarray, n_groups: int, top: int) ->
     counts = np.bincount(g[keep], minlength=n_groups)
     has = counts > 0
     return (sums / np.maximum(counts, 1)).astype(np.float32), has
+
+
+def texts_hash(model_id: str, texts: list[str]) -> str:
+    """What a stored matrix was made from: the model and the field texts, in order. Two equal hashes:
+    the stored rows are the vectors of these texts, nothing to embed."""
+    return content_hash(json.dumps({"model": model_id, "texts": texts}))
+
+
+async def embed_changed(embedder, texts: list[str], previous: dict[str, np.ndarray]) -> tuple[np.ndarray | None, int]:
+    """The matrix of ``texts`` (None when there is none) and how many were embedded: a text of
+    ``previous`` (text -> its vector by the same model) keeps its vector, only the others are embedded.
+
+    For an index whose fields follow its documents (a collection): a new document brings a field or two,
+    and only those cost an embedding; a field that leaves costs none.
+    """
+    if not texts:
+        return None, 0
+    missing = [t for t in dict.fromkeys(texts) if t not in previous]
+    made = dict(zip(missing, await embedder.embed(missing))) if missing else {}
+    return np.vstack([made[t] if t in made else previous[t] for t in texts]).astype(np.float32), len(missing)

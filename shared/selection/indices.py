@@ -8,6 +8,7 @@ scoring as tools and says what matched and whether the first choice is confident
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import time
@@ -22,6 +23,7 @@ from ..errors import Conflict, NotFound, ValidationError
 from . import field_vectors as fv
 from .catalog_cache import CatalogCache, as_vector, bump
 from .definitions import parse_named
+from .overlap import abandon
 from .scoring import Catalogue, z_cut, zscore
 from .text import Field, split_identifier, terms
 from .text import query_terms as query_terms_of
@@ -93,9 +95,8 @@ def part_text(part: str, fields: list[str]) -> str:
 
 
 def field_plan(index: IndexDef) -> list[fv.FieldText]:
-    """The fields embedded one by one (field_vectors.py), with the part each belongs to."""
-    if index.kind == "collection":   # kept current by ingestion without field vectors: scored by its own vector
-        return []
+    """The fields embedded one by one (field_vectors.py), with the part each belongs to. A collection's
+    fields are its JSON documents' field paths ("customer.email"), kept current by ingestion (collections.py)."""
     return fv.field_texts(index.name, index.fields, set(parts(index)))
 
 
@@ -350,13 +351,22 @@ async def select(db, embedder, entity_ids: list[str], request: SelectRequest, *,
                  vector: np.ndarray | None = None) -> dict:
     """``vector``: the query's embedding when the caller has it already (search's ``collections: "auto"``)."""
     started = time.perf_counter()
-    cat = await catalogue_for(db, entity_ids)
+    # the model runs while the catalogue is read (overlap.py)
+    embedding = asyncio.ensure_future(embedder.embed_query(request.query)) if vector is None else None
+    try:
+        cat = await catalogue_for(db, entity_ids)
+    except BaseException:
+        if embedding is not None:
+            abandon(embedding)
+        raise
     n = cat.catalogue.size
     if n == 0:
+        if embedding is not None:
+            abandon(embedding)
         return {"query": request.query, "indices": [], "count": 0, "confident": False, "registry_size": 0,
                 "took_ms": round((time.perf_counter() - started) * 1000, 2)}
-    if vector is None:
-        vector = await embedder.embed_query(request.query)
+    if embedding is not None:
+        vector = await embedding
     scores = cat.catalogue.score(request.query, vector)
     part_scores = cat.parts.score(request.query, vector)
     descriptor_fields, part_fields, field_cosines = field_scores(cat, vector, scores.vector, part_scores.vector)

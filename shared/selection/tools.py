@@ -24,6 +24,7 @@ from ..errors import NotFound, ValidationError
 from . import definitions
 from .catalog_cache import CatalogCache, as_vector, bump
 from .definitions import MAX_TOOLS_PER_ENTITY, ToolDef, count_tokens, parse_catalogue
+from .overlap import abandon, start_timed
 from .scoring import Catalogue, feedback_prior, z_cut, zscore as _zscore
 from .text import Field, split_identifier, terms
 
@@ -322,21 +323,28 @@ def _tool_out(cat: ToolCatalogue, index: int, scores, query_terms: str, reason: 
 async def select(db, embedder, entity_ids: list[str], request: SelectRequest) -> dict:
     started = time.perf_counter()
     timings: dict[str, float] = {}
-    cat, how = await catalogue_state(db, entity_ids)
+    parts = segments(request.query)
+    parts = parts if len(parts) >= 2 else []
+    embedded: dict[str, float] = {}
+    # the model runs while the catalogue is read (overlap.py)
+    embedding = start_timed(embed_texts(embedder, [request.query, *parts]), embedded, "embed_ms")
+    try:
+        cat, how = await catalogue_state(db, entity_ids)
+    except BaseException:
+        abandon(embedding)
+        raise
     timings["catalogue_ms"] = round((time.perf_counter() - started) * 1000, 2)
     n = cat.catalogue.size
     base = {"query": request.query, "entity_ids": entity_ids, "registry_size": n, "model_id": embedder.model_id,
             "catalogue": {"state": how, **({"refreshed_tools": cat.refreshed_tools} if how == "refreshed" else {})}}
     if n == 0:
+        abandon(embedding)
         return {**base, "tools": [], "count": 0, "confident": False, "fallback": "empty_registry",
                 "tokens": _account([], cat), "took_ms": _ms(started)}
 
-    mark = time.perf_counter()
-    parts = segments(request.query)
-    parts = parts if len(parts) >= 2 else []
-    vectors = await embed_texts(embedder, [request.query, *parts])
+    vectors = await embedding
     query_vector, part_vectors = vectors[0], vectors[1:]
-    timings["embed_ms"] = _ms(mark)
+    timings["embed_ms"] = embedded["embed_ms"]
     mark = time.perf_counter()
     scores = cat.catalogue.score(request.query, query_vector)
     order = np.argsort(-scores.fused, kind="stable")
@@ -369,13 +377,14 @@ async def select(db, embedder, entity_ids: list[str], request: SelectRequest) ->
         for i in named:
             chosen[i] = {"reason": "named"}
         picks = _segment_picks(parts, part_vectors, cat)
+        picked = dict(picks)
         lead = [int(i) for i in order[:SEGMENT_LEAD]]
-        for i in dict.fromkeys(lead + [i for i, _ in picks] + [int(i) for i in order]):
+        for i in dict.fromkeys(lead + list(picked) + _candidates(order, scores.fused, threshold, request.k)):
             if len(chosen) >= request.k:
                 break
             if i in chosen:
                 continue
-            sentence = dict(picks).get(i) if i not in lead else None
+            sentence = picked.get(i) if i not in lead else None
             if sentence is None and scores.fused[i] < threshold:
                 continue   # below the threshold for the whole request (a sentence's pick passed its own)
             chosen[i] = {"reason": "matched", **({"sentence": sentence} if sentence else {})}
@@ -388,6 +397,14 @@ async def select(db, embedder, entity_ids: list[str], request: SelectRequest) ->
     return {**base, "tools": tools, "count": len(tools), "confident": confident, "fallback": fallback,
             "threshold": round(threshold, 4), "tokens": _account(list(chosen), cat),
             "timings": timings, "took_ms": _ms(started)}
+
+
+def _candidates(order: np.ndarray, fused: np.ndarray, threshold: float, most: int) -> list[int]:
+    """The first ``most`` tools of ``order`` not under the threshold. The choice loop skips every other tool
+    of the ranking that it has not met earlier as a lead or a sentence's pick, and ends once it holds k
+    tools: each of the first k of these is chosen or already held when the loop reaches it, so it never
+    reads further. Cut in numpy, not by walking a large registry's whole ranking in Python (~0.1-0.4 ms)."""
+    return order[~(fused[order] < threshold)][:most].tolist()
 
 
 def segments(query: str) -> list[str]:

@@ -99,17 +99,22 @@ SELECT path, count(*) AS n FROM lines WHERE path <> ''
 GROUP BY path ORDER BY n DESC, path LIMIT %(max_fields)s;
 
 -- name: descriptor
-SELECT name, kind, content_hash FROM index_descriptors WHERE entity_id = %(entity_id)s AND name = %(name)s;
+SELECT name, kind, content_hash, fields, model_id, field_vectors, field_hash
+FROM index_descriptors WHERE entity_id = %(entity_id)s AND name = %(name)s;
 
 -- name: upsert_descriptor
 -- A collection never takes the name of an external index registered before it (kind 'external').
+-- `fields_embedded`: whether a field vector was embedded now (infra/migrations/0018).
 INSERT INTO index_descriptors AS i (entity_id, name, kind, description, fields, profile, content_hash, model_id,
-                                    embedding)
+                                    embedding, field_vectors, field_hash, fields_embedded_at)
 VALUES (%(entity_id)s, %(name)s, 'collection', %(description)s, %(fields)s, %(profile)s, %(content_hash)s,
-        %(model_id)s, %(embedding)s)
+        %(model_id)s, %(embedding)s, %(field_vectors)s, %(field_hash)s,
+        CASE WHEN %(fields_embedded)s THEN now() END)
 ON CONFLICT (entity_id, name) DO UPDATE SET
     description = EXCLUDED.description, fields = EXCLUDED.fields, profile = EXCLUDED.profile,
     content_hash = EXCLUDED.content_hash, model_id = EXCLUDED.model_id, embedding = EXCLUDED.embedding,
+    field_vectors = EXCLUDED.field_vectors, field_hash = EXCLUDED.field_hash,
+    fields_embedded_at = CASE WHEN %(fields_embedded)s THEN now() ELSE i.fields_embedded_at END,
     updated_at = now()
 WHERE i.kind = 'collection';
 

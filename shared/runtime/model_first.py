@@ -1,0 +1,86 @@
+"""The embedding model's thread first: everything else of the stack at a lower priority (Linux nice).
+
+Why: in the ingest worker every model call ran slower than the same model alone. Measured in the sixth
+session (GET /batcher, full 5,000-passage run, quiet machine): 38.3 ms of wall time per text, of which
+5.7 ms waiting for a core, while the model is the pipeline's bottleneck (it is never idle: 128 runs in
+flight keep it fed). Whatever else wants a core then — the event loop, boto3's threads, Postgres, moto,
+the upload worker — can wait a few milliseconds without slowing ingestion; the model cannot.
+
+So the model's thread keeps its priority and the rest is lowered by ``increment`` (nice), never raised:
+no privilege is needed and nothing outside the stack is touched. Nice only ranks threads against others
+of the same scheduling group (with ``kernel.sched_autogroup_enabled``, the same session): it decides
+who of this stack gets a contended core, not how the stack shares the machine with other sessions.
+
+- ``MODEL_FIRST`` (ingest var; ``EDGEINDEX_VAR_MODEL_FIRST``): the increment for every thread of the
+  ingest process but the model's (threads they start later inherit it); 0 turns it off.
+- ``DevStack(model_first=N)`` / ``edgeindex dev --model-first N``: the same for the processes the dev
+  stack runs beside it (Postgres, moto's threads in the supervisor, the other workers), a deployment
+  choice; in production, run those at a lower priority than the ingest workers, or on other hosts.
+
+Tried first and dropped: the model's thread pinned to a CPU of its own and the rest to the other
+(``sched_setaffinity``). Beside other sessions' load the pinned thread could not move to the free core
+and waited longer (results/throughput/README.md, seventh session).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import Executor
+
+
+def supported() -> bool:
+    return hasattr(os, "setpriority") and os.path.isdir("/proc/self/task")
+
+
+def thread_ids(pid: int | str = "self") -> list[int]:
+    try:
+        return [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+    except FileNotFoundError:
+        return []
+
+
+def nice_thread(tid: int, increment: int) -> None:
+    """One thread (a Linux thread id) ``increment`` lower, at most to 19; a thread gone is skipped."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + increment))
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def nice_process(pid: int, increment: int, *, skip: set[int] | frozenset[int] = frozenset()) -> None:
+    """Every thread of a process but ``skip`` (threads and children it starts later inherit the value)."""
+    for tid in thread_ids(pid):
+        if tid not in skip:
+            nice_thread(tid, increment)
+
+
+def put_first(increment: int, model_thread: Executor) -> int | None:
+    """Every thread of this process but the model's executor thread ``increment`` lower. Returns the
+    model thread's id, or None where it does not apply (``increment`` <= 0, not Linux)."""
+    if increment <= 0 or not supported():
+        return None
+    model_tid = model_thread.submit(threading.get_native_id).result()
+    nice_process(os.getpid(), increment, skip={model_tid})
+    return model_tid
+
+
+def postgres_pids(pgdata) -> list[int]:
+    """The embedded Postgres's postmaster (``postmaster.pid``) and its children; backends forked later
+    inherit the postmaster's priority."""
+    try:
+        with open(f"{pgdata}/postmaster.pid") as f:
+            postmaster = int(f.readline())
+    except (OSError, ValueError):
+        return []
+    pids = [postmaster]
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            if ppid == postmaster:
+                pids.append(int(entry))
+    return pids

@@ -1,0 +1,100 @@
+"""The model's thread first (runtime/model_first.py): every other thread of the process at a lower priority."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from edgeindex.runtime import model_first
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "setpriority") or not os.path.isdir("/proc/self/task"),
+                                reason="needs Linux per-thread priorities")
+
+# Run in a child: niceness cannot be taken back without privilege, and the test process should keep its own.
+CHILD = r"""
+import json, os, threading
+from concurrent.futures import ThreadPoolExecutor
+from edgeindex.runtime import model_first
+
+model = ThreadPoolExecutor(1)
+stop = threading.Event()
+other = threading.Thread(target=stop.wait)
+other.start()
+nice = lambda tid: os.getpriority(os.PRIO_PROCESS, tid)
+before = {"main": nice(threading.get_native_id()), "other": nice(other.native_id)}
+model_tid = model_first.put_first(5, model)
+late = ThreadPoolExecutor(1)  # started after, by the main thread
+after = {"model": nice(model_tid), "other": nice(other.native_id), "main": nice(threading.get_native_id()),
+         "late": late.submit(lambda: nice(threading.get_native_id())).result(),
+         "model_is_executor": model.submit(threading.get_native_id).result() == model_tid}
+stop.set(); other.join(); model.shutdown(); late.shutdown()
+print(json.dumps({"before": before, "after": after}))
+"""
+
+
+def test_every_thread_but_the_models_is_niced_and_threads_started_later_inherit_it():
+    out = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, check=True, timeout=60)
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    base = result["before"]["main"]
+    assert result["after"]["model_is_executor"]
+    assert result["after"]["model"] == base
+    assert result["after"]["other"] == min(19, base + 5)
+    assert result["after"]["main"] == min(19, base + 5)
+    assert result["after"]["late"] == min(19, base + 5)
+
+
+def test_nice_never_goes_past_19():
+    # a thread already at 19 stays there (setpriority would refuse anything higher anyway)
+    out = subprocess.run([sys.executable, "-c",
+                          "import os, threading; from edgeindex.runtime import model_first; os.nice(17); "
+                          "model_first.nice_thread(threading.get_native_id(), 5); print(os.getpriority(os.PRIO_PROCESS, 0))"],
+                         capture_output=True, text=True, check=True, timeout=60)
+    assert int(out.stdout.split()[-1]) == 19
+
+
+def test_zero_lowers_nothing():
+    from concurrent.futures import ThreadPoolExecutor
+
+    model = ThreadPoolExecutor(1)
+    try:
+        assert model_first.put_first(0, model) is None
+    finally:
+        model.shutdown()
+
+
+DEV_CHILD = r"""
+import json, os, subprocess, sys, threading
+from edgeindex.runtime.dev import DevStack
+
+stack = object.__new__(DevStack)  # only what _put_model_first reads: no services are started
+stack.model_first, stack._postgres = 5, None
+stack.processes = {name: subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+                   for name in ("upload", "ingest", "ingest-2")}
+stop = threading.Event()
+moto = threading.Thread(target=stop.wait)  # stands for moto's server thread in the supervisor
+moto.start()
+nice = lambda tid: os.getpriority(os.PRIO_PROCESS, tid)
+base = nice(0)
+stack._put_model_first()
+out = {"base": base, "caller": nice(threading.get_native_id()), "moto": nice(moto.native_id),
+       **{name: nice(p.pid) for name, p in stack.processes.items()}}
+stop.set(); moto.join()
+for p in stack.processes.values():
+    p.kill(); p.wait()
+print(json.dumps(out))
+"""
+
+
+def test_the_dev_stack_lowers_moto_and_the_other_workers_but_not_the_ingest_processes_nor_its_caller():
+    out = subprocess.run([sys.executable, "-c", DEV_CHILD], capture_output=True, text=True, check=True, timeout=60)
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    lowered = min(19, result["base"] + 5)
+    assert result["moto"] == lowered
+    assert result["upload"] == lowered
+    assert result["ingest"] == result["base"]    # each ingest process lowers its own threads but the model's
+    assert result["ingest-2"] == result["base"]
+    assert result["caller"] == result["base"]    # the thread that started the stack (the bench's client)
