@@ -50,3 +50,44 @@ def test_a_patched_receive_delivers_a_kept_message_and_not_an_expired_one(sqs):
     [expired] = [m for m in backend.get_queue("q")._messages if m.body == "expired"]
     expired.sent_timestamp -= 61_000
     assert sqs.receive_message(QueueUrl=url).get("Messages", []) == []
+
+
+
+def test_a_delete_holds_the_lock_a_send_appends_under(sqs):
+    """moto's delete rebuilt the message list without the lock its sends append under, so a send from
+    another thread landing between the rebuild and its assignment was dropped (a bulk upload's version
+    left pending forever). While the patched delete runs, no other thread can take that lock."""
+    import threading
+
+    moto_speedups.apply()
+    backend = _backend_and_queue(sqs, retention=60)
+    url = sqs.get_queue_url(QueueName="q")["QueueUrl"]
+    sqs.send_message(QueueUrl=url, MessageBody="done")
+    sqs.send_message(QueueUrl=url, MessageBody="other")
+    received = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
+    [handle] = [m["ReceiptHandle"] for m in received if m["Body"] == "done"]
+    queue = backend.get_queue("q")
+    message_type = type(queue._messages[0])
+    original = message_type.had_receipt_handle
+    free_to_others: list[bool] = []
+
+    def try_lock() -> None:
+        taken = queue._messages_lock.acquire(blocking=False)
+        free_to_others.append(taken)
+        if taken:
+            queue._messages_lock.release()
+
+    def had_receipt_handle(message, receipt_handle):
+        # called through the delete, for every message: could a send's thread append right now?
+        other = threading.Thread(target=try_lock)
+        other.start()
+        other.join()
+        return original(message, receipt_handle)
+
+    message_type.had_receipt_handle = had_receipt_handle
+    try:
+        sqs.delete_message(QueueUrl=url, ReceiptHandle=handle)
+    finally:
+        message_type.had_receipt_handle = original
+    assert len(free_to_others) >= 2 and not any(free_to_others)
+    assert [m.body for m in queue._messages] == ["other"]
