@@ -1,6 +1,6 @@
 """The SDK's own cost per select, in process, against a canned answer (no model, no database).
 
-    nice -n 15 .venv/bin/python results/selection/session8/sdk_micro.py [--n 2000] [--profile FILE]
+    nice -n 15 .venv/bin/python results/selection/session8/latency/sdk_micro.py [--n 2000] [--profile FILE]
 
 A subprocess serves POST /tools/select with a fixed ~4 kB JSON answer shaped like the real one (five
 full BFCL definitions). Clients alternate call by call: the SDK (AsyncClient.select_tools), bare
