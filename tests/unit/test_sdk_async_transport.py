@@ -126,3 +126,27 @@ async def test_service_calls_take_aiohttp_and_absolute_urls_httpx(server):
     agents = [row["headers"].get("User-Agent", "") for row in server.seen]
     assert "aiohttp" in agents[0] and "httpx" in agents[1]
     assert "Authorization" not in server.seen[1]["headers"]   # a presigned URL never carries the key
+
+
+def test_one_client_serves_one_event_loop_after_another():
+    """A client kept between two asyncio.run calls (a CLI, a notebook) reconnects in the new loop."""
+    from aiohttp.test_utils import TestServer
+
+    async def hello(request):
+        return web.json_response({"ok": True})
+
+    async def once(client: AsyncClient) -> dict:
+        app = web.Application()
+        app.router.add_get("/health", hello)
+        test_server = TestServer(app, host="127.0.0.1")
+        await test_server.start_server()
+        client._settings.urls["search"] = f"http://127.0.0.1:{test_server.port}"
+        try:
+            return await client.health("search")
+        finally:
+            await test_server.close()
+
+    client = AsyncClient("ei_k", search_url="http://127.0.0.1:1", upload_url="http://127.0.0.1:1", max_retries=0)
+    assert asyncio.run(once(client)) == {"ok": True}
+    assert asyncio.run(once(client)) == {"ok": True}
+    asyncio.run(client.aclose())

@@ -50,6 +50,7 @@ class AiohttpTransport:
         self._timeout_settings = timeout
         self._max_connections = max_connections
         self._session: Any = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def _open(self) -> Any:
         import aiohttp
@@ -68,8 +69,12 @@ class AiohttpTransport:
         import aiohttp
 
         session = self._session
-        if session is None or session.closed:
-            session = self._session = self._open()
+        loop = asyncio.get_running_loop()
+        # a session belongs to the loop it was opened in: a client used again under a new loop
+        # (one asyncio.run after another) opens a new one, as httpx would reconnect
+        if session is None or session.closed or self._loop is not loop:
+            session, self._loop = self._open(), loop
+            self._session = session
         headers = dict(headers or {})
         skip: frozenset[str] = frozenset()
         if json is not None:
@@ -100,6 +105,6 @@ class AiohttpTransport:
         return httpx.Response(status, headers=raw, content=body)
 
     async def aclose(self) -> None:
-        if self._session is not None and not self._session.closed:
+        if self._session is not None and not self._session.closed and self._loop is asyncio.get_running_loop():
             await self._session.close()
-        self._session = None
+        self._session = self._loop = None
