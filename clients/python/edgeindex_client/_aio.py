@@ -55,7 +55,8 @@ class AiohttpTransport:
     def _open(self) -> Any:
         import aiohttp
 
-        connector = aiohttp.TCPConnector(limit=self._max_connections, keepalive_timeout=30)
+        # idle connections dropped after 5 s, as httpx does (a gateway may close them soon after)
+        connector = aiohttp.TCPConnector(limit=self._max_connections, keepalive_timeout=5)
         # no cookie jar: the services set none, and httpx's jar was never read either. The proxy
         # environment is read once, as httpx does: aiohttp's trust_env reads it (and ~/.netrc) on every
         # request, 0.4 ms each, so it is on only when a proxy is configured.
