@@ -1,7 +1,7 @@
 """The AsyncClient's own transport to the edgeindex services: aiohttp, answers as ``httpx.Response``.
 
-httpx's async stack (httpx, httpcore, anyio, h11) costs ~0.8 ms of CPU per small request against
-~0.3 ms for aiohttp on the same keep-alive connection (``results/selection/session8/latency/sdk_micro.py``);
+httpx's async stack (httpx, httpcore, anyio, h11) takes ~0.9 ms per small request (p50, in process)
+against ~0.3 ms for aiohttp on a keep-alive connection (``results/selection/session8/latency/sdk_micro.py``);
 for a select that the server answers in ~9 ms that is the SDK's whole overhead, and more at the
 tail on a busy machine. So calls to the services go through aiohttp. What the rest of the client
 sees does not change: answers are ``httpx.Response`` objects and failures the httpx exceptions the
