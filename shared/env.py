@@ -133,7 +133,9 @@ async def open_env(config: Config, worker_name: str, *, migrate: bool = True,
             env.bind(h.binding, db)
 
         if worker.ai:
-            ai = await asyncio.to_thread(AI, services.ai)
+            # MODEL_PROCESS (a worker var): the local model in a child process (bindings/model_process.py)
+            in_child = "MODEL_PROCESS" in worker.vars and env.var("MODEL_PROCESS", bool)
+            ai = await asyncio.to_thread(AI, services.ai, model_process=in_child)
             stack.push_async_callback(ai.close)
             env.bind(worker.ai.binding, ai)
 
