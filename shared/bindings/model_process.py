@@ -65,11 +65,13 @@ class ModelProcess:
         self.others_nice = 0
         self.restarts = 0
         self._lock = threading.Lock()
-        # the socket is read by one thread, the same every time
+        # Every request, and every start of the model process, on one long-lived thread: the kernel's
+        # parent-death signal (PR_SET_PDEATHSIG) follows the thread that started the child, and a child
+        # started later inherits that thread's priority, which put_first leaves as the model's.
         self._caller = ThreadPoolExecutor(1, thread_name_prefix="embed-ipc")
         self._process: subprocess.Popen | None = None
         self._conn: Connection | None = None
-        self._start()
+        self._caller.submit(self._start).result()
 
     # -- the child ---------------------------------------------------------------------------------------
     def _start(self) -> None:
@@ -136,7 +138,9 @@ class ModelProcess:
 
     # -- Embedder ----------------------------------------------------------------------------------------
     def encode_sync(self, texts: list[str]) -> np.ndarray:
-        return self._encode(list(texts)) if texts else np.zeros((0, self.dimension), np.float32)
+        if not texts:
+            return np.zeros((0, self.dimension), np.float32)
+        return self._caller.submit(self._encode, list(texts)).result()
 
     async def embed(self, texts: list[str]) -> np.ndarray:
         if not texts:
@@ -170,23 +174,22 @@ class ModelProcess:
             self._configure()
 
     def _configure(self) -> None:
-        reply = self._request(("configure", self.batch_size, self.threads))
+        reply = self._caller.submit(self._request, ("configure", self.batch_size, self.threads)).result()
         if reply[0] != "ok":
             raise BindingError(f"the model process refused its settings: {reply[1]}")
 
     def put_first(self, increment: int) -> None:
-        """Every thread of this process ``increment`` lower; the model process keeps its priority
-        (``MODEL_FIRST``; runtime/model_first.py). A model process restarted later inherits the lower value."""
+        """Every thread of this process ``increment`` lower but the one that starts and feeds the model
+        process (it only waits on the socket), so the model process, and one restarted later, keeps the
+        model's priority (``MODEL_FIRST``; runtime/model_first.py)."""
         from ..runtime import model_first
 
-        if increment > 0 and model_first.supported():
-            import os
-
-            model_first.nice_process(os.getpid(), increment)
+        if model_first.put_first(increment, self._caller) is not None:
             self.others_nice = increment
 
     async def close(self) -> None:
-        await asyncio.to_thread(self._stop_child)
+        await asyncio.get_running_loop().run_in_executor(self._caller, self._stop_child)
+        self._caller.shutdown(wait=False)
 
 
 def _serve(conn: Connection, batch_size: int, threads: int) -> int:
