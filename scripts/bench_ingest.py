@@ -176,20 +176,8 @@ class StackCPU:
                 pids.append(int(entry.name))
         return pids + [pid for pid, ppid in parents.items() if ppid in pids]
 
-    @staticmethod
-    def children(pid: int) -> list[int]:
-        """Processes started by ``pid`` (the ingest worker's model process, MODEL_PROCESS)."""
-        try:
-            return [int(c) for t in Path(f"/proc/{pid}/task").iterdir()
-                    for c in (t / "children").read_text().split()]
-        except (FileNotFoundError, ProcessLookupError):
-            return []
-
     def sample(self) -> dict[str, float]:
         out = {name: self._cpu(p.pid) for name, p in self.stack.processes.items()}
-        for name, p in self.stack.processes.items():
-            if name.startswith("ingest") and (kids := self.children(p.pid)):
-                out[f"{name} model process"] = sum(self._cpu(kid) for kid in kids)
         out["postgres"] = sum(self._cpu(pid) for pid in self._postgres())
         out["moto + client"] = sum(os.times()[:2])
         return out
@@ -372,8 +360,6 @@ async def run(args, config, base: str, admin_key: str, cpu: StackCPU | None = No
         for name, process in cpu.stack.processes.items():
             if name.startswith("ingest"):
                 print(f"peak RSS of {name:<13}         {peak_rss_mb(process.pid):8.0f} MiB")
-                for kid in cpu.children(process.pid):
-                    print(f"peak RSS of its model process     {peak_rss_mb(kid):8.0f} MiB")
                 print(f"sharing in {name:<13}          {sharing(cpu.stack.url(name), admin_key)}")
     print(f"re-ingest, corpus re-uploaded     {reingest_all:8.1f} s       = {reingest_all / full:.1%} of the full "
           f"ingest ({new_versions} new versions; goal < 5%)")

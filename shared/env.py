@@ -133,9 +133,7 @@ async def open_env(config: Config, worker_name: str, *, migrate: bool = True,
             env.bind(h.binding, db)
 
         if worker.ai:
-            # MODEL_PROCESS (a worker var): the local model in a child process (bindings/model_process.py)
-            in_child = "MODEL_PROCESS" in worker.vars and env.var("MODEL_PROCESS", bool)
-            ai = await asyncio.to_thread(AI, services.ai, model_process=in_child)
+            ai = await asyncio.to_thread(AI, services.ai)
             stack.push_async_callback(ai.close)
             env.bind(worker.ai.binding, ai)
 

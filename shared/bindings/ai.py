@@ -291,18 +291,13 @@ def local_embedder(batch_size: int = 64) -> LocalEmbedder:
 class AI:
     """``env.AI``: ``embedder`` always, ``llm`` when ``services.ai.llm_model`` is set."""
 
-    def __init__(self, settings: AIService, *, model_process: bool = False) -> None:
+    def __init__(self, settings: AIService) -> None:
         self.settings = settings
         if settings.provider == "local":
             if settings.model not in ("all-MiniLM-L6-v2", LOCAL_MODEL_ID):
                 raise BindingError(f"services.ai.model: the local provider ships all-MiniLM-L6-v2 only, "
                                    f"got {settings.model!r}")
-            if model_process:  # the model in a process of its own (MODEL_PROCESS; bindings/model_process.py)
-                from .model_process import ModelProcess
-
-                self.embedder: Embedder = ModelProcess(batch_size=settings.batch_size)
-            else:
-                self.embedder = local_embedder(settings.batch_size)
+            self.embedder: Embedder = local_embedder(settings.batch_size)
         else:
             self.embedder = OpenAIEmbedder(settings)
         self.llm: ChatModel | None = None
