@@ -31,6 +31,21 @@ ls = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(ls)
 
 
+def _sched(pids: list[int]) -> tuple[int, int]:
+    """Run-queue wait (ns, /proc/PID/schedstat) and involuntary context switches of the worker's threads."""
+    wait = switches = 0
+    for pid in pids:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            try:
+                wait += int((task / "schedstat").read_text().split()[1])
+                for line in (task / "status").read_text().splitlines():
+                    if line.startswith("nonvoluntary_ctxt_switches"):
+                        switches += int(line.split()[1])
+            except (FileNotFoundError, ProcessLookupError):
+                pass
+    return wait, switches
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--chunks", type=int, default=12_000)
@@ -98,14 +113,22 @@ def main() -> int:
                         load_before = os.getloadavg()[0]
                         if args.profile:
                             profiler = ls.start_profile(f"{args.profile}-{name}-{round_}", args.agents)
+                        sched = _sched(pids)
+                        started = time.monotonic()
                         ls.wrk_phase(url, key, cached[0], args.agents, args.wrk_seconds)
+                        wall = time.monotonic() - started
+                        after = _sched(pids)
                         if profiler:
                             ls.stop_profile(profiler)
                         row = {"round": round_, "variant": name, "load": round(load_before, 2)}
                         if len(ls.SUMMARY) > first:
                             exact = ls.SUMMARY[-1]
                             row.update(exact_rps=exact["req_per_s"], exact_p50=exact["p50_ms"],
-                                       exact_p99=exact["p99_ms"], exact_cpu=exact["cpu_ms_per_request"])
+                                       exact_p99=exact["p99_ms"], exact_cpu=exact["cpu_ms_per_request"],
+                                       # the worker's time ready but waiting for a core (ms per second of
+                                       # the wrk run) and times it was preempted per second
+                                       runqueue_ms_per_s=round((after[0] - sched[0]) / 1e6 / wall, 1),
+                                       preempted_per_s=round((after[1] - sched[1]) / wall, 1))
                         if not args.no_semantic:
                             result = asyncio.run(ls.run_phase(
                                 url, key, [{**b, "query": b["query"] + " please"} for b in cached],
