@@ -55,6 +55,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--variant", action="append", required=True, help="name:VAR=value,VAR=value")
     parser.add_argument("--no-semantic", action="store_true")
+    parser.add_argument("--warm-seconds", type=float, default=0, help="an unrecorded wrk run before each measured one")
     parser.add_argument("--profile", help="py-spy the worker during each wrk run into PROFILE-<variant>-<round>.raw")
     args = parser.parse_args()
     variants = []
@@ -109,6 +110,8 @@ def main() -> int:
                         # warm the new process: its exact front, its model
                         asyncio.run(ls.run_phase(url, key, cached[:20], 2, 30))
                         asyncio.run(ls.run_phase(url, key, [{**b, "query": b["query"] + " please"} for b in cached[:10]], 1, 30))
+                        if args.warm_seconds:   # a fresh process's first seconds are not its steady state
+                            ls.wrk_phase(url, key, cached[0], args.agents, args.warm_seconds)
                         first = len(ls.SUMMARY)
                         load_before = os.getloadavg()[0]
                         if args.profile:
