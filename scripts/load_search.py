@@ -26,10 +26,16 @@ Debian package `wrk`, installed by scripts/install.sh when apt is there) for --w
 the same concurrency. Each phase also reports the CPU it cost per request in the client, the
 search worker's processes and Postgres (from /proc, via psutil), which says what limits it.
 
+The uncached and semantic phases are driven by wrk too, after every SDK-driven level (one line
+each, "client": "wrk"; scripts/wrk_search.py): a Lua request() sends each request the next body of
+a file, a different query in a scope never seen (uncached) or the paraphrase of an answer the wrk
+uncached run stored (semantic), and every answer's "cache" field is counted and compared with the
+worker's own telemetry rows of the phase, which proves the uncached run never hit a cache.
+
 `--processes N` runs N search processes on the one port (the worker's `processes` setting,
 SO_REUSEPORT). The run ends with one JSON line per concurrency level and phase:
-{"agents", "phase" (uncached | semantic | exact), "req_per_s", "p50_ms", "p99_ms", ...};
-the exact line is wrk's when wrk is installed.
+{"agents", "phase" (uncached | semantic | exact), "req_per_s", "p50_ms", "p99_ms", "client" (sdk |
+wrk), ...}; the exact line is wrk's when wrk is installed, the uncached and semantic phases have both.
 """
 
 from __future__ import annotations
@@ -93,6 +99,7 @@ class CPU:
 
 
 CPU_METER: CPU | None = None
+DSN: str | None = None  # the stack's Postgres: the worker's telemetry rows (wrk phases' cross-check)
 
 
 async def run_phase(url: str, key: str, bodies: list[dict], agents: int, max_seconds: float) -> dict:
@@ -233,14 +240,9 @@ async def drive(url: str, key: str, args) -> None:
     for agents in args.agents:
         uncached = []
         for i in range(args.requests):
-            if args.strategy == "auto":
-                # the router decides ("auto", the default strategy): a unique trigram threshold
-                # (which only gates typo stand-ins) gives each request its own cache scope
-                unique = {"trigram_threshold": round(0.4 - next(UNIQUE) * 1e-9, 12)}
-            else:
-                # a unique alpha per request gives each its own cache scope: a guaranteed miss
-                unique = {"alpha": round(0.7 - next(UNIQUE) * 1e-6, 6)}
-            uncached.append({"query": queries[i % len(queries)], "k": 10, **unique})
+            # auto (the router decides): a unique trigram threshold (which only gates typo
+            # stand-ins) gives each request its own cache scope; hybrid: a unique alpha
+            uncached.append({"query": queries[i % len(queries)], "k": 10, **_unique_scope(args)})
         profiling = args.profile and agents == max(args.agents)
         profiler = start_profile(args.profile, agents) if profiling and args.profile_phase == "uncached" else None
         result = await run_phase(url, key, uncached, agents, args.max_seconds)
@@ -262,6 +264,71 @@ async def drive(url: str, key: str, args) -> None:
             stop_profile(profiler)
         report("semantic", agents, result)
         print(flush=True)
+    if args.wrk_seconds >= 1 and shutil.which("wrk") is not None:
+        # after every SDK-driven level, so those phases see the cache tables they always saw
+        for agents in args.agents:
+            wrk_varied(url, key, queries, agents, args)
+        print(flush=True)
+
+
+def _unique_scope(args) -> dict:
+    if args.strategy == "auto":
+        return {"trigram_threshold": round(0.4 - next(UNIQUE) * 1e-9, 12)}
+    return {"alpha": round(0.7 - next(UNIQUE) * 1e-6, 6)}
+
+
+def wrk_varied(url: str, key: str, queries: list[str], agents: int, args) -> None:
+    """The uncached and semantic phases again, driven by wrk: a different body per request (wrk_search.py).
+
+    uncached: each body its own query of the file (cycled) in a scope never seen; enough bodies for
+    400 requests/s for the whole run, so none is sent twice. semantic: the same bodies as answered,
+    paraphrased as the SDK phase does (" please"), cycled for the same duration (a semantic hit stores
+    nothing, so a repeat is another semantic hit). Each answer's cache outcome is counted (Lua) and
+    compared with the worker's telemetry rows of the phase."""
+    import wrk_search
+
+    bodies = [{"entity_ids": [ENTITY], "query": queries[i % len(queries)], "k": 10, **_unique_scope(args)}
+              for i in range(int(400 * args.wrk_seconds) + 100)]
+    answered, completed = 0, set()
+    for phase in ("uncached", "semantic"):
+        if phase == "semantic":
+            # the bodies whose uncached search the worker completed (and so stored), by its telemetry
+            # rows (alpha is unique per body); by order otherwise (at most ``agents`` were in flight)
+            stored = [body for body in bodies if body.get("alpha") in completed] or \
+                bodies[:max(answered - agents, 0)]
+            if not stored:
+                return
+            bodies = [{**body, "query": body["query"] + " please"} for body in stored]
+        time.sleep(1.0)  # the telemetry rows of what ran before are written in groups just after it
+        since = wrk_search.database_now(DSN) if DSN else None
+        before = CPU_METER.sample() if CPU_METER else {}
+        result = wrk_search.run(url, key, bodies, agents=agents, seconds=args.wrk_seconds)
+        after = CPU_METER.sample() if CPU_METER else {}
+        n = max(result["requests"], 1)
+        cpu = {"client": result["client_cpu_s"] * 1000 / n,
+               **{name: (after[name] - before[name]) * 1000 / n for name in after if name != "client"}}
+        answered = result["requests"]
+        time.sleep(1.0)  # telemetry rows are written in groups just after the answers
+        server = wrk_search.telemetry_outcomes(DSN, since) if since else {}
+        if phase == "uncached" and since:
+            completed = wrk_search.telemetry_alphas(DSN, since)
+        counts = result["counts"]
+        expected = "none" if phase == "uncached" else "semantic"
+        # every answer of the phase had the expected outcome, by the answers and by the worker's rows
+        clean = (counts.get("answered", 0) > 0 and counts.get(expected) == counts.get("answered")
+                 and set(server) <= {expected})
+        print(f"{phase + '/wrk':<13} agents {agents:>2}  n {answered:>5}  {result['req_per_s']:6.1f} req/s  "
+              f"load {result['load']:4.1f}  p50 {result['p50_ms']}  p90 {result['p90_ms']}  p99 {result['p99_ms']}"
+              f"\n{'':<28}{'CPU ms/request':<19} {'  '.join(f'{k} {v:.2f}' for k, v in cpu.items())}"
+              f"\n{'':<28}{'outcomes':<19} answers {counts}  telemetry {server}"
+              f"{'' if clean else '  NOT ALL ' + expected.upper()}", flush=True)
+        SUMMARY.append({"agents": agents, "phase": phase, "req_per_s": result["req_per_s"],
+                        "p50_ms": result["p50_ms"], "p99_ms": result["p99_ms"], "client": "wrk",
+                        "requests": answered, "errors": counts.get("failed", 0),
+                        "cpu_ms_per_request": {k: round(v, 2) for k, v in cpu.items()},
+                        "outcomes": {k: v for k, v in counts.items() if k not in ("sent", "answered")},
+                        "telemetry_outcomes": server, "all_" + expected: clean,
+                        "load": round(result["load"], 1)})
 
 
 def start_profile(prefix: str, agents: int) -> list[subprocess.Popen]:
@@ -339,7 +406,8 @@ def main() -> int:
                     key = json.loads(resp.read())["key"]
                 url = stack.url("search")
                 assert url.startswith("http://127.0.0.1:"), url  # loopback only
-                global CPU_METER
+                global CPU_METER, DSN
+                DSN = stack.dsn
                 pgdata = Path(state) / "pgdata"
                 for index, processes in enumerate(args.processes):
                     if index:  # the same stack and data, the search worker restarted with more copies

@@ -222,6 +222,32 @@ class BatcherStats(_Body):
                                                                           "shared transactions")
 
 
+class ReconciledVersion(_Body):
+    entity_id: str
+    document_id: str
+    version: int
+    reason: str = Field(description="why its event was re-sent (pending with no run, or a stopped run)")
+    times: int = Field(description="how many times this process has re-sent it")
+    at: float = Field(description="when (seconds since the epoch)")
+
+
+class ReconcilerStats(_Body):
+    enabled: bool = Field(description="false when RECONCILE_EVERY_SECONDS is 0")
+    every_s: float
+    after_s: float
+    lease_s: float
+    per_sweep: int
+    sweeps: int = Field(description="sweeps this process ran (it held the sweep lock)")
+    skipped_elsewhere: int = Field(description="rounds another ingest process held the sweep lock")
+    skipped_backlog: int = Field(description="sweeps that sent nothing because messages waited in the queue")
+    looked_at: int
+    resent: int = Field(description="object-created events re-sent")
+    given_up: int
+    errors: int
+    last_sweep_at: float | None
+    recent: list[ReconciledVersion] = Field(description="the latest re-sent versions, oldest first")
+
+
 class DocumentList(_Body):
     documents: list[DocumentSummary]
     next_after: str | None = Field(description="pass as ?after= for the next page; null on the last page")

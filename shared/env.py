@@ -88,6 +88,10 @@ class ExecutionContext:
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
 
+    def pending(self) -> list[asyncio.Task]:
+        """The work still running (a worker's stop waits for it within its deadline: runtime/stopping.py)."""
+        return [t for t in self._tasks if not t.done()]
+
 
 def import_class(dotted: str, *, key: str, config: Config) -> type:
     module_name, _, attr = dotted.rpartition(".")

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import dataclass
 
 from edgeindex import api_models, language
-from edgeindex.errors import ValidationError
+from edgeindex.errors import NotFound, ValidationError
+from edgeindex.ingest.reconciler import Reconciler, ReconcileSettings
 from edgeindex.ingest.service import IngestService, IngestSettings
 from edgeindex.bindings import native_memory
 from edgeindex.runtime import memtrace
@@ -15,6 +17,7 @@ from edgeindex.selection.collections import CollectionRefresher
 from edgeindex.tenancy import Tenancy
 
 routes = Routes()
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -22,6 +25,7 @@ class Services:
     tenancy: Tenancy
     ingest: IngestService
     background: set[asyncio.Task]
+    reconciler: Reconciler | None = None
 
 
 async def startup(env) -> Services:
@@ -45,9 +49,17 @@ async def startup(env) -> Services:
     ingest = IngestService(db=env.DB, bucket=env.BUCKET, kv=env.KV, embedder=env.AI.embedder,
                            llm=getattr(env.AI, "llm", None), workflow=env.INGEST_WORKFLOW, settings=settings)
     services = Services(Tenancy(env.DB), ingest, set())
+    # Versions whose queue message was lost are queued again (RECONCILE_*; edgeindex.ingest.reconciler).
+    if (queue := env.bindings.get("INGEST_QUEUE")) is not None:
+        services.reconciler = Reconciler(db=env.DB, bucket=env.BUCKET, queue=queue,
+                                         settings=ReconcileSettings.from_vars(env.worker.vars),
+                                         received=ingest.receiving)
+    else:
+        log.warning("no INGEST_QUEUE producer binding: lost queue messages are not re-sent while running")
     # Runs a crashed process left unfinished resume now, not after their visibility timeout.
     # Collection profiles follow their documents (debounced; edgeindex.selection.collections).
-    for work in (ingest.resume_unfinished(), CollectionRefresher(env.DB, env.AI.embedder, env.KV).run()):
+    for work in (ingest.resume_unfinished(), CollectionRefresher(env.DB, env.AI.embedder, env.KV).run(),
+                 *([services.reconciler.run()] if services.reconciler else [])):
         task = asyncio.create_task(work)
         services.background.add(task)
         task.add_done_callback(services.background.discard)
@@ -95,3 +107,13 @@ async def batcher(request, services: Services, ctx):
     await services.tenancy.require_admin(request.headers)
     return {**services.ingest.batcher.stats(), "writes": services.ingest.writer.stats(),
             "step_writes": services.ingest.workflow.writes.stats()}
+
+
+@routes.get("/reconciler", response=api_models.ReconcilerStats, auth="admin",
+            summary="What this process's reconciler swept and re-sent")
+async def reconciler(request, services: Services, ctx):
+    """Sweeps, versions looked at and re-sent (the latest listed) by this process (admin; diagnostics)."""
+    await services.tenancy.require_admin(request.headers)
+    if services.reconciler is None:
+        raise NotFound("this ingest worker has no reconciler (no INGEST_QUEUE producer binding)")
+    return services.reconciler.stats()

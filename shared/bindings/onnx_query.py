@@ -13,7 +13,8 @@ Attention op per layer; ~6% less time per query than the unfused graph), else, w
 exporter or optimizer is unavailable or fails, with the dynamo exporter unfused (the log and
 the folder's ``variant`` file say which). It goes into a cache folder shared by every worker
 on the machine (``$EDGEINDEX_CACHE_DIR``, else ``$XDG_CACHE_HOME/edgeindex``, else
-``~/.cache/edgeindex``), keyed by the weights file and the exporter's and optimizer's versions.
+``~/.cache/edgeindex``), keyed by the weights file, the exporter's and optimizer's versions and the
+variant: a failed fused export is retried at the next loads (a few), never cached as the fused one.
 Every load re-embeds a few probe texts both ways: an export that does not reproduce the torch
 vectors is refused, never used.
 """
@@ -26,6 +27,7 @@ import os
 import shutil
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -56,15 +58,15 @@ def cache_root() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "edgeindex"
 
 
-def _export_key(model_dir: Path) -> str:
-    """Changes whenever the weights, the exporter or the fusing optimizer do."""
+def _export_key(model_dir: Path, variant: str = FUSED_VARIANT) -> str:
+    """Changes whenever the weights, the exporter or the fusing optimizer do; one key per variant."""
     import onnxruntime
     import torch
 
     weights = model_dir / "model.safetensors"
     stat = weights.stat()
     raw = (f"{weights.resolve()}:{stat.st_size}:{stat.st_mtime_ns}:{torch.__version__}:"
-           f"{onnxruntime.__version__}:{FUSED_VARIANT}")
+           f"{onnxruntime.__version__}:{variant}")
     return hashlib.sha256(raw.encode()).hexdigest()[:16]
 
 
@@ -94,7 +96,7 @@ def _export_fused(model: Any, scratch: Path) -> None:
     eager attention pattern as the TorchScript exporter writes it: the dynamo export's SDPA graph
     fuses none of them. Fused, one query costs ~6% less at one thread (0.94 of the unfused mean in one
     process, 15% less in ORT's own profile) with the same vectors (2e-7). The exporter is deprecated
-    in torch, hence the fallback in ``_export``.
+    in torch, hence the fallback in ``_cached_export``.
     """
     import copy
 
@@ -119,7 +121,7 @@ def _export_fused(model: Any, scratch: Path) -> None:
         raise BindingError(f"no attention was fused ({counts})")
     fused.save_model_to_file(str(scratch / "model.onnx"))
     plain.unlink()
-    # A fusion that changed the vectors is not kept: the plain export takes its place (``_export``),
+    # A fusion that changed the vectors is not kept: the plain export takes its place (``_cached_export``),
     # rather than every worker refusing to start at the check in ``load``.
     difference = _largest_difference(model, scratch / "model.onnx")
     if difference > MAX_DIFFERENCE:
@@ -143,26 +145,19 @@ def _export_dynamo(model: Any, scratch: Path) -> None:
                           dynamic_shapes={name: {0: batch, 1: seq} for name in INPUTS}, dynamo=True)
 
 
-def _export(model: Any, target: Path) -> None:
-    """Write ``model.onnx`` (+ any external weights) and ``variant`` into ``target``, atomically.
+# A fused export that failed is tried again at the next loads, this many times in all per key (the key
+# changes with torch, ONNX Runtime and the weights): a passing failure (memory, a killed process) does not
+# leave the slower graph for good, and a lasting one (an exporter or optimizer missing) costs a few loads.
+FUSED_ATTEMPTS = 3
 
-    The fused export first; if the deprecated exporter or the optimizer is missing or fails, or the
-    fused graph's vectors differ from torch's, the plain dynamo export (unfused, ~6% slower per
-    query, same vectors). ``variant`` says which.
-    """
+
+def _write(target: Path, variant: str, export: Callable[[Path], None]) -> None:
+    """``export(scratch)`` writes ``model.onnx`` (+ any external weights); with ``variant`` it becomes
+    ``target``, atomically (a half-written folder is never taken for an export)."""
     target.parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     try:
-        try:
-            _export_fused(model, scratch)
-            variant = FUSED_VARIANT
-        except Exception as exc:  # an exporter or optimizer missing, renamed or refusing the graph
-            log.warning("fused query encoder export failed (%s: %s); using the plain dynamo export",
-                        type(exc).__name__, exc)
-            for leftover in scratch.iterdir():
-                leftover.unlink()
-            _export_dynamo(model, scratch)
-            variant = PLAIN_VARIANT
+        export(scratch)
         (scratch / "variant").write_text(variant + "\n")
         try:
             os.rename(scratch, target)  # another process may have won the race: then use its copy
@@ -171,6 +166,49 @@ def _export(model: Any, target: Path) -> None:
                 raise
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _failures_path(fused: Path) -> Path:
+    return fused.with_name(fused.name + ".fused-failed")
+
+
+def _fused_failures(fused: Path) -> int:
+    try:
+        return int(_failures_path(fused).read_text().split(None, 1)[0])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _cached_export(model: Any, fused: Path, plain: Path) -> Path:
+    """The folder of the export to load: the fused one (``fused``, its own key), exported first if needed;
+    while it fails (up to ``FUSED_ATTEMPTS`` loads), the plain dynamo export under its own key (``plain``):
+    unfused, ~6% slower per query, same vectors. Only a fused graph is ever written under the fused key,
+    so a failure there is never taken for the fused export at a later load."""
+    if (fused / "model.onnx").is_file() and export_variant(fused) != FUSED_VARIANT:
+        # written by a version of this module that put its fallback under the fused key: moved aside
+        if (plain / "model.onnx").is_file():
+            shutil.rmtree(fused, ignore_errors=True)
+        else:
+            os.replace(fused, plain)
+    if (fused / "model.onnx").is_file():
+        return fused
+    failures = _fused_failures(fused)
+    if failures < FUSED_ATTEMPTS:
+        log.info("exporting the fused query encoder to %s (once per machine)", fused)
+        try:
+            _write(fused, FUSED_VARIANT, lambda scratch: _export_fused(model, scratch))
+        except Exception as exc:  # an exporter or optimizer missing, renamed or refusing the graph
+            failures += 1
+            _failures_path(fused).write_text(f"{failures} {type(exc).__name__}: {exc}\n")
+            log.warning("fused query encoder export failed (%s: %s; attempt %d of %d); using the plain "
+                        "dynamo export", type(exc).__name__, exc, failures, FUSED_ATTEMPTS)
+        else:
+            _failures_path(fused).unlink(missing_ok=True)
+            return fused
+    if not (plain / "model.onnx").is_file():
+        log.info("exporting the plain query encoder to %s (once per machine)", plain)
+        _write(plain, PLAIN_VARIANT, lambda scratch: _export_dynamo(model, scratch))
+    return plain
 
 
 def export_variant(folder: Path) -> str:
@@ -269,13 +307,13 @@ class OnnxQueryEncoder:
     @classmethod
     def load(cls, model: Any, model_dir: Path, *, cache: Path | None = None) -> OnnxQueryEncoder:
         """The exported graph for these weights (exporting it first if needed), checked against torch."""
-        target = (cache or cache_root()) / "onnx" / f"all-MiniLM-L6-v2-{_export_key(model_dir)}"
-        if not (target / "model.onnx").is_file():
-            log.info("exporting the query encoder to %s (once per machine)", target)
-            try:
-                _export(model, target)
-            except Exception as exc:  # exporter failures come in many types; the cause is kept
-                raise BindingError(f"could not export the query encoder to {target}: {exc}") from exc
+        root = (cache or cache_root()) / "onnx"
+        fused = root / f"all-MiniLM-L6-v2-{_export_key(model_dir)}"
+        plain = root / f"all-MiniLM-L6-v2-{_export_key(model_dir, PLAIN_VARIANT)}"
+        try:
+            target = _cached_export(model, fused, plain)
+        except Exception as exc:  # exporter failures come in many types; the cause is kept
+            raise BindingError(f"could not export the query encoder to {plain}: {exc}") from exc
         encoder = cls(model, target / "model.onnx")
         encoder.variant = export_variant(target)
         difference = _largest_difference(model, target / "model.onnx")

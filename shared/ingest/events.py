@@ -30,13 +30,15 @@ def object_refs(body: Any) -> list[ObjectRef]:
     return refs
 
 
-def object_created(bucket: str, key: str, *, size: int, etag: str = "") -> dict:
-    """The body S3 sends for a new object (what recovery re-sends when the queue lost it)."""
+def object_created(bucket: str, key: str, *, size: int, etag: str = "",
+                   configuration_id: str = "edgeindex-recovery") -> dict:
+    """The body S3 sends for a new object (what recovery and the reconciler re-send when the queue lost it;
+    ``configuration_id`` says which of them sent it, where S3 names the notification)."""
     return {"Records": [{
         "eventVersion": "2.1",
         "eventSource": "aws:s3",
         "eventName": "ObjectCreated:Put",
-        "s3": {"s3SchemaVersion": "1.0", "configurationId": "edgeindex-recovery",
+        "s3": {"s3SchemaVersion": "1.0", "configurationId": configuration_id,
                "bucket": {"name": bucket},
                "object": {"key": quote_plus(key, safe="/"), "size": size, "eTag": etag}},
     }]}

@@ -22,7 +22,7 @@ import asyncio
 import logging
 from dataclasses import dataclass
 
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from datetime import datetime
 
 from .. import holds, sqlfiles
@@ -108,7 +108,14 @@ class IngestService:
         # (entity, document) → how each message about it was settled here, in order: what the
         # log says, for tests and operators (GET /outcomes), without reading the log
         self.outcomes: OrderedDict[tuple[str, str], list[dict]] = OrderedDict()
+        # (entity, document, version) of every message this process holds, from its receipt (before a
+        # run slot) to its outcome: the reconciler does not re-send what is on its way here already
+        self._received: Counter[tuple[str, str, int]] = Counter()
         workflow.provide(self)
+
+    def receiving(self, key: tuple[str, str, int]) -> bool:
+        """Whether this process holds a queue message about this version (reconciler.py)."""
+        return self._received[key] > 0
 
     def record_executed(self, run_id: str, steps: list[str]) -> None:
         _remember(self.executed, run_id, steps, keep=self.EXECUTED_KEEP)
@@ -271,9 +278,16 @@ class IngestService:
 
 
     async def _limited(self, ref: ObjectRef, attempts: int, last: bool) -> Outcome:
-        async with self.limiter:
-            with self.batcher.coming():  # its chunks are worth waiting for (EmbeddingBatcher)
-                outcome = await self.ingest_object(ref, attempts=attempts, last_attempt=last)
+        key = (ref.entity_id, ref.document_id, ref.version)
+        self._received[key] += 1
+        try:
+            async with self.limiter:
+                with self.batcher.coming():  # its chunks are worth waiting for (EmbeddingBatcher)
+                    outcome = await self.ingest_object(ref, attempts=attempts, last_attempt=last)
+        finally:
+            self._received[key] -= 1
+            if not self._received[key]:
+                del self._received[key]
         log.info("ingest %s v%d: %s %s", f"{ref.entity_id}/{ref.document_id}", ref.version, outcome.action,
                  outcome.reason)
         self.record_outcome(ref, outcome)

@@ -29,7 +29,7 @@ from ..bindings.queue import Consumer, SQSQueue
 from ..config import Config
 from ..env import Env, ExecutionContext, open_env, sqs_client
 from ..errors import ConfigError
-from . import openapi
+from . import openapi, stopping
 from .http import JSONErrorServer, error_middleware, json_response
 
 log = logging.getLogger(__name__)
@@ -98,10 +98,14 @@ def build_app(module: ModuleType, env: Env, services, ctx: ExecutionContext, *,
 
 
 async def serve(config: Config, name: str, *, stop: asyncio.Event | None = None,
-                host: str | None = None) -> None:
-    """Serve until ``stop`` is set (or SIGINT/SIGTERM when none is given)."""
+                host: str | None = None, hard_exit: bool | None = None) -> None:
+    """Serve until ``stop`` is set (or SIGINT/SIGTERM when none is given). The stop has one deadline,
+    ``EDGEINDEX_STOP_SECONDS``; ``hard_exit`` (default: when no ``stop`` is given, i.e. the process is the
+    worker's own) ends the process if it is still not stopped soon after (stopping.py)."""
     module = load_module(config, name)
     _check_handlers(config, name, module)
+    stop_seconds = stopping.stop_seconds()  # a bad value fails at start-up, not at the stop
+    hard_exit = stop is None if hard_exit is None else hard_exit
     worker = config.worker(name)
     host = host or os.environ.get("EDGEINDEX_HOST", "127.0.0.1")
     if stop is None:
@@ -147,14 +151,20 @@ async def serve(config: Config, name: str, *, stop: asyncio.Event | None = None,
         try:
             await stop.wait()
         finally:
-            # Finish the batch in hand (a message left unsettled is redelivered anyway).
-            for task in tasks:
-                try:
-                    await asyncio.wait_for(task, timeout=30)
-                except (asyncio.TimeoutError, asyncio.CancelledError):
-                    task.cancel()
-            await ctx.drain()
-            await runner.cleanup()
+            # One deadline for the whole stop (stopping.py): the batches in hand and the wait_until work
+            # are awaited together; what outlives it is cancelled and named (a message left unsettled is
+            # redelivered anyway), and past it the watchdog ends the process whatever still holds it.
+            deadline = stopping.Deadline(stop_seconds)
+            if hard_exit:
+                stopping.start_watchdog(deadline, name)
+            left = await stopping.wait_all(tasks, deadline)
+            left += await stopping.wait_all(ctx.pending(), deadline)
+            abandoned = [stopping.describe(t) for t in left]
+            await stopping.abandon(left)
+            await stopping.bounded(runner.cleanup(), deadline, "the HTTP server's cleanup", abandoned)
+            if abandoned:
+                log.warning("worker %s: stop deadline of %.0f s (%s) passed; abandoned: %s", name,
+                            deadline.seconds, stopping.VARIABLE, ", ".join(abandoned))
 
 
 PROCESS_VARIABLE = "EDGEINDEX_WORKER_PROCESS"  # set in the copies a worker's first process starts

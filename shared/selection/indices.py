@@ -8,7 +8,6 @@ scoring as tools and says what matched and whether the first choice is confident
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 import time
@@ -23,7 +22,7 @@ from ..errors import Conflict, NotFound, ValidationError
 from . import field_vectors as fv
 from .catalog_cache import CatalogCache, as_vector, bump
 from .definitions import parse_named
-from .overlap import abandon
+from .overlap import overlapped
 from .scoring import Catalogue, z_cut, zscore
 from .text import Field, split_identifier, terms
 from .text import query_terms as query_terms_of
@@ -351,22 +350,15 @@ async def select(db, embedder, entity_ids: list[str], request: SelectRequest, *,
                  vector: np.ndarray | None = None) -> dict:
     """``vector``: the query's embedding when the caller has it already (search's ``collections: "auto"``)."""
     started = time.perf_counter()
-    # the model runs while the catalogue is read (overlap.py)
-    embedding = asyncio.ensure_future(embedder.embed_query(request.query)) if vector is None else None
-    try:
+    # the model runs while the catalogue is read (overlap.py); an empty registry does not wait for it
+    async with overlapped(embedder.embed_query(request.query) if vector is None else None) as embedding:
         cat = await catalogue_for(db, entity_ids)
-    except BaseException:
-        if embedding is not None:
-            abandon(embedding)
-        raise
+        if cat.catalogue.size and vector is None:
+            vector = await embedding.result()
     n = cat.catalogue.size
     if n == 0:
-        if embedding is not None:
-            abandon(embedding)
         return {"query": request.query, "indices": [], "count": 0, "confident": False, "registry_size": 0,
                 "took_ms": round((time.perf_counter() - started) * 1000, 2)}
-    if embedding is not None:
-        vector = await embedding
     scores = cat.catalogue.score(request.query, vector)
     part_scores = cat.parts.score(request.query, vector)
     descriptor_fields, part_fields, field_cosines = field_scores(cat, vector, scores.vector, part_scores.vector)

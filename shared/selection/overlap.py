@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable
-from typing import TypeVar
+from collections.abc import AsyncIterator, Awaitable
+from contextlib import asynccontextmanager
+from typing import Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -43,3 +44,40 @@ def abandon(task: asyncio.Future) -> None:
         task.cancel()
     elif not task.cancelled():
         task.exception()
+
+
+class Overlap(Generic[T]):
+    """What ``overlapped`` yields: ``await overlap.result()`` once the block needs the value."""
+
+    def __init__(self, task: asyncio.Future[T] | None) -> None:
+        self._task = task
+        self.taken = task is None
+
+    async def result(self) -> T | None:
+        if self._task is None:
+            return None
+        try:
+            return await self._task
+        finally:
+            self.taken = True
+
+
+@asynccontextmanager
+async def overlapped(awaitable: Awaitable[T] | None, timings: dict[str, float] | None = None,
+                     name: str = "embed_ms") -> AsyncIterator[Overlap[T]]:
+    """``awaitable`` started before the block (timed into ``timings[name]`` when given), which reads what it
+    needs meanwhile and takes the value with ``await overlap.result()``. A block that ends without taking it
+    (it raised, or answered without it: an empty registry) abandons it. ``None``: nothing to start (the
+    caller has the value already); ``result()`` is then ``None``."""
+    if awaitable is None:
+        task = None
+    elif timings is not None:
+        task = start_timed(awaitable, timings, name)
+    else:
+        task = asyncio.ensure_future(awaitable)
+    overlap = Overlap(task)
+    try:
+        yield overlap
+    finally:
+        if not overlap.taken and task is not None:
+            abandon(task)

@@ -24,7 +24,7 @@ from ..errors import NotFound, ValidationError
 from . import definitions
 from .catalog_cache import CatalogCache, as_vector, bump
 from .definitions import MAX_TOOLS_PER_ENTITY, ToolDef, count_tokens, parse_catalogue
-from .overlap import abandon, start_timed
+from .overlap import overlapped
 from .scoring import Catalogue, feedback_prior, z_cut, zscore as _zscore
 from .text import Field, split_identifier, terms
 
@@ -326,23 +326,18 @@ async def select(db, embedder, entity_ids: list[str], request: SelectRequest) ->
     parts = segments(request.query)
     parts = parts if len(parts) >= 2 else []
     embedded: dict[str, float] = {}
-    # the model runs while the catalogue is read (overlap.py)
-    embedding = start_timed(embed_texts(embedder, [request.query, *parts]), embedded, "embed_ms")
-    try:
+    # the model runs while the catalogue is read (overlap.py); an empty registry does not wait for it
+    async with overlapped(embed_texts(embedder, [request.query, *parts]), embedded, "embed_ms") as embedding:
         cat, how = await catalogue_state(db, entity_ids)
-    except BaseException:
-        abandon(embedding)
-        raise
-    timings["catalogue_ms"] = round((time.perf_counter() - started) * 1000, 2)
+        timings["catalogue_ms"] = round((time.perf_counter() - started) * 1000, 2)
+        vectors = await embedding.result() if cat.catalogue.size else None
     n = cat.catalogue.size
     base = {"query": request.query, "entity_ids": entity_ids, "registry_size": n, "model_id": embedder.model_id,
             "catalogue": {"state": how, **({"refreshed_tools": cat.refreshed_tools} if how == "refreshed" else {})}}
     if n == 0:
-        abandon(embedding)
         return {**base, "tools": [], "count": 0, "confident": False, "fallback": "empty_registry",
                 "tokens": _account([], cat), "took_ms": _ms(started)}
 
-    vectors = await embedding
     query_vector, part_vectors = vectors[0], vectors[1:]
     timings["embed_ms"] = embedded["embed_ms"]
     mark = time.perf_counter()

@@ -248,6 +248,8 @@ CASES = [
     Case("outcomes: missing document", "ingest", "GET", f"/outcomes?entity_id={T}", 400, "document_id", key="admin"),
     Case("batcher: tenant key", "ingest", "GET", "/batcher", 403, "Authorization"),
     Case("batcher: no key", "ingest", "GET", "/batcher", 401, "Authorization", key="none"),
+    Case("reconciler: tenant key", "ingest", "GET", "/reconciler", 403, "Authorization"),
+    Case("reconciler: no key", "ingest", "GET", "/reconciler", 401, "Authorization", key="none"),
     # --- router feedback ----------------------------------------------------------------------
     Case("feedback: missing search id", "search", "POST", "/feedback", 400, "search_id",
          {"useful": ["00000000-0000-0000-0000-000000000001"]}),

@@ -44,10 +44,11 @@ def test_second_load_reuses_the_export(exported, monkeypatch):
     def no_export(*args, **kwargs):
         raise AssertionError("exported again")
 
-    monkeypatch.setattr(onnx_query, "_export", no_export)
+    monkeypatch.setattr(onnx_query, "_write", no_export)  # every export (fused or plain) is written through it
     again = onnx_query.OnnxQueryEncoder.load(embedder._model, embedder.model_dir, cache=cache)
     assert again.path == encoder.path and again.path.stat().st_mtime_ns == mtime
     assert sorted(p.name for p in again.path.parent.iterdir()) == files
+    assert onnx_query.export_variant(again.path.parent) == onnx_query.FUSED_VARIANT  # this machine fuses
     assert [p.name for p in again.path.parent.parent.iterdir()] == [again.path.parent.name]  # no scratch left
 
 

@@ -16,7 +16,7 @@ from ..helpers import ROOT, Client
 
 @pytest.mark.parametrize("name,expected", [
     ("upload", {"BUCKET", "DB", "KV"}),
-    ("ingest", {"BUCKET", "DB", "KV", "AI", "INGEST_WORKFLOW"}),
+    ("ingest", {"BUCKET", "DB", "KV", "AI", "INGEST_WORKFLOW", "INGEST_QUEUE"}),
     ("search", {"DB", "KV", "AI", "SEMANTIC_CACHE"}),
 ])
 def test_health_lists_bindings(stack, name, expected):

@@ -1,4 +1,6 @@
-"""The dev stack's patch to moto's SQS: the same deliveries, without computing every queue attribute."""
+"""The dev stack's two patches to moto's SQS (runtime/moto_speedups.py): the same deliveries without
+computing every queue attribute per delivered message (the speed patch), and a queue's delete holding the
+lock sends append under, so a message sent meanwhile is not dropped (the lost-message fix)."""
 
 from __future__ import annotations
 

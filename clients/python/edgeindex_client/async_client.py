@@ -12,6 +12,7 @@ from tenacity import AsyncRetrying
 
 from . import _ops as ops
 from . import models as m
+from . import _aio
 from ._base import (
     _Settings,
     raw_call,
@@ -46,12 +47,18 @@ class AsyncClient:
         self._own_http = http_client is None
         self._http = http_client or httpx.AsyncClient(
             timeout=self._settings.timeout, limits=httpx.Limits(max_connections=64, max_keepalive_connections=32))
+        # The services' routes go through aiohttp when it is installed (_aio.py: ~0.5 ms less per request);
+        # presigned object-storage URLs, and everything when the caller brings its own http_client, through httpx.
+        self._services = (_aio.AiohttpTransport(self._settings.timeout, max_connections=64)
+                          if self._own_http and _aio.available() else None)
 
     # --- plumbing ---------------------------------------------------------------------------
 
     async def aclose(self) -> None:
         if self._own_http:
             await self._http.aclose()
+        if self._services is not None:
+            await self._services.aclose()
 
     async def __aenter__(self) -> AsyncClient:
         return self
@@ -59,11 +66,15 @@ class AsyncClient:
     async def __aexit__(self, *exc) -> None:
         await self.aclose()
 
+    def _transport(self, service: ops.Service | None) -> Any:
+        return self._services if self._services is not None and service is not None else self._http
+
     async def _send(self, call: Call) -> ops.Reply:
         args = self._settings.request_args(call)
+        transport = self._transport(call.service)
         async for attempt in AsyncRetrying(**self._settings.retrying()):
             with attempt:
-                return to_reply(await self._http.request(**args))
+                return to_reply(await transport.request(**args))
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _call(self, call: Call) -> ops.Reply:
@@ -297,7 +308,7 @@ class AsyncClient:
         raw status. ``path`` is relative to the ``service``'s URL (``service=None``: an absolute URL)."""
         args = self._settings.request_args(raw_call(method, path, service, json, content, params, headers))
         try:
-            return raw_response(await self._http.request(**args))
+            return raw_response(await self._transport(service).request(**args))
         except httpx.TransportError as exc:
             raise transport_error(exc, args["url"]) from exc
 
