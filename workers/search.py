@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from edgeindex import api_models
 from edgeindex.routing.feedback_model import FeedbackRequest
-from edgeindex.runtime.http import Routes, read_json
+from edgeindex.runtime.http import Routes, json_bytes_response, read_json, read_json_bytes
 from edgeindex.search.request import SearchRequest
 from edgeindex.search.service import SearchService
 from edgeindex.selection import models as selection_models
@@ -44,8 +44,10 @@ async def fetch(request, services: Services, ctx):
              request=SearchRequest, response=api_models.SearchResponse)
 async def search(request, services: Services, ctx):
     principal = await services.tenancy.authenticate(request.headers)
-    body = await read_json(request, max_bytes=MAX_BODY_BYTES)
-    return await services.search.search(principal, body, background=ctx)
+    raw = await read_json_bytes(request, max_bytes=MAX_BODY_BYTES)
+    answer = await services.search.search_json(principal, raw, background=ctx)
+    # a cache hit comes already encoded (search/hit_path.py)
+    return json_bytes_response(answer) if isinstance(answer, bytes) else answer
 
 
 @routes.post("/feedback", summary="Which results of a search were useful: bounded online updates of the router",

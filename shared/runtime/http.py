@@ -57,7 +57,12 @@ def encode_json(body: Any) -> bytes:
 
 
 def json_response(body: Any, status: int = 200, *, headers: dict | None = None) -> web.Response:
-    return web.Response(body=encode_json(body), status=status, content_type="application/json",
+    return json_bytes_response(encode_json(body), status, headers=headers)
+
+
+def json_bytes_response(body: bytes, status: int = 200, *, headers: dict | None = None) -> web.Response:
+    """A JSON body encoded already (``encode_json``'s bytes)."""
+    return web.Response(body=body, status=status, content_type="application/json",
                         charset="utf-8", headers=headers)
 
 
@@ -148,8 +153,17 @@ def _check_string(value: str, path: str) -> None:
 
 async def read_json(request: web.BaseRequest, *, max_bytes: int = 1_000_000) -> dict:
     """The body as a JSON object, or a 400/413/415 that says what is wrong."""
+    return decode_json_object(await read_json_bytes(request, max_bytes=max_bytes))
+
+
+async def read_json_bytes(request: web.BaseRequest, *, max_bytes: int = 1_000_000) -> bytes:
+    """The body of a JSON route, not decoded yet (``decode_json_object`` does, with read_json's errors):
+    for a service that can tell a body it has seen before from its bytes (search/hit_path.py)."""
     _check_json_content_type(request)
-    raw = await read_body(request, max_bytes=max_bytes)
+    return await read_body(request, max_bytes=max_bytes)
+
+
+def decode_json_object(raw: bytes) -> dict:
     try:
         body = json.loads(raw or b"null")
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:

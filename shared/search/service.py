@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
 import time
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
@@ -33,11 +34,13 @@ from ..bindings.database import Database
 from ..bindings.kv import KV
 from ..bindings.vectorize import UPSERT as SEMANTIC_UPSERT, PgVectorIndex
 from ..errors import ValidationError
+from ..runtime.http import decode_json_object
 from ..selection import collections
 from ..tenancy import Principal
 from . import defaults, engine
 from .cache_keys import CacheKeys, _digest, cache_keys
 from .exact_front import ExactFront
+from .hit_path import Parsed, ParsedMemo, splice
 from .request import SearchRequest, parse_request
 from ..bindings.rerank import Reranker
 from ..routing.service import Decision, Router, new_search_id, scope_hash
@@ -50,6 +53,10 @@ SQL = sqlfiles.load("search.sql")
 T = TypeVar("T")
 PRUNE_EVERY = 200  # semantic-cache stores between two prunes of expired pointers
 SEMANTIC_CANDIDATES = 3  # nearest past queries checked against the guard
+# POST /search remembers the bodies it parsed and serves an exact hit's JSON as encoded once
+# (hit_path.py); 0 parses and encodes every request as before (the A/B of the eighth session)
+HIT_PATH = os.environ.get("EDGEINDEX_SEARCH_HIT_PATH", "1") != "0"
+MAX_KEYED_SCOPES = 8  # entity sets whose cache keys one remembered body keeps
 
 
 @dataclass(frozen=True)
@@ -84,9 +91,16 @@ class SearchContext:
     search_id: str = field(default_factory=new_search_id)
     decision: Decision | None = None     # the router's (shared/routing/): strategy and alpha served
     version: Any = None                   # the router model version that decides (auto, shadow)
+    parsed: Parsed | None = None          # the remembered body (search_json): its keys per entity set
+    encoded: bool = False                 # the caller takes a hit's JSON as bytes (search_json)
+    hit_json: bytes | None = None         # the cached payload's JSON (exact front), when encoded
 
     def response(self, payload: dict) -> dict:
-        return {**payload, "count": len(payload["results"]), "cache": self.cache_outcome,
+        return {**payload, **self.answer_fields(payload)}
+
+    def answer_fields(self, payload: dict) -> dict:
+        """What an answer adds to its payload (the payload alone is what the cache stores)."""
+        return {"count": len(payload["results"]), "cache": self.cache_outcome,
                 "took_ms": _since(self.started), "search_id": self.search_id}
 
 
@@ -108,6 +122,8 @@ class SearchService:
         self._stores = itertools.count(1)
         self._tuned = engine.tuned_connections()
         self.exact_front = ExactFront()
+        self.parsed = ParsedMemo()
+        self.hit_path = HIT_PATH
         # Semantic-cache pointers go in groups, after the answer (as telemetry rows do): one
         # transaction for all stored within a window, not a checkout, statement and commit each.
         self.semantic_writes = TelemetryWriter(db, SEMANTIC_UPSERT)
@@ -129,9 +145,33 @@ class SearchService:
         ctx = SearchContext(principal, body)
         self.parse(ctx)
         self.resolve(ctx)
+        return await self._run(ctx, background)
+
+    async def search_json(self, principal: Principal, raw: bytes, *, background: Any) -> dict | bytes:
+        """``POST /search`` from the body's bytes: the answer as a dict, or a cache hit's answer as
+        its JSON already encoded (the bytes ``encode_json`` would make of the dict).
+
+        A body seen before (hit_path.ParsedMemo) skips its decode, parse, resolution and cache
+        keys; everything a request must check each time still runs (the grant, the entity
+        sequences, the entry's validity)."""
+        if not self.hit_path:
+            return await self.search(principal, decode_json_object(raw), background=background)
+        parsed = self.parsed.get(raw)
+        if parsed is None:
+            ctx = SearchContext(principal, decode_json_object(raw))
+            self.parse(ctx)
+            self.resolve(ctx)
+            parsed = self.parsed.put(raw, ctx.request, ctx.decision)
+        else:
+            ctx = SearchContext(principal, {})
+            ctx.request, ctx.decision = parsed.request, parsed.fresh_decision()
+        ctx.parsed, ctx.encoded = parsed, True
+        return await self._run(ctx, background)
+
+    async def _run(self, ctx: SearchContext, background: Any) -> dict | bytes:
         await self.scope(ctx)
         if (hit := await self.cache_exact(ctx)) is not None:
-            return self.telemetry(ctx, ctx.response(hit), background)
+            return self._answer(ctx, hit, ctx.answer_fields(hit), background)
         await self.choose_collections(ctx)
         self.plan(ctx)
         if ctx.request.cache:
@@ -139,7 +179,7 @@ class SearchService:
             # embedding and one index lookup), "auto" included: see routed_keys.
             await self.embed(ctx)
             if (hit := await self.cache_semantic(ctx, background)) is not None:
-                return self.telemetry(ctx, {**ctx.response(hit), "timings": ctx.timings}, background)
+                return self._answer(ctx, hit, {**ctx.answer_fields(hit), "timings": ctx.timings}, background)
             if self.in_one_statement(ctx):
                 await self.retrieve_once(ctx)
                 return await self.finish(ctx, background)
@@ -158,6 +198,14 @@ class SearchService:
         await self.enhance(ctx)
         await self.retrieve(ctx)
         return await self.finish(ctx, background)
+
+    def _answer(self, ctx: SearchContext, hit: dict, fields: dict, background: Any) -> dict | bytes:
+        """A cache hit's answer: the dict, or (search_json, with the payload's JSON at hand) its
+        JSON spliced from the payload's, encoded once per cached copy (hit_path.splice)."""
+        response = self.telemetry(ctx, {**hit, **fields}, background)
+        if ctx.hit_json is None:
+            return response
+        return splice(ctx.hit_json, hit, fields)
 
     async def finish(self, ctx: SearchContext, background: Any) -> dict:
         await self.rerank(ctx)
@@ -187,7 +235,7 @@ class SearchService:
 
     async def scope(self, ctx: SearchContext) -> None:
         ctx.entity_ids = resolve_entities(ctx.principal, ctx.request.entity_ids)
-        ctx.keys = cache_keys(ctx.request, ctx.entity_ids)
+        ctx.keys = self._keys(ctx)
         if self.router_decides(ctx):
             ctx.version = await self.router.version(ctx.entity_ids)
             if ctx.decision.routes:
@@ -198,17 +246,41 @@ class SearchService:
         # the hand-off to a thread.
         ctx.sequences = cache.read_sequences(self.kv, ctx.entity_ids)
 
+    def _keys(self, ctx: SearchContext) -> CacheKeys:
+        """The cache keys of the request for its entities (a remembered body's, when it has them)."""
+        if ctx.parsed is None:
+            return cache_keys(ctx.request, ctx.entity_ids)
+        entities = tuple(ctx.entity_ids)
+        keys = ctx.parsed.keys.get(entities)
+        if keys is None:
+            keys = cache_keys(ctx.request, ctx.entity_ids)
+            if len(ctx.parsed.keys) < MAX_KEYED_SCOPES:
+                ctx.parsed.keys[entities] = keys
+        return keys
+
     async def cache_exact(self, ctx: SearchContext) -> dict | None:
         if not ctx.request.cache:
             return None
-        # this process's copy first (exact_front.py), valid at the same sequences only
-        hit = self.exact_front.get(ctx.keys.exact, ctx.sequences)
-        if hit is None:
-            hit, expires = cache.load_entry(self.kv, ctx.keys.exact, ctx.sequences)  # a read: see scope()
-            if hit is not None and expires is not None:
-                self.exact_front.put(ctx.keys.exact, ctx.sequences, hit, expires)
+        hit = self._cached(ctx, ctx.keys.exact)
         if hit is not None:
             ctx.cache_outcome = "exact"
+        return hit
+
+    def _cached(self, ctx: SearchContext, key: str) -> dict | None:
+        """The result stored under ``key`` if computed at the request's sequences: this process's
+        copy first (exact_front.py, valid at the same sequences only), else the KV's (then kept)."""
+        if ctx.encoded:
+            found = self.exact_front.get_encoded(key, ctx.sequences)
+            if found is not None:
+                hit, ctx.hit_json = found
+                return hit
+        else:
+            hit = self.exact_front.get(key, ctx.sequences)
+            if hit is not None:
+                return hit
+        hit, expires = cache.load_entry(self.kv, key, ctx.sequences)  # a read: see scope()
+        if hit is not None and expires is not None:
+            self.exact_front.put(key, ctx.sequences, hit, expires)
         return hit
 
     async def choose_collections(self, ctx: SearchContext) -> None:
@@ -260,7 +332,7 @@ class SearchService:
                 # and rare words must match exactly ("invoice 4711" is not "invoice 4712").
                 if match.metadata.get("signature") != wanted:
                     continue
-                hit = cache.load(self.kv, match.id, ctx.sequences)
+                hit = self._cached(ctx, match.id) if self.hit_path else cache.load(self.kv, match.id, ctx.sequences)
                 if hit is None:
                     # Invalidated, expired or computed before a change: forget the pointer.
                     background.wait_until(self.semantic_cache.delete(match.id))
