@@ -57,6 +57,8 @@ from pathlib import Path
 import numpy as np
 import psutil
 
+from wrk_search import wrk_ms  # scripts/: this script's folder is on sys.path
+
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "msmarco"
 MODEL_ID, DIMENSION = "sentence-transformers/all-MiniLM-L6-v2", 384
@@ -169,15 +171,6 @@ def report(name: str, agents: int, result: dict, *, summary: bool = True) -> Non
                         "load": round(result["load"], 1)})
 
 
-def _wrk_ms(text: str | None) -> float | None:
-    if text is None:
-        return None
-    match = re.fullmatch(r"([\d.]+)(us|ms|s|m)", text)
-    if not match:
-        return None
-    return float(match.group(1)) * {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60_000.0}[match.group(2)]
-
-
 def wrk_phase(url: str, key: str, body: dict, agents: int, seconds: float) -> bool:
     """The same exact-cache hit, driven by wrk: latency percentiles as wrk prints them."""
     body = {"entity_ids": [ENTITY], **body}
@@ -204,7 +197,7 @@ def wrk_phase(url: str, key: str, body: dict, agents: int, seconds: float) -> bo
     if not rate or bad:
         return False
     SUMMARY.append({"agents": agents, "phase": "exact", "req_per_s": float(rate.group(1)),
-                    "p50_ms": _wrk_ms(found.get("50")), "p99_ms": _wrk_ms(found.get("99")), "client": "wrk",
+                    "p50_ms": wrk_ms(found.get("50")), "p99_ms": wrk_ms(found.get("99")), "client": "wrk",
                     "requests": n, "cpu_ms_per_request": {k: round(v, 2) for k, v in cpu.items()},
                     "load": round(os.getloadavg()[0], 1)})
     return True

@@ -73,7 +73,8 @@ end
 """
 
 
-def _ms(text: str | None) -> float | None:
+def wrk_ms(text: str | None) -> float | None:
+    """A latency as wrk prints it ("812.00us", "1.52ms", "2.01s") in ms; None if absent or unreadable."""
     if text is None:
         return None
     match = re.fullmatch(r"([\d.]+)(us|ms|s|m)", text)
@@ -104,8 +105,8 @@ def run(url: str, key: str, bodies: list[dict], *, agents: int, seconds: float, 
     if counts_line:
         words = counts_line.group(1).split()
         counts = {words[i]: int(words[i + 1]) for i in range(0, len(words), 2)}
-    return {"req_per_s": float(rate.group(1)) if rate else 0.0, "p50_ms": _ms(found.get("50")),
-            "p90_ms": _ms(found.get("90")), "p99_ms": _ms(found.get("99")),
+    return {"req_per_s": float(rate.group(1)) if rate else 0.0, "p50_ms": wrk_ms(found.get("50")),
+            "p90_ms": wrk_ms(found.get("90")), "p99_ms": wrk_ms(found.get("99")),
             "requests": counts.get("answered", 0), "counts": counts,
             "client_cpu_s": (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime),
             "load": os.getloadavg()[0], "raw": out}

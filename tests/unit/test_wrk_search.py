@@ -83,3 +83,10 @@ def test_bodies_repeat_only_past_the_end_of_the_file(server):
 
     assert result["counts"]["answered"] == 7
     assert [b["query"] for b in server.received[:7]] == ["q0", "q1", "q2", "q0", "q1", "q2", "q0"]
+
+
+def test_wrk_latencies_read_in_milliseconds_whatever_unit_wrk_printed():
+    # load_search's exact-hit line reads wrk's percentiles through this too
+    assert [wrk_search.wrk_ms(t) for t in ("812.00us", "1.52ms", "2.01s", "1.00m")] == \
+        pytest.approx([0.812, 1.52, 2010.0, 60_000.0])
+    assert wrk_search.wrk_ms(None) is None and wrk_search.wrk_ms("n/a") is None
