@@ -1,4 +1,6 @@
-"""Two fixes to the embedded moto's SQS, for the dev stack (``edgeindex dev``, the test and bench stacks).
+"""Fixes to the embedded moto's SQS and request dispatch, for the dev stack (``edgeindex dev``, the test and
+bench stacks). They patch moto's in-process backend and server, which only the dev stack starts; a real S3 or
+SQS is never touched, and what they remove is the emulator's own overhead, not work S3 or SQS would do.
 
 1. A lost message. moto's ``Queue.add_message`` appends under the queue's ``_messages_lock``, but
    ``Queue.delete_message`` rebuilds the list without it (``self._messages = [every other message]``):
@@ -8,7 +10,7 @@
    forever, their messages never delivered (2026-11-24). The delete now holds the same lock (a
    ``Condition`` over an ``RLock``, so moto's own nested calls still take it).
 
-2. Speed.
+2. Speed: a delivery's retention.
 
 moto checks each message it is about to deliver against the queue's retention period, and reads
 that one attribute through ``get_queue_attributes``, which computes every attribute of the queue
@@ -19,13 +21,40 @@ moto during ``scripts/bench_ingest.py --limit 1000`` (17:24 UTC): 33% of its sam
 ``Queue.attributes`` under ``receive_message``.
 
 The replacement reads ``queue.message_retention_period`` itself: the same value (moto stores it as
-an int when the queue is created or its attributes set), the same comparison. Nothing here
-touches a real SQS: it patches moto's in-process backend, which only the dev stack starts.
+an int when the queue is created or its attributes set), the same comparison.
+
+3. Speed: a send's one flag. ``send_message`` (every bucket notification of a PUT, every reconciler
+re-send) reads ``queue.attributes.get("ContentBasedDeduplication")`` (twice more for a FIFO queue),
+which again computes every attribute and walks every queued message with the clock, to read one flag
+that exists on FIFO queues only. py-spy of the bench process during ``scripts/bench_ingest.py --limit
+1000`` (2026-11-25, 01:33 UTC): 23% of its samples were ``Queue.attributes`` under the S3 PUT's
+notification. While a send runs in a thread, ``Queue.attributes`` answers that thread with the flag
+alone, rendered as moto renders it (``_send_flags``); every other caller, ``GetQueueAttributes``
+included, still gets every attribute.
+
+4. Speed: which backend a request is for. Per request, moto's ``DomainDispatcherApplication`` asks
+``get_backend_for_host`` for its Host, which lists moto's package folder (``os.listdir`` and an
+``isdir`` per entry, ~200) and then tries every service's URL patterns: 7.7% of the same profile.
+The answer depends on the host alone (the folder and the patterns do not change while it runs), so it
+is kept per host (up to ``HOST_MEMO`` hosts; past that, computed as before).
 """
 
 from __future__ import annotations
 
+import threading
+
 _APPLIED = False
+HOST_MEMO = 256
+_sending = threading.local()  # .flags_only: this thread is inside a send_message
+
+
+def _send_flags(queue) -> dict:
+    """What ``send_message`` reads of ``Queue.attributes``, as moto's ``attributes`` renders it: the
+    FIFO flag ``ContentBasedDeduplication`` (a bool as "true"/"false"), absent on a standard queue."""
+    if not queue.fifo_queue:
+        return {}
+    value = queue.content_based_deduplication
+    return {"ContentBasedDeduplication": str(value).lower() if isinstance(value, bool) else value}
 
 
 def apply() -> None:
@@ -49,4 +78,41 @@ def apply() -> None:
             unlocked_delete(self, receipt_handle)
 
     Queue.delete_message = delete_message
+
+    every_attribute = Queue.attributes.fget
+
+    def attributes(self):
+        if getattr(_sending, "flags_only", False):
+            return _send_flags(self)
+        return every_attribute(self)
+
+    Queue.attributes = property(attributes)
+    unpatched_send = SQSBackend.send_message
+
+    def send_message(self, *args, **kwargs):
+        outer = getattr(_sending, "flags_only", False)
+        _sending.flags_only = True
+        try:
+            return unpatched_send(self, *args, **kwargs)
+        finally:
+            _sending.flags_only = outer
+
+    SQSBackend.send_message = send_message
+
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication
+
+    backend_for_host = DomainDispatcherApplication.get_backend_for_host
+
+    def get_backend_for_host(self, host):
+        memo = self.__dict__.setdefault("_edgeindex_hosts", {})
+        try:
+            return memo[host]
+        except KeyError:
+            pass
+        found = backend_for_host(self, host)
+        if len(memo) < HOST_MEMO:
+            memo[host] = found
+        return found
+
+    DomainDispatcherApplication.get_backend_for_host = get_backend_for_host
     _APPLIED = True
