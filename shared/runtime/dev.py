@@ -264,7 +264,8 @@ class DevStack:
 
             from . import moto_speedups
 
-            moto_speedups.apply()  # its SQS walked every queued message per message sent or delivered, its dispatch listed its package per request
+            # its SQS walked every queued message per message sent or delivered; its dispatch listed its package per request
+            moto_speedups.apply()
             logging.getLogger("werkzeug").setLevel(logging.ERROR)
             port = int(self.environ.get("EDGEINDEX_MOTO_PORT") or free_port())
             self._moto = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
