@@ -58,7 +58,7 @@ def _send_flags(queue) -> dict:
 
 
 def apply() -> None:
-    """Patch moto's SQS backend in this process (idempotent)."""
+    """Patch moto's SQS backend and its server's dispatch in this process (idempotent)."""
     global _APPLIED
     if _APPLIED:
         return
