@@ -7,6 +7,7 @@ The texts are what a select embeds (the request, and its sentences when it has t
             threads from WIDE_MIN_ROWS rows)
   one       the same buckets, one after the other, on one thread
   pair      the two buckets at once on two single-thread sessions (inter-op instead of intra-op)
+  spin      main's scheme with the 2-thread session's threads spinning between operators
   int8      (with --int8 PATH) main's scheme on a dynamically quantized copy of the graph
 Prints the medians per row band, the slowest requests, p50/p99 over the requests, and the largest
 difference of each variant's vectors to main's.
@@ -28,11 +29,11 @@ from edgeindex.bindings.ai import local_embedder
 from edgeindex.selection.tools import segments
 
 
-def session(path, threads: int):
+def session(path, threads: int, spin: bool = False):
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
-    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spin else "0")
     return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
@@ -59,6 +60,7 @@ def main() -> None:
     parser.add_argument("--int8", type=Path)
     parser.add_argument("--variants", default="main,one,pair")
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--min-rows", type=int, default=0, help="time only requests of this many token rows or more")
     args = parser.parse_args()
     lines = Path("../shared/data/tools-bfcl/queries.jsonl").read_text().splitlines()[:args.queries]
     queries = [json.loads(line)["query"] for line in lines]
@@ -67,6 +69,7 @@ def main() -> None:
     enc = embedder._queries
     ones = [session(enc.path, 1), session(enc.path, 1)]
     pool = ThreadPoolExecutor(1)
+    spinning = session(enc.path, onnx_query.WIDE_THREADS, spin=True)
     q8 = [session(args.int8, 1), session(args.int8, 1)] if args.int8 else None
     q8wide = session(args.int8, 2) if args.int8 else None
 
@@ -92,6 +95,11 @@ def main() -> None:
         first = run(ones[0], fs[0][1])
         return assemble(len(texts), [(fs[0][0], first), (fs[1][0], other.result())])
 
+    def v_spin(texts, fs):
+        rows = sum(f["input_ids"].size for _, f in fs)
+        s = spinning if rows >= onnx_query.WIDE_MIN_ROWS else enc._session
+        return assemble(len(texts), [(g, run(s, f)) for g, f in fs])
+
     def v_int8(texts, fs):
         rows = sum(f["input_ids"].size for _, f in fs)
         s = q8wide if rows >= onnx_query.WIDE_MIN_ROWS else q8[0]
@@ -104,7 +112,7 @@ def main() -> None:
         first = run(q8[0], fs[0][1])
         return assemble(len(texts), [(fs[0][0], first), (fs[1][0], other.result())])
 
-    variants = {"main": v_main, "one": v_one, "pair": v_pair, "int8": v_int8, "int8pair": v_int8pair}
+    variants = {"main": v_main, "one": v_one, "pair": v_pair, "spin": v_spin, "int8": v_int8, "int8pair": v_int8pair}
     names = args.variants.split(",")
     texts_of, rows_of, feeds = [], [], []
     for q in queries:
@@ -114,10 +122,12 @@ def main() -> None:
         fs = feeds_of(enc, texts)
         feeds.append(fs)
         rows_of.append(sum(f["input_ids"].size for _, f in fs))
+    keep = [i for i, r in enumerate(rows_of) if r >= args.min_rows]
+    queries, texts_of, feeds, rows_of = ([xs[i] for i in keep] for xs in (queries, texts_of, feeds, rows_of))
     times = {n: [[] for _ in queries] for n in names}
     diff = {n: 0.0 for n in names}
     cos = {n: 1.0 for n in names}
-    for i in range(20):
+    for i in range(min(20, len(queries))):
         for n in names:
             variants[n](texts_of[i], feeds[i])
     load = [os.getloadavg()[0]]
