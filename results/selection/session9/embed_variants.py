@@ -3,11 +3,13 @@
     flock /tmp/edgeindex-bench.lock .venv/bin/python results/selection/session9/embed_variants.py [--queries 300]
 
 The texts are what a select embeds (the request, and its sentences when it has two or more). Variants:
-  main      OnnxQueryEncoder.encode_request as on main (length buckets, one after the other; 2 intra-op
-            threads from WIDE_MIN_ROWS rows)
+  main      OnnxQueryEncoder.encode_request of the checkout it runs in (length buckets, one after the
+            other; 2 intra-op threads from WIDE_MIN_ROWS rows; on main they sleep between operators)
   one       the same buckets, one after the other, on one thread
   pair      the two buckets at once on two single-thread sessions (inter-op instead of intra-op)
-  spin      main's scheme with the 2-thread session's threads spinning between operators
+  spin      main's scheme with the 2-thread session's threads spinning between operators (and after the
+            call, for ORT's spin time: no session.force_spinning_stop)
+  nospin    main's scheme, the 2-thread session's threads asleep between operators (main's setting)
   int8      (with --int8 PATH) main's scheme on a dynamically quantized copy of the graph
 Prints the medians per row band, the slowest requests, p50/p99 over the requests, and the largest
 difference of each variant's vectors to main's.
@@ -70,6 +72,7 @@ def main() -> None:
     ones = [session(enc.path, 1), session(enc.path, 1)]
     pool = ThreadPoolExecutor(1)
     spinning = session(enc.path, onnx_query.WIDE_THREADS, spin=True)
+    asleep = session(enc.path, onnx_query.WIDE_THREADS)
     q8 = [session(args.int8, 1), session(args.int8, 1)] if args.int8 else None
     q8wide = session(args.int8, 2) if args.int8 else None
 
@@ -100,6 +103,11 @@ def main() -> None:
         s = spinning if rows >= onnx_query.WIDE_MIN_ROWS else enc._session
         return assemble(len(texts), [(g, run(s, f)) for g, f in fs])
 
+    def v_nospin(texts, fs):
+        rows = sum(f["input_ids"].size for _, f in fs)
+        s = asleep if rows >= onnx_query.WIDE_MIN_ROWS else enc._session
+        return assemble(len(texts), [(g, run(s, f)) for g, f in fs])
+
     def v_int8(texts, fs):
         rows = sum(f["input_ids"].size for _, f in fs)
         s = q8wide if rows >= onnx_query.WIDE_MIN_ROWS else q8[0]
@@ -112,7 +120,7 @@ def main() -> None:
         first = run(q8[0], fs[0][1])
         return assemble(len(texts), [(fs[0][0], first), (fs[1][0], other.result())])
 
-    variants = {"main": v_main, "one": v_one, "pair": v_pair, "spin": v_spin, "int8": v_int8, "int8pair": v_int8pair}
+    variants = {"main": v_main, "one": v_one, "pair": v_pair, "spin": v_spin, "nospin": v_nospin, "int8": v_int8, "int8pair": v_int8pair}
     names = args.variants.split(",")
     texts_of, rows_of, feeds = [], [], []
     for q in queries:
