@@ -5,7 +5,9 @@ the semantic index only maps query embeddings to such keys, so deleting a KV
 entry invalidates it for both.
 
 Correctness when chunks change (no request may ever see a deleted chunk):
-- every entry records the chunk ids it holds in ``ref:<chunk id>`` sets;
+- every entry records the chunk ids it holds in ``ref:<chunk id>`` sets (the KV's sets: one row per
+  member, so a store adds its key to each chunk's set without reading or rewriting the set, and a
+  member expires with the entry it names);
 - each entity has a sequence number ``seq:<entity>`` and a write barrier
   ``barrier:<entity>`` (a deadline, so a crashed ingest cannot block caching
   forever);
@@ -74,20 +76,17 @@ def store(kv: KV, key: str, value: dict, *, chunk_ids: Iterable[str], entity_ids
         if any(float(kv.get(_barrier_key(e), 0)) > now for e in entity_ids):
             return False
         kv.put(result_key(key), {"sequences": list(sequences), "payload": value, "expires": now + ttl}, ttl=ttl)
-        for chunk_id in chunk_ids:
-            refs = kv.get(f"ref:{chunk_id}") or set()
-            refs.add(key)
-            kv.put(f"ref:{chunk_id}", refs, ttl=ttl)
+        kv.add_to_sets((_ref_key(c) for c in chunk_ids), key, ttl=ttl)
     return True
 
 
+def _ref_key(chunk_id: str) -> str:
+    return f"ref:{chunk_id}"
+
+
 def _drop_entries(kv: KV, chunk_ids: list[str]) -> int:
-    keys: set[str] = set()
-    for chunk_id in chunk_ids:
-        keys |= kv.get(f"ref:{chunk_id}") or set()
-    dropped = kv.delete(*(result_key(k) for k in keys))
-    kv.delete(*(f"ref:{c}" for c in chunk_ids))
-    return dropped
+    keys = kv.pop_sets(_ref_key(c) for c in chunk_ids)
+    return kv.delete(*(result_key(k) for k in keys))
 
 
 def begin_invalidation(kv: KV, entity_ids: Iterable[str], chunk_ids: Iterable[str],
