@@ -91,9 +91,11 @@ async def test_concurrent_stores_go_in_one_group_each_checked_on_its_own(kv):
     moved = cache.Entry("moved", {"i": -1}, ["c0"], ["e2"], (5,), 600.0)       # e2's sequence is 0, not 5
     cache.begin_invalidation(kv, ["e3"], [])                                     # e3's barrier is up
     held = cache.Entry("held", {"i": -2}, ["c0"], ["e3"], cache.read_sequences(kv, ["e3"]), 600.0)
-    results = await asyncio.gather(*(writer.store(e) for e in [*fresh, moved, held]))
-    assert results == [True] * 8 + [False, False]
-    assert (writer.groups, writer.entries) == (1, 10)  # all arrived while none was written: one transaction
+    cache.end_invalidation(kv, ["e4"], [])                                       # e4 moved on, no barrier
+    other = cache.Entry("other", {"i": 4}, ["c4"], ["e4"], cache.read_sequences(kv, ["e4"]), 600.0)
+    results = await asyncio.gather(*(writer.store(e) for e in [*fresh, moved, held, other]))
+    assert results == [True] * 8 + [False, False, True]
+    assert (writer.groups, writer.entries) == (1, 11)  # all arrived while none was written: one transaction
     assert all(cache.load(kv, f"k{i}", seq) == {"i": i} for i in range(8))
     assert kv.get(cache.result_key("moved")) is None and kv.get(cache.result_key("held")) is None
     assert kv.set_members("ref:shared") == {f"k{i}" for i in range(8)} and kv.set_members("ref:c0") == {"k0"}
