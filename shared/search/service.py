@@ -447,8 +447,10 @@ class SearchService:
         if not ctx.request.cache:
             return
         ttl = self.settings.cache_ttl
+        mark = time.perf_counter()
         stored = await self.stores.store(cache.Entry(ctx.keys.exact, payload, _chunk_ids(ctx.results),
                                                      ctx.entity_ids, ctx.sequences, ttl))
+        ctx.timings["store_ms"] = _since(mark)
         if stored:
             background.wait_until(self._remember(ctx, ttl))
 
