@@ -79,13 +79,6 @@ class Entry:
     ttl: float
 
 
-def storable(kv: KV, entity_ids: list[str], sequences: tuple[int, ...]) -> bool:
-    """What ``store`` checks, as plain reads (no transaction): no sequence moved, no barrier up."""
-    now = time.time()
-    return (read_sequences(kv, entity_ids) == tuple(sequences)
-            and not any(float(kv.get(_barrier_key(e), 0)) > now for e in entity_ids))
-
-
 def store(kv: KV, key: str, value: dict, *, chunk_ids: Iterable[str], entity_ids: list[str],
           sequences: tuple[int, ...], ttl: float) -> bool:
     """Store a result unless its entities changed since ``sequences`` were read; True if stored."""

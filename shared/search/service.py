@@ -57,9 +57,6 @@ SEMANTIC_CANDIDATES = 3  # nearest past queries checked against the guard
 # (hit_path.py); 0 parses and encodes every request as before (the A/B of the eighth session)
 HIT_PATH = os.environ.get("EDGEINDEX_SEARCH_HIT_PATH", "1") != "0"
 MAX_KEYED_SCOPES = 8  # entity sets whose cache keys one remembered body keeps
-# 1: an answer is stored after it is sent (kept in this process's exact front at once, when its
-# entities are still at the sequences it was computed at and no barrier is up); 0: before (an A/B switch)
-STORE_AFTER = os.environ.get("EDGEINDEX_SEARCH_STORE_AFTER", "0") == "1"
 
 
 @dataclass(frozen=True)
@@ -450,23 +447,12 @@ class SearchService:
         if not ctx.request.cache:
             return
         ttl = self.settings.cache_ttl
-        entry = cache.Entry(ctx.keys.exact, payload, _chunk_ids(ctx.results), ctx.entity_ids, ctx.sequences, ttl)
-        if STORE_AFTER:
-            # The same rule as the KV's store, read here (a change after this read bumps a
-            # sequence, so the copy is never served past it); the KV's store checks again.
-            if cache.storable(self.kv, ctx.entity_ids, ctx.sequences):
-                self.exact_front.put(entry.key, ctx.sequences, payload, time.time() + ttl)
-            background.wait_until(self._store_after(ctx, entry))
-            return
         mark = time.perf_counter()
-        stored = await self.stores.store(entry)
+        stored = await self.stores.store(cache.Entry(ctx.keys.exact, payload, _chunk_ids(ctx.results),
+                                                     ctx.entity_ids, ctx.sequences, ttl))
         ctx.timings["store_ms"] = _since(mark)
         if stored:
             background.wait_until(self._remember(ctx, ttl))
-
-    async def _store_after(self, ctx: SearchContext, entry: cache.Entry) -> None:
-        if await self.stores.store(entry):
-            await self._remember(ctx, entry.ttl)
 
     async def _remember(self, ctx: SearchContext, ttl: float) -> None:
         """The semantic-cache pointer to the answer just stored, written with the other pointers of
