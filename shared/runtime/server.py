@@ -190,8 +190,7 @@ def run(config: Config, name: str, *, host: str | None = None) -> None:
             copies.append(subprocess.Popen(command, env={**os.environ, PROCESS_VARIABLE: str(index)},
                                            preexec_fn=_die_with_parent))
     try:
-        with asyncio.Runner(loop_factory=_loop_factory()) as runner:
-            runner.run(serve(config, name, host=host))
+        asyncio.run(serve(config, name, host=host))
     finally:
         for copy in copies:
             copy.terminate()
@@ -202,11 +201,3 @@ def run(config: Config, name: str, *, host: str | None = None) -> None:
                 copy.kill()
                 copy.wait()
 
-
-def _loop_factory():
-    """``EDGEINDEX_EVENT_LOOP=uvloop``: libuv's event loop instead of asyncio's (an A/B switch)."""
-    if os.environ.get("EDGEINDEX_EVENT_LOOP", "asyncio") == "uvloop":
-        import uvloop
-
-        return uvloop.new_event_loop
-    return None
