@@ -5,7 +5,9 @@ the semantic index only maps query embeddings to such keys, so deleting a KV
 entry invalidates it for both.
 
 Correctness when chunks change (no request may ever see a deleted chunk):
-- every entry records the chunk ids it holds in ``ref:<chunk id>`` sets;
+- every entry records the chunk ids it holds in ``ref:<chunk id>`` sets (the KV's sets: one row per
+  member, so a store adds its key to each chunk's set without reading or rewriting the set, and a
+  member expires with the entry it names);
 - each entity has a sequence number ``seq:<entity>`` and a write barrier
   ``barrier:<entity>`` (a deadline, so a crashed ingest cannot block caching
   forever);
@@ -28,6 +30,8 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 from .bindings.kv import KV
 
@@ -63,31 +67,107 @@ def load_entry(kv: KV, key: str, sequences: tuple[int, ...]) -> tuple[dict | Non
     return entry["payload"], entry.get("expires")
 
 
+@dataclass
+class Entry:
+    """A result to store: see ``store``."""
+
+    key: str
+    value: dict
+    chunk_ids: list[str]
+    entity_ids: list[str]
+    sequences: tuple[int, ...]
+    ttl: float
+
+
 def store(kv: KV, key: str, value: dict, *, chunk_ids: Iterable[str], entity_ids: list[str],
           sequences: tuple[int, ...], ttl: float) -> bool:
     """Store a result unless its entities changed since ``sequences`` were read; True if stored."""
-    chunk_ids = list(dict.fromkeys(chunk_ids))
-    now = time.time()
+    return store_many(kv, [Entry(key, value, list(chunk_ids), entity_ids, tuple(sequences), ttl)])[0]
+
+
+def store_many(kv: KV, entries: list[Entry]) -> list[bool]:
+    """``store`` for each entry, in one transaction (each entry checked against its own sequences)."""
+    stored = []
     with kv.transact():
-        if read_sequences(kv, entity_ids) != tuple(sequences):
-            return False
-        if any(float(kv.get(_barrier_key(e), 0)) > now for e in entity_ids):
-            return False
-        kv.put(result_key(key), {"sequences": list(sequences), "payload": value, "expires": now + ttl}, ttl=ttl)
-        for chunk_id in chunk_ids:
-            refs = kv.get(f"ref:{chunk_id}") or set()
-            refs.add(key)
-            kv.put(f"ref:{chunk_id}", refs, ttl=ttl)
-    return True
+        now = time.time()
+        current: dict[str, tuple[int, bool]] = {}  # entity → (sequence, barrier up), read once per group
+        for entry in entries:
+            for entity in entry.entity_ids:
+                if entity not in current:
+                    current[entity] = (int(kv.get(_seq_key(entity), 0)),
+                                       float(kv.get(_barrier_key(entity), 0)) > now)
+            state = [current[e] for e in entry.entity_ids]
+            if tuple(seq for seq, _ in state) != tuple(entry.sequences) or any(up for _, up in state):
+                stored.append(False)
+                continue
+            kv.put(result_key(entry.key), {"sequences": list(entry.sequences), "payload": entry.value,
+                                           "expires": now + entry.ttl}, ttl=entry.ttl)
+            kv.add_to_sets((_ref_key(c) for c in dict.fromkeys(entry.chunk_ids)), entry.key, ttl=entry.ttl)
+            stored.append(True)
+    return stored
+
+
+class StoreWriter:
+    """A process's result stores, in one thread of their own and in groups.
+
+    Each store was a write transaction in a thread of asyncio's default pool: concurrent searches'
+    stores queued on SQLite's write lock there (whose busy handler sleeps 1, 2, 5, 10 ... ms
+    between tries), holding threads of the pool the query embedding also runs in. Here one
+    thread writes, and the stores that arrive while it writes go together in the next
+    transaction (no timer: a lone store never waits). Each caller still learns whether its
+    own entry was stored; an error fails the whole group's callers, as ``store`` would each.
+    """
+
+    def __init__(self, kv: KV, *, max_group: int = 32) -> None:
+        self.kv = kv
+        self.max_group = max_group
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="cache-store")
+        self._waiting: list[tuple[Entry, asyncio.Future]] = []
+        self._running: asyncio.Task | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.groups = 0  # transactions made; with ``entries``, what tests and benchmarks read
+        self.entries = 0
+
+    async def store(self, entry: Entry) -> bool:
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:  # a test's successive loops: start afresh
+            self._loop, self._waiting, self._running = loop, [], None
+        future = loop.create_future()
+        self._waiting.append((entry, future))
+        if self._running is None or self._running.done():
+            self._running = loop.create_task(self._run())
+        return await future
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while self._waiting:
+            group, self._waiting = self._waiting[:self.max_group], self._waiting[self.max_group:]
+            try:
+                results = await loop.run_in_executor(self._thread, store_many, self.kv, [e for e, _ in group])
+            except Exception as exc:
+                for _, future in group:
+                    if not future.done():
+                        future.set_exception(exc)
+                continue
+            except BaseException:
+                for _, future in [*group, *self._waiting]:
+                    future.cancel()
+                self._waiting = []
+                raise
+            self.groups += 1
+            self.entries += len(group)
+            for (_, future), stored in zip(group, results, strict=True):
+                if not future.done():
+                    future.set_result(stored)
+
+
+def _ref_key(chunk_id: str) -> str:
+    return f"ref:{chunk_id}"
 
 
 def _drop_entries(kv: KV, chunk_ids: list[str]) -> int:
-    keys: set[str] = set()
-    for chunk_id in chunk_ids:
-        keys |= kv.get(f"ref:{chunk_id}") or set()
-    dropped = kv.delete(*(result_key(k) for k in keys))
-    kv.delete(*(f"ref:{c}" for c in chunk_ids))
-    return dropped
+    keys = kv.pop_sets(_ref_key(c) for c in chunk_ids)
+    return kv.delete(*(result_key(k) for k in keys))
 
 
 def begin_invalidation(kv: KV, entity_ids: Iterable[str], chunk_ids: Iterable[str],
