@@ -107,6 +107,8 @@ async def test_a_version_whose_notification_was_lost_is_ingested_within_the_boun
     [entry] = resent(admin, tenant, "rc-lost")  # re-sent once, by the reconciler, after the bound
     assert entry["version"] == 1 and entry["reason"].startswith("pending") and entry["times"] == 1
     assert entry["at"] - stored_at >= AFTER - 1  # LastModified has whole seconds
+    # the message's outcome is recorded once the run has acked it, just after the document reads ready
+    await wait_for(lambda: outcomes(admin, tenant, "rc-lost") != [], timeout=30)
     assert [(o["version"], o["action"]) for o in outcomes(admin, tenant, "rc-lost")] == [(1, "ack")]
 
 
@@ -171,5 +173,6 @@ async def test_a_version_in_progress_is_not_resent(stack, reconciling, tenant, d
         assert resent(admin, tenant, "rc-event") == []
     doc = await wait_document(tenant, "rc-event")
     assert doc["status"] == "ready"
+    await wait_for(lambda: outcomes(admin, tenant, "rc-event") != [], timeout=30)  # recorded after ready
     assert [o["action"] for o in outcomes(admin, tenant, "rc-event")] == ["ack"]
     assert resent(admin, tenant, "rc-event") == []
