@@ -65,7 +65,10 @@ class PgCpu:
 
 SCHEMAS = {
     # name: statements after CREATE TABLE {t} (LIKE search_telemetry INCLUDING ALL)
-    "logged": [],
+    "logged": [],  # the table as the migrations leave it (before 0019: jsonb; from 0019: json)
+    "jsonb": ["ALTER TABLE {t} ALTER COLUMN results TYPE jsonb, ALTER COLUMN timings TYPE jsonb, "
+              "ALTER COLUMN features TYPE jsonb"],
+    "toast8k": ["ALTER TABLE {t} SET (toast_tuple_target = 8160)"],
     "unlogged": ["ALTER TABLE {t} SET UNLOGGED"],
     "json": ["ALTER TABLE {t} ALTER COLUMN results TYPE json, ALTER COLUMN timings TYPE json, "
              "ALTER COLUMN features TYPE json"],
