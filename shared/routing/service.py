@@ -90,7 +90,7 @@ class Router:
         # Groups of at most TELEMETRY_GROUP_ROWS rows: at thousands of exact hits a second a group of 200
         # jsonb rows was one ~8-10 ms burst of Postgres CPU on the cores the hits are served from (eighth
         # session: groups of 32 then). Stored as json (migration 0019) a row costs Postgres about a third,
-        # so a group of 128 is a burst no longer than 32 jsonb rows were, and a quarter of the groups'
+        # so a group of 128 is a burst about as long as 32 jsonb rows were, and a quarter of the groups'
         # fixed cost in the worker (checkout, COPY round trips) and in Postgres (a commit); ninth
         # session, results/throughput/README.md
         self.telemetry_rows = TelemetryWriter(db, SQL["copy_telemetry"], copy=True, max_rows=TELEMETRY_GROUP_ROWS)
