@@ -5,7 +5,7 @@ pool checkout, a round trip and a commit per row: on an exact-cache hit (a fract
 millisecond of work) a row of its own was the largest cost after the socket write.
 
 A group is one statement in autocommit, its own transaction: no BEGIN and COMMIT round trips
-(they were half the writer's CPU). Two ways to send it:
+(about half the writer's CPU: eighth and ninth sessions' profiles). Two ways to send it:
 - ``copy=True``: ``COPY ... FROM STDIN``. Rows are tuples in the statement's column order,
   formatted by psycopg's C row writer; Postgres inserts them without planning or executing a
   statement per row. The search telemetry goes this way (a row per answer, exact-cache hits
