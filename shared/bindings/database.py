@@ -102,9 +102,10 @@ class Database:
                 yield conn
 
     @asynccontextmanager
-    async def _statement(self) -> AsyncIterator[psycopg.AsyncConnection]:
+    async def autocommit(self) -> AsyncIterator[psycopg.AsyncConnection]:
         """A connection for one statement, in autocommit: the statement is its own transaction, as
-        it would be between a BEGIN and a COMMIT, without their two round trips."""
+        it would be between a BEGIN and a COMMIT, without their two round trips (a pipeline of
+        statements up to its sync is one implicit transaction too)."""
         async with self.pool.connection() as conn:
             await conn.set_autocommit(True)
             try:
@@ -113,17 +114,17 @@ class Database:
                 await conn.set_autocommit(False)
 
     async def fetch(self, sql: str, params: dict | tuple | None = None) -> list[dict]:
-        async with self._statement() as conn:
+        async with self.autocommit() as conn:
             cur = await conn.execute(sql, params)
             return await cur.fetchall()
 
     async def fetchone(self, sql: str, params: dict | tuple | None = None) -> dict | None:
-        async with self._statement() as conn:
+        async with self.autocommit() as conn:
             cur = await conn.execute(sql, params)
             return await cur.fetchone()
 
     async def execute(self, sql: str, params: dict | tuple | None = None) -> int:
-        async with self._statement() as conn:
+        async with self.autocommit() as conn:
             cur = await conn.execute(sql, params)
             return cur.rowcount
 

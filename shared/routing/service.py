@@ -38,7 +38,7 @@ from .telemetry_writer import TelemetryWriter, dumps
 
 SQL = sqlfiles.load("routing.sql")
 log = logging.getLogger(__name__)
-TELEMETRY_GROUP_ROWS = int(os.environ.get("EDGEINDEX_TELEMETRY_GROUP_ROWS", "32"))
+TELEMETRY_GROUP_ROWS = int(os.environ.get("EDGEINDEX_TELEMETRY_GROUP_ROWS", "128"))
 PRUNE_EVERY = 500        # telemetry rows between two prunes of expired ones
 
 
@@ -87,10 +87,12 @@ class Router:
         self.vocabulary = vocabulary
         self.languages = languages   # the embedding model's (bindings/ai.py model_languages); None: any
         self.models = store.ModelCache(db, settings.refresh_seconds)
-        # Groups of at most TELEMETRY_GROUP_ROWS rows: at thousands of exact hits a second a group of 200 was
-        # one ~8-10 ms burst of Postgres CPU (COPY with two jsonb columns) on the cores the hits are served
-        # from; smaller, more frequent groups cut the hits' p99 at 8 agents by ~1 ms (eighth session,
-        # results/throughput/README.md), for ~0.03 ms more CPU per hit
+        # Groups of at most TELEMETRY_GROUP_ROWS rows: at thousands of exact hits a second a group of 200
+        # jsonb rows was one ~8-10 ms burst of Postgres CPU on the cores the hits are served from (eighth
+        # session: groups of 32 then). Stored as json (migration 0019) a row costs Postgres about a third,
+        # so a group of 128 is a burst about as long as 32 jsonb rows were, and a quarter of the groups'
+        # fixed cost in the worker (checkout, COPY round trips) and in Postgres (a commit); ninth
+        # session, results/throughput/README.md
         self.telemetry_rows = TelemetryWriter(db, SQL["copy_telemetry"], copy=True, max_rows=TELEMETRY_GROUP_ROWS)
         self._rows = itertools.count(1)
 

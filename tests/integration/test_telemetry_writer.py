@@ -7,7 +7,11 @@ from __future__ import annotations
 import asyncio
 import uuid
 
-from edgeindex.routing.telemetry_writer import TelemetryWriter
+import pytest
+from psycopg import pq
+
+from edgeindex.bindings.database import Database
+from edgeindex.routing.telemetry_writer import TelemetryWriter, dumps
 
 from ..helpers import new_tenant, put_document, wait_document
 
@@ -102,10 +106,49 @@ async def test_a_search_row_is_written_by_drain_and_a_bad_row_fails_no_search(db
     ctx.wait_until(router.record(search_id, entity_ids=["e1"], scope_hash="h", query="tab\there",
                                  decision=None, results=[result], cache="exact", timings={"took_ms": 1.0}))
     await asyncio.wait_for(ctx.drain(), timeout=10)
-    row = await db.fetchone("SELECT query, cache, results FROM search_telemetry WHERE search_id = %s", (search_id,))
+    row = await db.fetchone("SELECT query, cache, results, results::text AS stored, timings::text AS timings "
+                            "FROM search_telemetry WHERE search_id = %s", (search_id,))
     assert row is not None and (row["query"], row["cache"]) == ("tab\there", "exact")
     assert row["results"] == [result]
+    # kept as the JSON the worker sent (json, migration 0019), not parsed into jsonb's binary form:
+    # that parse was most of the row's Postgres CPU
+    assert (row["stored"], row["timings"]) == (dumps([result]).decode(), '{"took_ms":1.0}')
     # a row that cannot be made is logged; the search it belongs to goes on
     assert router.record(str(uuid.uuid4()), entity_ids=["e1"], scope_hash="h", query="q", decision=None,
                          results=[{"chunk_id": "c"}], cache="none", timings={}) is None
     assert "could not make the telemetry row" in caplog.text
+
+
+@pytest.mark.parametrize("copy", [True, False], ids=["copy", "pipelined upserts"])
+async def test_a_group_is_one_statement_without_begin_or_commit(stack, tmp_path, copy):
+    # a group is its own transaction in autocommit: BEGIN and COMMIT were two more round trips per
+    # group (half the writer's CPU). The libpq trace of the pool's one connection shows what was sent.
+    db = Database(stack.dsn, min_size=1, max_size=1)
+    await db.open()
+    try:
+        await probe_table(db)
+        prefix = uuid.uuid4().hex[:8]
+        if copy:
+            writer = TelemetryWriter(db, f"COPY {TABLE} (id, body) FROM STDIN", window=0.2, copy=True)
+            rows = [(f"{prefix}-{i}", "x") for i in range(20)]
+        else:
+            writer = TelemetryWriter(db, INSERT + " ON CONFLICT (id) DO UPDATE SET body = excluded.body", window=0.2)
+            rows = [{"id": f"{prefix}-{i % 15}", "body": str(i)} for i in range(20)]  # upserts
+        trace_path = tmp_path / "libpq.trace"
+        with trace_path.open("w") as trace:
+            async with db.connection() as conn:
+                conn.pgconn.trace(trace.fileno())
+                conn.pgconn.set_trace_flags(pq.Trace.SUPPRESS_TIMESTAMPS | pq.Trace.REGRESS_MODE)
+            await asyncio.wait_for(asyncio.gather(*(writer.add(row) for row in rows)), timeout=10)
+            async with db.connection() as conn:
+                conn.pgconn.untrace()
+        assert writer.groups_written == 1 and await count(db, prefix) == (20 if copy else 15)
+        sent = [line for line in trace_path.read_text().splitlines() if line.startswith("F\t")]
+        statements = [line for line in sent if "\tQuery\t" in line or "\tParse\t" in line]
+        assert not [line for line in statements if "BEGIN" in line or "COMMIT" in line], statements
+        if copy:
+            assert len(statements) == 1 and "COPY" in statements[0], statements
+        else:  # one pipeline: its statements, then one sync
+            assert sum("\tSync" in line for line in sent) == 1, sent
+    finally:
+        await db.close()
