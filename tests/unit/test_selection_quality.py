@@ -34,6 +34,18 @@ def test_enum_values_are_a_field_of_a_tool():
     assert scores[0] > scores[1]
 
 
+def test_a_name_leaf_counts_more_than_its_namespace():
+    # the same words, once as what the tool does (the leaf) and once as whose it is (the namespace)
+    def row(name):
+        return {"name": name, "description": "", "category": None, "tags": [], "parameters": {}}
+    index = BM25Index([_fields(row("weather.get_alerts")), _fields(row("alerts.get_weather")),
+                       _fields(row("get_weather_map"))])
+    scores, _ = index.scores("get the weather")
+    assert scores[1] > scores[0]
+    # a name without dots is all leaf: it keeps its words' weight against a dotted one's leaf
+    assert scores[2] > scores[0]
+
+
 def test_the_evaluation_split_is_fixed_and_roughly_even():
     keys = [query_key({"id": f"q{i}", "query": "x"}) for i in range(1000)]
     first = [split_of(k) for k in keys]

@@ -47,4 +47,3 @@ def score(fn, parts=("tune", "held_out"), show=False, **kw):
 
 if __name__ == "__main__":
     print("baseline sentences", score(baseline))
-    print("baseline clauses  ", score(baseline, segs="clauses"))

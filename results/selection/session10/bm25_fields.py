@@ -30,7 +30,8 @@ def fields(name, w):
            Field(" ".join(filter(None, [d.category or "", *d.tags])), 1.0),
            Field(pdesc, w.get("pdesc", 0.3)),
            Field(enums, w.get("enum", 0.5))]
-    if w.get("leaf"): out.append(Field(" ".join(split_identifier(leaf)), w["leaf"]))
+    if w.get("leaf") and (len(parts) > 1 or not w.get("dotted_only")):
+        out.append(Field(" ".join(split_identifier(leaf)), w["leaf"]))
     if w.get("space"): out.append(Field(" ".join(split_identifier(space)), w["space"]))
     if w.get("first"): out.append(Field(first, w["first"]))
     return out

