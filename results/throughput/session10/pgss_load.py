@@ -4,7 +4,8 @@ load_search.py's stack (the checkout on PYTHONPATH; its scripts/ beside it), Pos
 pg_stat_statements (track_planning, track all), 12,000 chunks; a warm-up, then the statistics reset and one
 uncached SDK phase of load_search (8 agents, a unique alpha each: the one-statement search); then per
 statement: calls, planning and execution time per request and per call, rows, shared buffers hit/read per
-call, and Postgres CPU per request by process kind. Usage: pgss_load.py [agents] [requests]
+call, and Postgres CPU per request by process kind. Usage: [PROFILE=prefix] pgss_load.py [agents] [requests]
+(PROFILE: py-spy raw stacks of the search process during the phase, for scripts/profile_breakdown.py)
 """
 import asyncio, collections, json, os, sys, tempfile, urllib.request
 from pathlib import Path
@@ -95,7 +96,11 @@ with tempfile.TemporaryDirectory(prefix="uncached10-pgss-") as state:
                       for i in range(REQUESTS)]
             pm = L.CPU_METER.postmaster
             k0 = kinds(pm)
+            profile = os.environ.get("PROFILE")  # py-spy on the search process during the phase
+            spies = L.start_profile(profile, AGENTS) if profile else None
             r = await L.run_phase(url, key, bodies, AGENTS, 60)
+            if spies:
+                L.stop_profile(spies)
             await asyncio.sleep(1.0)  # the grouped writes of the last answers
             k1 = kinds(pm)
             nn = len(r["client"])
