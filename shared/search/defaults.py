@@ -23,8 +23,12 @@ CANDIDATE_FACTOR = 4        # each retriever keeps k * factor candidates for fus
 DEDUPE_CANDIDATE_FACTOR = 8  # ... more when results are deduplicated per document
 MIN_CANDIDATES = 40         # ... but at least this many (HNSW's default ef_search)
 MAX_CANDIDATES = 1000
-HNSW_EF_SEARCH = 100        # hnsw.ef_search on search connections; MS MARCO sample, real vectors: 40 (the
-                            # default) finds 98% of the exact top 10, 100 finds all of it, for +0.5 ms
+HNSW_EF_SEARCH = 40         # hnsw.ef_search on search connections (pgvector's default). The graph walk is about
+                            # half an uncached search's Postgres execution: 40 costs ~1.1 ms less backend CPU per
+                            # search than 100 did (7.5 -> 6.4 ms at 12k chunks). On MS MARCO's real vectors at
+                            # k 10 it finds 99.8% of the exact vector top 10 (100: all), with NDCG@10 and recall
+                            # unchanged (results/throughput/README.md, tenth session). A search asking more
+                            # candidates than this walks on (hnsw.iterative_scan, bindings/database.py).
 EXACT_MAX_DOCUMENTS = 500   # vector search is exact (no HNSW) when the documents in scope ...
 EXACT_MAX_CHUNKS = 2000     # ... are at most this many and hold at most this many chunks
 RRF_K = 60                  # the usual reciprocal-rank-fusion constant

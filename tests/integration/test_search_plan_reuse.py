@@ -190,3 +190,34 @@ async def test_a_search_connection_keeps_a_bounded_number_of_prepared_statements
             await plan_reuse.execute(conn, engine.planned_once("search", params), params)
         row = await (await conn.execute("SELECT count(*) AS n FROM pg_prepared_statements")).fetchone()
         assert 0 < row["n"] <= plan_reuse.PREPARED_MAX + 1  # psycopg deallocates the oldest one statement later
+
+
+@pytest.mark.parametrize("body", [{"query": "what is the temperature of the sun", "alpha": 1.0},
+                                  {"query": "what is the temperature of the sun", "alpha": 1.0, "dedupe": True}])
+async def test_the_hnsw_walk_yields_every_vector_candidate_asked_for(db, tenants, body):
+    """Search connections walk the graph with hnsw.ef_search = defaults.HNSW_EF_SEARCH, which is no
+    more than the candidates a search asks for (MIN_CANDIDATES; eight per result when deduplicated).
+    pgvector's scan stops at ef_search rows unless it iterates (hnsw.iterative_scan, set on every
+    pooled connection), so the large tenant's vector half must still bring all its candidates."""
+    params = _params(body, tenants["large"])
+    assert defaults.HNSW_EF_SEARCH <= params["n"]
+    reused = engine.planned_once("search", params)
+    tuned = engine.tuned_connections()
+    async with db.connection() as conn:
+        await engine.tune_connection(conn, tuned)
+        await conn.set_autocommit(True)
+        assert (await (await conn.execute("SHOW hnsw.ef_search")).fetchone())["hnsw.ef_search"] == \
+            str(defaults.HNSW_EF_SEARCH)
+        explained = engine.Statement("EXPLAIN (ANALYZE, FORMAT JSON) " + reused.text, reused.names)
+        plan = (await engine.execute(conn, explained, params))[0]["QUERY PLAN"]
+        rows = await plan_reuse.execute(conn, reused, params)
+    plan = json.loads(plan) if isinstance(plan, str) else plan
+
+    def scans(node: dict) -> list[dict]:
+        found = [node] if "embedding_idx" in node.get("Index Name", "") and node.get("Actual Loops") else []
+        return found + [n for child in node.get("Plans", []) for n in scans(child)]
+
+    walked = scans(plan[0]["Plan"])
+    assert len(walked) == 1
+    assert walked[0]["Actual Rows"] == params["n"], (walked[0]["Actual Rows"], params["n"])
+    assert len([r for r in rows if r["chunk_id"] is not None]) == 10
