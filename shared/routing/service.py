@@ -169,6 +169,14 @@ class Router:
         return self.record_answer(search_id, entity_ids=entity_ids, scope_hash=scope_hash, query=query,
                                   requested=d.requested, answer=answer, cache=cache, timings=timings)
 
+    def answer_columns(self, answer: dict) -> AnswerColumns | None:
+        """``answer_columns``, or None (logged): a search never fails for its telemetry."""
+        try:
+            return answer_columns(answer)
+        except Exception:
+            log.exception("could not make the telemetry columns of a cached answer")
+            return None
+
     def record_answer(self, search_id: str, *, entity_ids: list[str], scope_hash: str, query: str,
                       requested: str, answer: AnswerColumns, cache: str,
                       timings: dict) -> Awaitable[None] | None:

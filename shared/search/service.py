@@ -43,7 +43,7 @@ from .exact_front import Copy, ExactFront
 from .hit_path import Parsed, ParsedMemo, splice
 from .request import SearchRequest, parse_request
 from ..bindings.rerank import Reranker
-from ..routing.service import Decision, Router, answer_columns, new_search_id, scope_hash
+from ..routing.service import Decision, Router, new_search_id, scope_hash
 from ..routing.telemetry_writer import TelemetryWriter
 from ..routing.features import PROBE
 from ..enhance import QueryEnhancer
@@ -438,10 +438,10 @@ class SearchService:
                 copy = ctx.hit_copy
                 answer = copy.telemetry if copy is not None else None
                 if answer is None:
-                    answer = answer_columns(response)
+                    answer = self.router.answer_columns(response)   # None (logged) if it cannot be made
                     if copy is not None:
                         copy.telemetry = answer
-                written = self.router.record_answer(
+                written = None if answer is None else self.router.record_answer(
                     ctx.search_id, entity_ids=ctx.entity_ids, scope_hash=scope_hash(ctx.entity_ids),
                     query=ctx.request.query, requested=ctx.decision.requested, answer=answer,
                     cache=ctx.cache_outcome, timings=timings)
