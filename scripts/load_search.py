@@ -248,7 +248,10 @@ async def drive(url: str, key: str, args) -> None:
         with_wrk = bool(cached) and args.wrk_seconds >= 1 and shutil.which("wrk") is not None
         report("exact", agents, await run_phase(url, key, cached, agents, args.max_seconds), summary=not with_wrk)
         if with_wrk:
+            profiler = start_profile(args.profile, agents) if profiling and args.profile_phase == "exact" else None
             wrk_phase(url, key, cached[0], agents, args.wrk_seconds)
+            if profiler is not None:
+                stop_profile(profiler)
         await asyncio.sleep(1.0)  # semantic entries are written just after each response
         paraphrased = [{**body, "query": body["query"] + " please"} for body in cached]
         profiler = start_profile(args.profile, agents) if profiling and args.profile_phase == "semantic" else None
@@ -353,10 +356,10 @@ def main() -> int:
     parser.add_argument("--strategy", choices=("hybrid", "auto"), default="hybrid",
                         help="hybrid: the uncached, exact and semantic phases ask a fixed blend (a unique alpha "
                              "each); auto: they name no strategy, so the router decides per query")
-    parser.add_argument("--profile", help="record the search processes with py-spy during the uncached phase "
+    parser.add_argument("--profile", help="record the search processes with py-spy during one phase (--profile-phase) "
                                           "at the highest concurrency, into PROFILE-<agents>agents-<pid>.raw")
-    parser.add_argument("--profile-phase", choices=("uncached", "semantic"), default="uncached",
-                        help="the phase --profile records")
+    parser.add_argument("--profile-phase", choices=("uncached", "semantic", "exact"), default="uncached",
+                        help="the phase --profile records (exact: the wrk run of the exact hits)")
     args = parser.parse_args()
     args.agents = [int(a) for a in args.agents.split(",")]
     args.processes = [int(p) for p in args.processes.split(",")]

@@ -20,7 +20,6 @@ settings fixed at start-up), so both are kept:
 
 from __future__ import annotations
 
-import copy
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,7 +40,7 @@ class Parsed:
     keys: dict[tuple[str, ...], CacheKeys] = field(default_factory=dict)  # per entity set
 
     def fresh_decision(self) -> Any:
-        return copy.copy(self.decision)   # stages set features, version, bin: never on the memo's
+        return self.decision.copy()   # stages set features, version, bin: never on the memo's
 
 
 class ParsedMemo:
@@ -59,7 +58,7 @@ class ParsedMemo:
     def put(self, raw: bytes, request: Any, decision: Any) -> Parsed | None:
         if len(raw) > self.max_body_bytes:
             return None
-        entry = Parsed(request, copy.copy(decision))
+        entry = Parsed(request, decision.copy())
         self._entries[raw] = entry
         while len(self._entries) > self.max_entries:
             self._entries.popitem(last=False)

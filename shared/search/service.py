@@ -39,7 +39,7 @@ from ..selection import collections
 from ..tenancy import Principal
 from . import defaults, engine
 from .cache_keys import CacheKeys, _digest, cache_keys
-from .exact_front import ExactFront
+from .exact_front import Copy, ExactFront
 from .hit_path import Parsed, ParsedMemo, splice
 from .request import SearchRequest, parse_request
 from ..bindings.rerank import Reranker
@@ -93,7 +93,7 @@ class SearchContext:
     version: Any = None                   # the router model version that decides (auto, shadow)
     parsed: Parsed | None = None          # the remembered body (search_json): its keys per entity set
     encoded: bool = False                 # the caller takes a hit's JSON as bytes (search_json)
-    hit_json: bytes | None = None         # the cached payload's JSON (exact front), when encoded
+    hit_copy: Copy | None = None          # the exact front's copy that answered (search_json): its JSON, its row
 
     def response(self, payload: dict) -> dict:
         return {**payload, **self.answer_fields(payload)}
@@ -204,9 +204,10 @@ class SearchService:
         """A cache hit's answer: the dict, or (search_json, with the payload's JSON at hand) its
         JSON spliced from the payload's, encoded once per cached copy (hit_path.splice)."""
         response = self.telemetry(ctx, {**hit, **fields}, background)
-        if ctx.hit_json is None:
+        encoded = ctx.hit_copy.encoded if ctx.hit_copy is not None else None
+        if encoded is None:
             return response
-        return splice(ctx.hit_json, hit, fields)
+        return splice(encoded, hit, fields)
 
     async def finish(self, ctx: SearchContext, background: Any) -> dict:
         await self.rerank(ctx)
@@ -271,10 +272,10 @@ class SearchService:
         """The result stored under ``key`` if computed at the request's sequences: this process's
         copy first (exact_front.py, valid at the same sequences only), else the KV's (then kept)."""
         if ctx.encoded:
-            found = self.exact_front.get_encoded(key, ctx.sequences)
+            found = self.exact_front.get_copy(key, ctx.sequences)
             if found is not None:
-                hit, ctx.hit_json = found
-                return hit
+                ctx.hit_copy = found
+                return found.payload
         else:
             hit = self.exact_front.get(key, ctx.sequences)
             if hit is not None:
@@ -430,15 +431,25 @@ class SearchService:
     def telemetry(self, ctx: SearchContext, response: dict, background: Any) -> dict:
         """One row per search, written off the request path (unless the deployment opted out)."""
         if self.router is not None and self.router.settings.telemetry:
-            decision = ctx.decision
+            timings = {"took_ms": response["took_ms"], **ctx.timings}
             if ctx.cache_outcome != "none" and response.get("routing"):
-                cached = response["routing"]  # the decision the cached answer was made with
-                decision = Decision(ctx.decision.requested, cached.get("strategy", ""), cached.get("alpha", 0.0),
-                                    cached.get("features"), cached.get("model_version"), cached.get("bin"))
-            written = self.router.record(
-                ctx.search_id, entity_ids=ctx.entity_ids, scope_hash=scope_hash(ctx.entity_ids),
-                query=ctx.request.query, decision=decision, results=response["results"],
-                cache=ctx.cache_outcome, timings={"took_ms": response["took_ms"], **ctx.timings})
+                # a cached answer: the decision it was made with (its routing) and its results are
+                # the answer's, the same for every hit of one in-memory copy, which keeps them
+                copy = ctx.hit_copy
+                answer = copy.telemetry if copy is not None else None
+                if answer is None:
+                    answer = self.router.answer_columns(response)   # None (logged) if it cannot be made
+                    if copy is not None:
+                        copy.telemetry = answer
+                written = None if answer is None else self.router.record_answer(
+                    ctx.search_id, entity_ids=ctx.entity_ids, scope_hash=scope_hash(ctx.entity_ids),
+                    query=ctx.request.query, requested=ctx.decision.requested, answer=answer,
+                    cache=ctx.cache_outcome, timings=timings)
+            else:
+                written = self.router.record(
+                    ctx.search_id, entity_ids=ctx.entity_ids, scope_hash=scope_hash(ctx.entity_ids),
+                    query=ctx.request.query, decision=ctx.decision, results=response["results"],
+                    cache=ctx.cache_outcome, timings=timings)
             if written is not None:
                 background.wait_until(written)
         return response

@@ -58,7 +58,11 @@ def test_each_search_gets_its_own_decision():
 def test_the_fronts_encoded_copy_is_retired_with_its_copy():
     front = ExactFront()
     front.put("k", (1,), PAYLOAD, time.time() + 100)
-    payload, encoded = front.get_encoded("k", (1,))
-    assert payload is PAYLOAD and encoded == encode_json(PAYLOAD)
-    assert front.get_encoded("k", (2,)) is None     # an entity changed: no copy, encoded or not
-    assert front.get_encoded("k", (1,)) is None
+    copy = front.get_copy("k", (1,))
+    assert copy.payload is PAYLOAD and copy.encoded == encode_json(PAYLOAD)
+    copy.telemetry = "the row's answer columns"
+    assert front.get_copy("k", (1,)).telemetry == "the row's answer columns"
+    assert front.get_copy("k", (2,)) is None     # an entity changed: no copy, encoded or not, no row memo
+    assert front.get_copy("k", (1,)) is None
+    front.put("k", (2,), PAYLOAD, time.time() + 100)
+    assert front.get_copy("k", (2,)).telemetry is None   # a new copy makes its own
