@@ -32,7 +32,12 @@ def trim() -> bool:
 
 
 M_MMAP_THRESHOLD = -3  # mallopt parameter (malloc.h)
-MMAP_THRESHOLD_BYTES = 1 << 20
+# glibc's own ceiling for its dynamic threshold (DEFAULT_MMAP_THRESHOLD_MAX on 64-bit). It was 1 MiB:
+# then every activation block of a batch of 8 texts (1-4 MiB) was a fresh mmap, faulted in page by
+# page and unmapped at its free: 3,000+ page faults and 9-12 ms of system CPU per text in the model's
+# thread, against ~1 ms at 32 MiB (results/throughput/README.md, tenth session). Blocks below it go to
+# the heap, whose free pages malloc_trim returns after each model call (LocalEmbedder._encode).
+MMAP_THRESHOLD_BYTES = 32 << 20
 
 
 def fix_mmap_threshold(size: int = MMAP_THRESHOLD_BYTES) -> bool:

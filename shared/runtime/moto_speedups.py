@@ -32,7 +32,15 @@ notification. While a send runs in a thread, ``Queue.attributes`` answers that t
 alone, rendered as moto renders it (``_send_flags``); every other caller, ``GetQueueAttributes``
 included, still gets every attribute.
 
-4. Speed: which backend a request is for. Per request, moto's ``DomainDispatcherApplication`` asks
+4. A failed receive. moto's ``receive_message`` copies the queue's pending message groups (a set
+   comprehension over ``_pending_messages``) and adds to and removes from that set without any lock,
+   while another request thread's delete (``discard``), receive or visibility change mutates it:
+   ``RuntimeError: Set changed size during iteration``, answered as a 500 (seen once in a full
+   ``scripts/bench_ingest.py`` run, 2026-11-25). The receive's scan and a visibility change now hold the
+   queue's ``_messages_lock`` too; a long poll's wait (``wait_for_messages``, a ``Condition.wait``)
+   still releases it, so sends and deletes go on while a consumer polls.
+
+5. Speed: which backend a request is for. Per request, moto's ``DomainDispatcherApplication`` asks
 ``get_backend_for_host`` for its Host, which lists moto's package folder (``os.listdir`` and an
 ``isdir`` per entry, ~200) and then tries every service's URL patterns: 7.7% of the same profile.
 The answer depends on the host alone (the folder and the patterns do not change while it runs), so it
@@ -78,6 +86,22 @@ def apply() -> None:
             unlocked_delete(self, receipt_handle)
 
     Queue.delete_message = delete_message
+
+    unlocked_receive = SQSBackend.receive_message
+    unlocked_visibility = SQSBackend.change_message_visibility
+
+    def receive_message(self, queue_name: str, *args, **kwargs):
+        # the pending set is read and changed under the lock its other writers (delete) hold; the
+        # poll's wait releases it (Condition.wait on the RLock), so nobody waits out a long poll
+        with self.get_queue(queue_name)._messages_lock:
+            return unlocked_receive(self, queue_name, *args, **kwargs)
+
+    def change_message_visibility(self, queue_name: str, *args, **kwargs) -> None:
+        with self.get_queue(queue_name)._messages_lock:
+            return unlocked_visibility(self, queue_name, *args, **kwargs)
+
+    SQSBackend.receive_message = receive_message
+    SQSBackend.change_message_visibility = change_message_visibility
 
     every_attribute = Queue.attributes.fget
 

@@ -97,6 +97,57 @@ def test_a_delete_holds_the_lock_a_send_appends_under(sqs):
     assert [m.body for m in queue._messages] == ["other"]
 
 
+def test_a_receive_scans_the_pending_messages_while_no_other_thread_can_change_them(sqs):
+    """moto's receive copies the pending message groups, iterating the pending set, while a delete on
+    another request thread discards from it: ``RuntimeError: Set changed size during iteration`` (a 500
+    to the consumer, seen under load). Here another thread deletes a pending message right in that
+    iteration if it can take the queue's lock; the patched receive holds it, so the delete waits and
+    the receive answers."""
+    import threading
+
+    moto_speedups.apply()
+    backend = _backend_and_queue(sqs, retention=60)
+    url = sqs.get_queue_url(QueueName="q")["QueueUrl"]
+    for body in ("a", "b", "c"):
+        sqs.send_message(QueueUrl=url, MessageBody=body)
+    pending = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=2)["Messages"]
+    assert len(pending) == 2
+    queue = backend.get_queue("q")
+    handle = pending[0]["ReceiptHandle"]
+    deleted_inside: list[bool] = []
+
+    def delete_if_free() -> None:
+        # a delete request's thread, arriving while the receive iterates the pending set
+        if queue._messages_lock.acquire(blocking=False):
+            try:
+                queue.delete_message(handle)
+            finally:
+                queue._messages_lock.release()
+            deleted_inside.append(True)
+        else:
+            deleted_inside.append(False)
+
+    class Hooked(type(queue._messages[0])):
+        @property
+        def group_id(self):  # read for each pending message while the receive copies the groups
+            if not deleted_inside:
+                other = threading.Thread(target=delete_if_free)
+                other.start()
+                other.join()
+            return None
+
+    hooked = next(iter(queue._pending_messages))
+    hooked.__class__ = Hooked
+    try:
+        [third] = backend.receive_message("q", 10, 0, 30)
+    finally:
+        hooked.__class__ = Hooked.__mro__[1]
+    assert deleted_inside == [False]
+    assert third.body == "c"
+    sqs.delete_message(QueueUrl=url, ReceiptHandle=handle)  # the delete that waited goes through after
+    assert sorted(m.body for m in queue._messages) == sorted({"a", "b", "c"} - {pending[0]["Body"]})
+
+
 @pytest.mark.parametrize("fifo, content_dedup", [(False, None), (True, "false"), (True, "true")])
 def test_a_send_reads_the_deduplication_flag_as_moto_renders_it(sqs, fifo, content_dedup):
     moto_speedups.apply()
