@@ -45,6 +45,13 @@ included, still gets every attribute.
 ``isdir`` per entry, ~200) and then tries every service's URL patterns: 7.7% of the same profile.
 The answer depends on the host alone (the folder and the patterns do not change while it runs), so it
 is kept per host (up to ``HOST_MEMO`` hosts; past that, computed as before).
+
+6. A failed listing. moto's S3 key store (``_VersionedKeyStore``) iterates over a copy of its keys, to
+   survive concurrent changes, but then looks each key up again in the live store: a key deleted by
+   another request thread between the copy and the lookup raises ``KeyError``, answered as a 500 (58
+   times in a 4-minute ``scripts/soak.py``, 2026-11-25; botocore retried each). Its ``items`` and
+   ``values`` now read the versions from the same copy, so a listing is the store as it was when the
+   listing began, which is what S3's own listings promise no more than.
 """
 
 from __future__ import annotations
@@ -139,4 +146,23 @@ def apply() -> None:
         return found
 
     DomainDispatcherApplication.get_backend_for_host = get_backend_for_host
+    _list_from_one_copy()
     _APPLIED = True
+
+
+def _list_from_one_copy() -> None:
+    """Point 6: every key and its newest version from one copy of the store (a key with no version left
+    is skipped, where moto raised ``IndexError``)."""
+    from moto.s3.utils import _VersionedKeyStore
+
+    def items(self):
+        for key, versions in self._self_iterable().items():
+            if versions:
+                yield key, versions[-1]
+
+    def values(self):
+        for _key, newest in items(self):
+            yield newest
+
+    _VersionedKeyStore.items = _VersionedKeyStore.iteritems = items
+    _VersionedKeyStore.values = _VersionedKeyStore.itervalues = values

@@ -1,7 +1,8 @@
 """The dev stack's patches to moto (runtime/moto_speedups.py): the same deliveries without computing every
 queue attribute per delivered message, the same sends without computing them per sent message, the same
 backend per request without listing moto's package for each, and a queue's delete holding the lock sends
-append under, so a message sent meanwhile is not dropped (the lost-message fix)."""
+append under, so a message sent meanwhile is not dropped (the lost-message fix), and an S3 listing that a
+concurrent delete no longer fails."""
 
 from __future__ import annotations
 
@@ -222,3 +223,28 @@ def test_the_backend_for_a_host_is_moto_s_own_and_kept_per_host(monkeypatch):
     monkeypatch.setattr(moto_speedups, "HOST_MEMO", 0)  # nothing kept: each answer computed as moto does
     assert [fresh.get_backend_for_host(h) for h in hosts] == first
     assert listed
+
+
+def test_a_listing_survives_a_key_deleted_while_it_runs():
+    """moto's S3 listing copied its keys, then looked each up in the live store: a delete in between was a
+    KeyError (a 500). The listing now reads the store as it was when it began."""
+    moto_speedups.apply()
+    from moto.s3.utils import _VersionedKeyStore
+
+    class Version:  # what the store keeps per key: FakeKeys, disposed of when popped
+        def __init__(self, name):
+            self.name = name
+
+        def dispose(self):
+            pass
+
+    store = _VersionedKeyStore()
+    for name in ("a", "b", "c"):
+        store[name] = Version(name + "1")
+    store["b"] = Version("b2")
+    listing = store.items()
+    first = next(listing)
+    store.pop("c")  # another request thread deletes a key the listing has not reached yet
+    listed = [first] + list(listing)
+    assert [(key, version.name) for key, version in listed] == [("a", "a1"), ("b", "b2"), ("c", "c1")]
+    assert [version.name for version in store.values()] == ["a1", "b2"]
