@@ -1,5 +1,6 @@
 """Today's tuning-half misses: expected, sent (baseline), the missed tool's whole-request rank, and each
-sentence's / clause's top 3 (fused z) with the missed tool's rank there."""
+sentence's / clause's top 3 (fused z) with the missed tool's rank there
+(the committed misses_*.txt keep the sentences' lines only: grep -v "^   clau ")."""
 import sys
 sys.path.insert(0, "results/selection/session11")
 import numpy as np
