@@ -44,4 +44,5 @@ async def main():
     rows.sort(key=lambda r: r[:2])
     for _, _, segz, cz in rows[:3]:
         print("BEST3 segz", segz, "cz", cz, score(alloc_span, segz=segz, cz=cz))
-asyncio.run(main())
+if __name__ == "__main__":
+    asyncio.run(main())
