@@ -1,7 +1,7 @@
-"""Inclusive shares of a semantic hit (eleventh session, semantic11; after session10/hit_profile.py). Of an exact hit's CPU in a py-spy recording of the search worker (``--format raw``),
-and microseconds per hit when the worker's CPU per hit is given (tenth session, hits10).
+"""Inclusive shares of a semantic hit's CPU in a py-spy recording of the search worker (``--format raw``), and
+microseconds per hit when the worker's CPU per hit is given (eleventh session, semantic11; after session10/hit_profile.py).
 
-    .venv/bin/python results/throughput/session10/hit_profile.py PROFILE.raw [--cpu-ms-per-hit 0.30]
+    .venv/bin/python results/throughput/session11/semantic11/hit_profile_semantic.py PROFILE.raw [--cpu-ms-per-hit 6.58]
 
 Samples whose innermost frame is a wait (idle pool threads, the loop in select) are left out, as in
 scripts/profile_breakdown.py; a sample counts for every row whose pattern one of its frames matches
