@@ -161,16 +161,15 @@ class Router:
             return None
         try:  # a search never fails for its telemetry (this runs before its answer is sent)
             d = decision or Decision("", "hybrid", 0.0)
-            answer = AnswerColumns(d.strategy, d.alpha, _json(d.features) if d.features is not None else None,
-                                   d.model_version, results_json(results), d.shadow)
+            answer = AnswerColumns.of(d.strategy, d.alpha, d.features, d.model_version, results, d.shadow)
         except Exception:
             log.exception("could not make the telemetry row of search %s", search_id)
             return None
         return self.record_answer(search_id, entity_ids=entity_ids, scope_hash=scope_hash, query=query,
                                   requested=d.requested, answer=answer, cache=cache, timings=timings)
 
-    def answer_columns(self, answer: dict) -> AnswerColumns | None:
-        """``answer_columns``, or None (logged): a search never fails for its telemetry."""
+    def cached_columns(self, answer: dict) -> AnswerColumns | None:
+        """``answer_columns`` of a cached answer, or None (logged): a search never fails for its telemetry."""
         try:
             return answer_columns(answer)
         except Exception:
@@ -295,14 +294,21 @@ class AnswerColumns:
     results: str              # JSON of each result's chunk_id, document_id, entity_id, score, scores
     shadow: tuple[str, float, str] | None = None
 
+    @classmethod
+    def of(cls, strategy: str, alpha: float, features: dict | None, model_version: int | None,
+           results: list[dict], shadow: tuple[str, float, str] | None = None) -> AnswerColumns:
+        """The columns from a decision's values and the results: the one place their JSON is made, for a
+        new answer (``Router.record``) and a cached one (``answer_columns``) alike."""
+        return cls(strategy, alpha, _json(features) if features is not None else None, model_version,
+                   results_json(results), shadow)
+
 
 def answer_columns(answer: dict) -> AnswerColumns:
-    """A cached answer's columns, from the decision it was made with (its ``routing``)."""
+    """A cached answer's columns, from the decision it was made with (its ``routing``; a hit never
+    recorded the shadow choice of the search that made the answer, and still does not)."""
     routing = answer.get("routing") or {}
-    features = routing.get("features")
-    return AnswerColumns(routing.get("strategy", ""), routing.get("alpha", 0.0),
-                         _json(features) if features is not None else None, routing.get("model_version"),
-                         results_json(answer["results"]))
+    return AnswerColumns.of(routing.get("strategy", ""), routing.get("alpha", 0.0), routing.get("features"),
+                            routing.get("model_version"), answer["results"])
 
 
 def results_json(results: list[dict]) -> str:

@@ -438,7 +438,7 @@ class SearchService:
                 copy = ctx.hit_copy
                 answer = copy.telemetry if copy is not None else None
                 if answer is None:
-                    answer = self.router.answer_columns(response)   # None (logged) if it cannot be made
+                    answer = self.router.cached_columns(response)   # None (logged) if it cannot be made
                     if copy is not None:
                         copy.telemetry = answer
                 written = None if answer is None else self.router.record_answer(

@@ -13,51 +13,14 @@ SET namespace = EXCLUDED.namespace, model_id = EXCLUDED.model_id,
     created_at = now();
 
 -- name: query
--- The nearest past queries of one scope. A scope with few entries (the usual case: one per
--- entity set and parameters) is searched exactly: its rows through the (index_name, namespace)
--- b-tree, sorted by distance ("+ 0" keeps the planner off the HNSW index, whose filtered walk
--- would visit up to hnsw.max_scan_tuples vectors of other scopes to find a handful). A scope
--- with at least %(exact_max)s entries walks the HNSW index (migrations 0012, 0016) for its
--- indexed vectors, and reads exactly those stored while it was small (not in the graph: at most
--- %(exact_max)s); an iterative scan may return neighbours slightly out of order
--- (hnsw.iterative_scan = relaxed_order), so what is found is sorted again. Only the branches
--- of the scope's size run (one-time filters).
-WITH size AS MATERIALIZED (
-    SELECT count(*) AS n FROM (
-        SELECT 1 FROM vector_index
-        WHERE index_name = %(index)s AND namespace = %(namespace)s
-        LIMIT %(exact_max)s
-    ) few
-),
-exact AS MATERIALIZED (
-    SELECT id, embedding <=> %(embedding)s AS distance, metadata
-    FROM vector_index
-    WHERE (SELECT n FROM size) < %(exact_max)s
-      AND index_name = %(index)s AND namespace = %(namespace)s AND model_id = %(model)s
-    ORDER BY (embedding <=> %(embedding)s) + 0
-    LIMIT %(k)s
-),
-not_indexed AS MATERIALIZED (
-    -- a large scope's vectors stored while it was small, through their own partial b-tree
-    SELECT id, embedding <=> %(embedding)s AS distance, metadata
-    FROM vector_index
-    WHERE (SELECT n FROM size) >= %(exact_max)s AND NOT indexed
-      AND index_name = %(index)s AND namespace = %(namespace)s AND model_id = %(model)s
-    ORDER BY (embedding <=> %(embedding)s) + 0
-    LIMIT %(k)s
-),
-approximate AS MATERIALIZED (
-    SELECT id, embedding <=> %(embedding)s AS distance, metadata
-    FROM vector_index
-    WHERE (SELECT n FROM size) >= %(exact_max)s AND indexed
-      AND index_name = %(index)s AND namespace = %(namespace)s AND model_id = %(model)s
-    ORDER BY embedding <=> %(embedding)s
-    LIMIT %(k)s
-)
-SELECT id, 1 - distance AS score, metadata
-FROM (SELECT * FROM exact UNION ALL SELECT * FROM not_indexed UNION ALL SELECT * FROM approximate) found
-ORDER BY distance
-LIMIT %(k)s;
+-- The nearest past queries of one scope, through semantic_cache_nearest (migration 0020). A scope
+-- with fewer than %(exact_max)s entries (the usual case: one per entity set and parameters) is
+-- searched exactly, through the (index_name, namespace) b-tree and a sort, by a statement the
+-- function plans once per session (generic: it reads no value to choose its plan); a larger scope
+-- walks the HNSW index (migrations 0012, 0016) for its indexed vectors and reads exactly those
+-- stored while it was small, by a statement planned with its values at every call, as before.
+SELECT id, score, metadata
+FROM semantic_cache_nearest(%(index)s, %(namespace)s, %(model)s, %(embedding)s, %(k)s, %(exact_max)s);
 
 -- name: delete
 DELETE FROM vector_index WHERE index_name = %(index)s AND id = ANY(%(ids)s);

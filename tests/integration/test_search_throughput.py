@@ -83,13 +83,20 @@ async def test_semantic_lookup_uses_the_hnsw_index_for_a_large_scope(db):
             # Which index the planner picks for 2,000 rows depends on the statistics of the whole shared
             # table (other tests' cache entries); with sorting priced out, the plan shows what the query
             # shape allows: the big scope's branch can walk the HNSW index, the small one's never can ("+ 0").
+            # The lookup is a function (migration 0020): its statements' plans come from auto_explain.
+            notices: list[str] = []
             async with db.transaction() as conn:
-                await conn.execute("SET LOCAL enable_sort = off")
-                cur = await conn.execute("EXPLAIN (ANALYZE) " + sql, {
+                conn.add_notice_handler(lambda diag: notices.append(diag.message_primary or ""))
+                for setting in ("LOAD 'auto_explain'", "SET LOCAL auto_explain.log_min_duration = 0",
+                                "SET LOCAL auto_explain.log_analyze = on",
+                                "SET LOCAL auto_explain.log_nested_statements = on",
+                                "SET LOCAL client_min_messages = log", "SET LOCAL enable_sort = off"):
+                    await conn.execute(setting)
+                await conn.execute(sql, {
                     "index": "hnsw-test", "namespace": namespace, "model": index.model_id, "embedding": vectors[5],
                     "k": 3, "exact_max": EXACT_MAX})
-                rows = await cur.fetchall()
-            texts[namespace] = [r["QUERY PLAN"] for r in rows]
+                conn._notice_handlers.clear()
+            texts[namespace] = "\n".join(notices).splitlines()
             plans[namespace] = executed_index_scans(texts[namespace])
         assert "vector_index_embedding_hnsw" in plans["big"], "\n".join(texts["big"])
         assert "vector_index_embedding_hnsw" not in plans["small"]  # one vector: the b-tree and a sort
