@@ -50,7 +50,13 @@ FEEDBACK_EXAMPLES_PER_TOOL = 20
 # first places when it stands out among the tools (vector z and fused z both >= SEGMENT_Z),
 # which keeps filler sentences ("Can you help me with a few things?") from adding noise.
 MAX_SEGMENTS = 8
-SEGMENT_MIN_TERMS = 3
+# A sentence is scored alone from six terms (stop words aside). Every sentence scored alone is embedded
+# again beside the whole request, which is most of a long request's model time (the tail of select
+# latency); shorter ones are mostly constraints on the task ("Round to 3 decimals.", "Don't return full
+# text") whose words the whole request's vector and BM25 hold already. 3 -> 6 left tools recall@5 and
+# all_needed@5 where they were on both halves (within one query; scripts/tune_select.py's harness,
+# results/selection/selectlat11) and took the bench's 99th-percentile request from 78 padded token rows to 48.
+SEGMENT_MIN_TERMS = 6
 SEGMENT_Z = 3.0
 SEGMENT_LEAD = 2            # places the whole request keeps before the sentences' picks
 # A one-sentence request this long (~40 tokens) is embedded through embed_queries, which may give it a

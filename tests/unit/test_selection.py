@@ -80,3 +80,17 @@ async def test_llm_decides_only_among_the_shortlist():
     assert await llm_decide(llm, "open tickets", shortlist, rows) == "tickets"
     assert "priority" in llm.prompts[0] and "orders: Orders" in llm.prompts[0]
     assert await llm_decide(FakeLLM("customers"), "x", shortlist, rows) is None
+
+
+def test_only_sentences_of_six_terms_or_more_are_scored_alone():
+    from edgeindex.selection.tools import segments
+
+    # a constraint on the task is not embedded again on its own (it costs model time, the whole request holds it)
+    assert segments("Calculate the batting average for a baseball player who has 180 hits and 600 at-bats. "
+                    "Round to 3 decimals. Don't return the full text.") == [
+        "Calculate the batting average for a baseball player who has 180 hits and 600 at-bats."]
+    # two tasks, each of six terms or more, are each scored alone
+    assert segments("Find the fastest route from London to Edinburgh by car. "
+                    "Also provide an estimate of the travel time by train.") == [
+        "Find the fastest route from London to Edinburgh by car.",
+        "Also provide an estimate of the travel time by train."]
