@@ -13,6 +13,7 @@ into their parameters and the rows into result dicts.
 from __future__ import annotations
 
 import functools
+import json
 import re
 import weakref
 from collections.abc import AsyncIterator
@@ -240,8 +241,13 @@ async def tune_connection(conn: psycopg.AsyncConnection, tuned: weakref.WeakSet)
     """Apply the search session settings to a pooled connection, once."""
     if conn not in tuned:
         conn.prepared_max = plan_reuse.PREPARED_MAX  # reused plans are large (plan_reuse.py)
+        reset = plan_reuse.own_plans(conn)
+        if reset is not None:
+            await conn.execute(reset)
         await conn.execute(_SQL["session_settings"], {"ef_search": str(defaults.HNSW_EF_SEARCH),
-                                                      "fuzzy_similarity": str(defaults.FUZZY_SIMILARITY_FLOOR)})
+                                                      "fuzzy_similarity": str(defaults.FUZZY_SIMILARITY_FLOOR),
+                                                      "plan_cache_mode": "auto" if reset is not None
+                                                      else "force_custom_plan"})
         await conn.commit()
         tuned.add(conn)
 
@@ -307,8 +313,9 @@ async def search(db: Database, request: SearchRequest, entity_ids: list[str], em
             rows = await execute(conn, statement("search", params), params)
     # one row at least: the summary, joined to no chunk when nothing matched
     first = rows[0]
-    summary = LexicalResult(nonempty=first["nonempty"], exact=first["exact"], corrections=first["corrections"] or {},
-                            evidence=first["evidence"])
+    # the JSON columns of the summary, on every row as text, decoded once (search.sql)
+    summary = LexicalResult(nonempty=first["nonempty"], exact=first["exact"],
+                            corrections=_json(first["corrections"]) or {}, evidence=_json(first["evidence"]))
     results = []
     for row in rows:
         if row["chunk_id"] is not None:
@@ -319,3 +326,7 @@ async def search(db: Database, request: SearchRequest, entity_ids: list[str], em
 
 
 _SUMMARY_COLUMNS = ("nonempty", "exact", "corrections", "evidence")
+
+
+def _json(text: str | None) -> Any:
+    return None if text is None else json.loads(text)

@@ -386,8 +386,10 @@ WITH /*documents_in_scope*/, fts AS (
 -- name: search
 -- Both halves in one statement; the one-row `summary` is joined to the results so that the
 -- corrections and the evidence come back even when no chunk does (one row, chunk_id NULL).
+-- Those two come as text: the driver would decode each row's copy of them as JSON, and the worker
+-- reads them once (engine.search).
 WITH /*documents_in_scope*/, /*lexical_ctes*/, /*lexical_summary*/, /*hybrid_ctes*/
-SELECT r.*, s.nonempty, s.exact, s.corrections, s.evidence
+SELECT r.*, s.nonempty, s.exact, s.corrections::text AS corrections, s.evidence::text AS evidence
 FROM summary s LEFT JOIN (
 /*hybrid_select*/
 ) r ON true
@@ -398,8 +400,11 @@ ORDER BY r.score DESC, r.entity_id, r.document_id, r.position;
 -- same as the smallest candidate count a search asks for: more gives better recall of it).
 -- The trigram index returns vocabulary terms at least this similar to a misspelled word
 -- (the request's trigram_threshold then applies on top).
+-- plan_cache_mode: "auto" where plan reuse prepares the search statement and nothing else is
+-- prepared (search/plan_reuse.py), else the pool's force_custom_plan.
 SELECT set_config('hnsw.ef_search', %(ef_search)s, false),
-       set_config('pg_trgm.similarity_threshold', %(fuzzy_similarity)s, false);
+       set_config('pg_trgm.similarity_threshold', %(fuzzy_similarity)s, false),
+       set_config('plan_cache_mode', %(plan_cache_mode)s, false);
 
 -- name: semantic_prune
 -- Semantic-cache pointers older than the result TTL point at expired results.
