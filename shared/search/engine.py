@@ -241,13 +241,8 @@ async def tune_connection(conn: psycopg.AsyncConnection, tuned: weakref.WeakSet)
     """Apply the search session settings to a pooled connection, once."""
     if conn not in tuned:
         conn.prepared_max = plan_reuse.PREPARED_MAX  # reused plans are large (plan_reuse.py)
-        reset = plan_reuse.own_plans(conn)
-        if reset is not None:
-            await conn.execute(reset)
         await conn.execute(_SQL["session_settings"], {"ef_search": str(defaults.HNSW_EF_SEARCH),
-                                                      "fuzzy_similarity": str(defaults.FUZZY_SIMILARITY_FLOOR),
-                                                      "plan_cache_mode": "auto" if reset is not None
-                                                      else "force_custom_plan"})
+                                                      "fuzzy_similarity": str(defaults.FUZZY_SIMILARITY_FLOOR)})
         await conn.commit()
         tuned.add(conn)
 

@@ -16,22 +16,17 @@ the weights and thresholds of the scores, so the generic plan of that text is th
 compares the two plans, node for node, on tenants of many sizes and on many request shapes.
 
 Each such text is prepared on the connection (psycopg's prepared-statement LRU: at most
-``prepared_max`` per connection, the oldest DEALLOCATEd) and sent as that one statement. A search
-connection (``own_plans``, from ``engine.tune_connection``) runs under ``plan_cache_mode = auto``
-and prepares nothing else: Postgres then plans a prepared text custom five times and takes its
-generic plan from the sixth run on, because that plan costs what the custom ones cost (it is the
-custom plan), while every other statement on the pooled connection is unnamed and so planned for
-its values each time, as under the pool's ``force_custom_plan``. Before (tenth session), each search
-was a pipeline of three statements (switch to generic plans, execute, switch back): two statements
-and a pipeline's sync per search, for the worker's driver and for Postgres.
+``prepared_max`` per connection, the oldest DEALLOCATEd) and run with ``plan_cache_mode`` switched to
+generic for that statement alone, in one pipeline with the switch back, so every other statement on
+the pooled connection keeps its custom plans.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import sys
 from collections import OrderedDict
+from contextlib import suppress
 from typing import Any
 
 import psycopg
@@ -63,8 +58,8 @@ PREPARED_MAX = 16
 MAX_TEXTS = 256
 
 _PLACEHOLDER = re.compile(r"%\((\w+)\)s|%%|%")
-# psycopg's prepare_threshold that is never reached (None would refuse ``prepare=True`` too)
-NEVER = sys.maxsize
+_GENERIC = "SET plan_cache_mode = force_generic_plan"
+_CUSTOM = "SET plan_cache_mode = force_custom_plan"  # the pool's default (bindings/database.py)
 
 _texts: OrderedDict[tuple, Statement] = OrderedDict()
 _transformer = Transformer()
@@ -136,21 +131,21 @@ def statement_for(key: Any, sql: str, params: dict[str, Any]) -> Statement:
     return built
 
 
-def own_plans(conn: psycopg.AsyncConnection) -> str | None:
-    """Make ``conn`` a search connection whose only prepared statements are this module's: no
-    statement is prepared for being run often (psycopg's ``prepare_threshold``), so every other
-    statement stays unnamed. Returns what the caller must run on it before its first search (with
-    the session settings): drop what was prepared so far, whose plans ``auto`` would otherwise be
-    free to make generic. None when plan reuse is off (the pool's custom plans stay)."""
-    if not ENABLED:
-        return None
-    conn.prepare_threshold = NEVER
-    return "DEALLOCATE ALL"  # psycopg forgets its own names when it sees this statement's status
-
-
 async def execute(conn: psycopg.AsyncConnection, statement: Statement, params: dict[str, Any]) -> list[dict]:
-    """Run ``statement`` (from :func:`statement_for`) prepared, in one statement: on a search
-    connection (``own_plans``) with its generic plan from the sixth run on (see above)."""
-    async with psycopg.AsyncRawCursor(conn, row_factory=dict_row) as cursor:
-        await cursor.execute(statement.text, statement.args(params), prepare=True)
+    """Run ``statement`` (from :func:`statement_for`) prepared, with a generic plan, in one round
+    trip: switch the connection to generic plans, execute, switch back."""
+    cursor = psycopg.AsyncRawCursor(conn, row_factory=dict_row)
+    try:
+        async with conn.pipeline():
+            await conn.execute(_GENERIC)
+            await cursor.execute(statement.text, statement.args(params), prepare=True)
+            await conn.execute(_CUSTOM)
         return await cursor.fetchall()
+    except BaseException:
+        # a failed statement skips the rest of the pipeline: restore the default here, or the
+        # connection would go back to the pool planning every prepared statement generically
+        with suppress(Exception):
+            await conn.execute(_CUSTOM)
+        raise
+    finally:
+        await cursor.close()

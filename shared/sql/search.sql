@@ -400,11 +400,8 @@ ORDER BY r.score DESC, r.entity_id, r.document_id, r.position;
 -- same as the smallest candidate count a search asks for: more gives better recall of it).
 -- The trigram index returns vocabulary terms at least this similar to a misspelled word
 -- (the request's trigram_threshold then applies on top).
--- plan_cache_mode: "auto" where plan reuse prepares the search statement and nothing else is
--- prepared (search/plan_reuse.py), else the pool's force_custom_plan.
 SELECT set_config('hnsw.ef_search', %(ef_search)s, false),
-       set_config('pg_trgm.similarity_threshold', %(fuzzy_similarity)s, false),
-       set_config('plan_cache_mode', %(plan_cache_mode)s, false);
+       set_config('pg_trgm.similarity_threshold', %(fuzzy_similarity)s, false);
 
 -- name: semantic_prune
 -- Semantic-cache pointers older than the result TTL point at expired results.

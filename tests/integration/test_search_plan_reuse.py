@@ -1,8 +1,7 @@
 """The search statement planned once (search/plan_reuse.py): its generic plan is the custom plan,
 node for node with the same estimates, on tenants of many sizes (a large tenant beside 200 small ones
 in its partition: the case where a fully parameterised generic plan sorted by exact distance), and
-the rows are those of custom plans; a search connection takes that generic plan by itself
-(plan_cache_mode = auto) and prepares nothing else."""
+the rows are those of custom plans; the connection goes back to the pool with custom plans."""
 
 from __future__ import annotations
 
@@ -158,61 +157,27 @@ async def test_searches_with_the_reused_plan_return_what_custom_plans_return(db,
     assert custom[1] or scope == "small"
 
 
-async def _plan_counts(conn, text: str) -> tuple[int, int]:
-    row = await (await conn.execute("SELECT generic_plans, custom_plans FROM pg_prepared_statements "
-                                    "WHERE statement = %s", (text,))).fetchone()
-    return (row["generic_plans"], row["custom_plans"]) if row else (0, 0)
-
-
-async def _prepared(conn) -> list[str]:
-    return [r["statement"] for r in await (await conn.execute("SELECT statement FROM pg_prepared_statements")).fetchall()]
-
-
-@pytest.mark.parametrize("scope", ["large", "small", "both", "many small"])
-async def test_a_search_connection_runs_the_generic_plan_from_the_sixth_search_on(db, tenants, scope):
-    """Under plan_cache_mode = auto Postgres plans a prepared text custom five times, then keeps its
-    generic plan only if it costs no more than the custom ones: it must, for every request shape and
-    tenant size, or each search would be planned again (the cost plan reuse removed)."""
-    tuned = engine.tuned_connections()
+async def test_the_statement_runs_its_generic_plan_and_leaves_the_connection_on_custom_plans(db, tenants):
+    params = _params(REQUESTS[0], tenants["large"])
+    reused = engine.planned_once("search", params)
     async with db.connection() as conn:
-        await engine.tune_connection(conn, tuned)
         await conn.set_autocommit(True)
-        assert (await (await conn.execute("SHOW plan_cache_mode")).fetchone())["plan_cache_mode"] == "auto"
-        runs: dict[str, int] = {}  # request shapes that differ only in a kept value share a text
-        for body in REQUESTS:
-            params = _params(body, tenants[scope])
-            reused = engine.planned_once("search", params)
-            first = await plan_reuse.execute(conn, reused, params)
-            for _ in range(6):
-                assert await plan_reuse.execute(conn, reused, params) == first, body
-            runs[reused.text] = runs.get(reused.text, 0) + 7
-            assert await _plan_counts(conn, reused.text) == (runs[reused.text] - 5, 5), body
 
+        async def plans() -> tuple[int, int]:
+            row = await (await conn.execute("SELECT generic_plans, custom_plans FROM pg_prepared_statements "
+                                            "WHERE statement = %s", (reused.text,))).fetchone()
+            return (row["generic_plans"], row["custom_plans"]) if row else (0, 0)
 
-async def test_a_search_connection_prepares_nothing_but_the_reused_statements(db, tenants):
-    """Every other statement on a search connection stays unnamed, so auto plans it for its values
-    each time (as the pool's force_custom_plan does): what was prepared before the connection first
-    searched is dropped, and nothing is prepared for being run often."""
-    tuned = engine.tuned_connections()
-    other = "SELECT count(*) AS n FROM documents WHERE entity_id = %s"
-    async with db.connection() as conn:
-        conn.prepare_threshold = 5  # psycopg's default, as on a connection that never searched
-        for _ in range(6):
-            await conn.execute(other, (tenants["large"][0],))
-        await conn.commit()
-        assert "FROM documents WHERE entity_id = $1" in " ".join(await _prepared(conn))
-        await engine.tune_connection(conn, tuned)
-        await conn.set_autocommit(True)
-        for _ in range(8):
-            await conn.execute(other, (tenants["large"][0],))
-        params = _params(REQUESTS[0], tenants["large"])
-        reused = engine.planned_once("search", params)
-        await plan_reuse.execute(conn, reused, params)
-        assert await _prepared(conn) == [reused.text]
+        first = await plan_reuse.execute(conn, reused, params)
+        before = await plans()
+        assert await plan_reuse.execute(conn, reused, params) == first and len(first) == 10
+        assert await plans() == (before[0] + 1, 0)  # prepared once, never planned for its values
+        assert (await (await conn.execute("SHOW plan_cache_mode")).fetchone())["plan_cache_mode"] == "force_custom_plan"
         wrong = {**params, "embedding": np.ones(DIMENSION + 1, dtype=np.float32)}
-        with pytest.raises(psycopg.Error):  # a failed search leaves the connection usable
+        with pytest.raises(psycopg.Error):
             await plan_reuse.execute(conn, engine.planned_once("search", wrong), wrong)
-        assert len(await plan_reuse.execute(conn, reused, params)) == 10
+        assert (await (await conn.execute("SHOW plan_cache_mode")).fetchone())["plan_cache_mode"] == "force_custom_plan"
+
 
 
 async def test_a_search_connection_keeps_a_bounded_number_of_prepared_statements(db, tenants):
