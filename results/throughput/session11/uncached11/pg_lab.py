@@ -242,9 +242,53 @@ async def cpu(folder: Path, rounds: int, repeat: int, settings: list[str]) -> No
         await db.close()
 
 
+async def parse_cost(folder: Path, rounds: int, repeat: int) -> None:
+    """Backend CPU per lexical + hybrid pair (the two-statement path) with psycopg's automatic
+    preparing on (threshold 5: parsed once, planned custom each run) and off (unnamed: parsed,
+    analysed and planned each run), alternating on one connection."""
+    import psutil
+    from edgeindex.bindings.database import Database
+    from edgeindex.search import engine
+    dsn = start(folder)
+    vectors = np.load(folder / "queries.npy")
+    db = Database(dsn, max_size=1)
+    await db.open()
+    tuned = engine.tuned_connections()
+    async with db.connection() as conn:
+        await engine.tune_connection(conn, tuned)
+        pid = (await (await conn.execute("SELECT pg_backend_pid() AS pid")).fetchone())["pid"]
+    backend, me = psutil.Process(pid), psutil.Process()
+
+    def used(p) -> float:
+        t = p.cpu_times()
+        return t.user + t.system
+
+    async def pair(i):
+        request = request_for(i)
+        lexical = await engine.lexical(db, request, [ENTITY], tuned=tuned, limit=10)
+        await engine.retrieve(db, request, [ENTITY], vectors[i % 50], tuned=tuned, lexical_result=lexical, limit=10)
+    try:
+        for i in range(30):
+            await pair(i)
+        for r in range(repeat):
+            for threshold in (5, sys.maxsize):
+                async with db.connection() as conn:
+                    conn.prepare_threshold = threshold
+                for i in range(10):  # prepared (or not) before measuring
+                    await pair(i)
+                c0, m0 = used(backend), used(me)
+                for i in range(rounds):
+                    await pair(i)
+                print(f"threshold {'5 (prepared)' if threshold == 5 else 'never (unnamed)'}: backend CPU ms per "
+                      f"lexical+hybrid {(used(backend) - c0) / rounds * 1000:.3f}, driver side "
+                      f"{(used(me) - m0) / rounds * 1000:.3f}", flush=True)
+    finally:
+        await db.close()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("command", choices=("setup", "explain", "cpu", "stop"))
+    parser.add_argument("command", choices=("setup", "explain", "cpu", "parse", "stop"))
     parser.add_argument("folder", type=Path)
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--rounds", type=int, default=400)
@@ -258,6 +302,8 @@ def main() -> int:
         asyncio.run(setup(args.folder))
     elif args.command == "explain":
         asyncio.run(explain(args.folder, args.runs, args.set))
+    elif args.command == "parse":
+        asyncio.run(parse_cost(args.folder, args.rounds, args.repeat))
     elif args.command == "cpu":
         asyncio.run(cpu(args.folder, args.rounds, args.repeat, args.set))
     else:
