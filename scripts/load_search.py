@@ -297,9 +297,13 @@ def wrk_varied(url: str, key: str, queries: list[str], agents: int, args) -> Non
             bodies = [{**body, "query": body["query"] + " please"} for body in stored]
         time.sleep(1.0)  # the telemetry rows of what ran before are written in groups just after it
         since = wrk_search.database_now(DSN) if DSN else None
+        profiling = args.profile and agents == max(args.agents) and args.profile_phase == f"{phase}-wrk"
+        profiler = start_profile(args.profile, agents) if profiling else None
         before = CPU_METER.sample() if CPU_METER else {}
         result = wrk_search.run(url, key, bodies, agents=agents, seconds=args.wrk_seconds)
         after = CPU_METER.sample() if CPU_METER else {}
+        if profiler is not None:
+            stop_profile(profiler)
         n = max(result["requests"], 1)
         cpu = {"client": result["client_cpu_s"] * 1000 / n,
                **{name: (after[name] - before[name]) * 1000 / n for name in after if name != "client"}}
@@ -358,8 +362,10 @@ def main() -> int:
                              "each); auto: they name no strategy, so the router decides per query")
     parser.add_argument("--profile", help="record the search processes with py-spy during one phase (--profile-phase) "
                                           "at the highest concurrency, into PROFILE-<agents>agents-<pid>.raw")
-    parser.add_argument("--profile-phase", choices=("uncached", "semantic", "exact"), default="uncached",
-                        help="the phase --profile records (exact: the wrk run of the exact hits)")
+    parser.add_argument("--profile-phase", choices=("uncached", "semantic", "exact", "uncached-wrk", "semantic-wrk"),
+                        default="uncached",
+                        help="the phase --profile records (exact: the wrk run of the exact hits; uncached-wrk, "
+                             "semantic-wrk: the wrk runs of those phases, with no Python client on the cores)")
     args = parser.parse_args()
     args.agents = [int(a) for a in args.agents.split(",")]
     args.processes = [int(p) for p in args.processes.split(",")]

@@ -13,6 +13,7 @@ into their parameters and the rows into result dicts.
 from __future__ import annotations
 
 import functools
+import json
 import re
 import weakref
 from collections.abc import AsyncIterator
@@ -307,8 +308,9 @@ async def search(db: Database, request: SearchRequest, entity_ids: list[str], em
             rows = await execute(conn, statement("search", params), params)
     # one row at least: the summary, joined to no chunk when nothing matched
     first = rows[0]
-    summary = LexicalResult(nonempty=first["nonempty"], exact=first["exact"], corrections=first["corrections"] or {},
-                            evidence=first["evidence"])
+    # the JSON columns of the summary, on every row as text, decoded once (search.sql)
+    summary = LexicalResult(nonempty=first["nonempty"], exact=first["exact"],
+                            corrections=_json(first["corrections"]) or {}, evidence=_json(first["evidence"]))
     results = []
     for row in rows:
         if row["chunk_id"] is not None:
@@ -319,3 +321,7 @@ async def search(db: Database, request: SearchRequest, entity_ids: list[str], em
 
 
 _SUMMARY_COLUMNS = ("nonempty", "exact", "corrections", "evidence")
+
+
+def _json(text: str | None) -> Any:
+    return None if text is None else json.loads(text)

@@ -386,8 +386,10 @@ WITH /*documents_in_scope*/, fts AS (
 -- name: search
 -- Both halves in one statement; the one-row `summary` is joined to the results so that the
 -- corrections and the evidence come back even when no chunk does (one row, chunk_id NULL).
+-- Those two come as text: the driver would decode each row's copy of them as JSON, and the worker
+-- reads them once (engine.search).
 WITH /*documents_in_scope*/, /*lexical_ctes*/, /*lexical_summary*/, /*hybrid_ctes*/
-SELECT r.*, s.nonempty, s.exact, s.corrections, s.evidence
+SELECT r.*, s.nonempty, s.exact, s.corrections::text AS corrections, s.evidence::text AS evidence
 FROM summary s LEFT JOIN (
 /*hybrid_select*/
 ) r ON true
