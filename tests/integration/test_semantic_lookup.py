@@ -110,7 +110,7 @@ def _tree(plan: dict, depth: int = 0) -> list[str]:
 
 @pytest.mark.parametrize("namespace", ["one", "some", "almost", "none-such"])
 async def test_the_plan_made_once_is_the_custom_plan_of_a_small_scope(db, scopes, namespace):
-    """Node for node, except where a scope holds most of the table (here "almost": 999 of ~1,640
+    """Limit, sort and the scope's b-tree, except where a scope holds most of the table (here "almost": 999 of ~1,640
     rows), whose custom plan reads the whole table (a sequential scan) where the plan made once
     reads the scope's rows through its b-tree: the same rows either way (the next test)."""
     _, vectors = scopes
@@ -135,7 +135,9 @@ async def test_the_plan_made_once_is_the_custom_plan_of_a_small_scope(db, scopes
     if namespace == "almost":
         assert custom_tree[2].strip().startswith(("Seq Scan", "Bitmap Heap Scan", "Index Scan")), custom_tree
     else:
-        assert generic_tree == custom_tree
+        # the same b-tree, read as an index scan or (the shared test database's statistics) a bitmap scan of it
+        assert custom_tree[:2] == generic_tree[:2], custom_tree
+        assert any("vector_index_namespace_idx" in node for node in custom_tree[2:]), custom_tree
 
 
 async def test_a_lookup_finds_the_exact_nearest_of_its_scope_and_model(db, scopes):
