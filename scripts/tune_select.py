@@ -67,6 +67,19 @@ class MemoEmbedder:
     async def embed_queries(self, texts: list[str]) -> np.ndarray:
         return np.vstack([await self.embed_query(t) for t in texts])
 
+    async def embed_request_spans(self, texts: list[str], spans: list[tuple[int, int]]):
+        """As the select's encoder: clause vectors pooled from the request's token vectors (memoised per
+        request, so a sweep of the clause cut or the clause splitter runs the model once)."""
+        from edgeindex.bindings.span_pooling import span_vectors
+
+        key = "\0tokens\0" + texts[0]
+        if key not in self.queries:
+            self.dirty = True
+            _, tokens, offsets = self.inner._queries.encode_tokens(texts[0])
+            self.queries[key] = (tokens.astype(np.float32), offsets)
+        tokens, offsets = self.queries[key]
+        return await self.embed_queries(texts), span_vectors(tokens, offsets, spans)
+
 
 class FakeDB:
     """Answers the catalogue statements by their text."""

@@ -25,6 +25,7 @@ from ..errors import BindingError, ModelMismatchError
 from . import native_memory
 from .onnx_query import OnnxQueryEncoder
 from .query_batch import QueryBatcher
+from .span_pooling import span_vectors
 
 LOCAL_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 LOCAL_DIMENSION = 384
@@ -191,6 +192,25 @@ class LocalEmbedder:
         if self._queries is not None:
             return await asyncio.to_thread(self._queries.encode_request, texts)
         return await self.embed(texts)
+
+    async def embed_request_spans(self, texts: list[str], spans: list[tuple[int, int]]
+                                  ) -> tuple[np.ndarray, list[np.ndarray | None]]:
+        """``embed_queries``' vectors, and one vector per character span of ``texts[0]`` pooled from the token
+        vectors of its own forward pass (tool selection's clauses: bindings/span_pooling.py)."""
+        if self._queries is not None:
+            return await asyncio.to_thread(self._queries.encode_request_spans, texts, spans)
+        return await asyncio.get_running_loop().run_in_executor(self._model_thread, self._spans_torch, texts, spans)
+
+    def _spans_torch(self, texts: list[str], spans: list[tuple[int, int]]
+                     ) -> tuple[np.ndarray, list[np.ndarray | None]]:
+        """The same on torch (a process that did not prepare the ONNX encoder): one more pass for texts[0]."""
+        vectors = self._encode(texts)
+        offsets = self._model.tokenizer(texts[0], truncation=True, max_length=self.max_tokens,
+                                        return_offsets_mapping=True)["offset_mapping"]
+        with self._lock:
+            tokens = self._model.encode([texts[0]], output_value="token_embeddings", convert_to_numpy=False,
+                                        show_progress_bar=False)[0]
+        return vectors, span_vectors(tokens.float().cpu().numpy(), offsets, spans)
 
     def tokenizer(self):
         from tokenizers import Tokenizer

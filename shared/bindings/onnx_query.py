@@ -6,7 +6,12 @@ graph in ONNX Runtime takes ~3 ms and gives the same vector (largest difference 
 Batches of passages (ingestion) stay on torch, which is the faster of the two there
 (85 vs 68 passages/s on 2 cores).
 
-The graph (transformer, mean pooling over the attention mask, L2 normalization) is
+The graph (transformer, mean pooling over the attention mask, L2 normalization) has two
+outputs: the pooled unit vector, and the transformer's contextual token vectors before pooling
+(``token_embeddings``). A plain query asks for the first only; tool selection asks for both for a
+request it splits into clauses, and pools each clause's tokens (``span_pooling``) at no model time.
+The token vectors are the hidden state the pooled vector is computed from anyway, so a graph with
+them as an output does the same work for a query that does not fetch them. It is
 exported from the packaged weights the first time a process asks for it: through torch's
 TorchScript exporter with eager attention and fused by ONNX Runtime's BERT optimizer (one
 Attention op per layer; ~6% less time per query than the unfused graph), else, when that
@@ -34,11 +39,15 @@ from typing import Any
 import numpy as np
 
 from ..errors import BindingError, ModelMismatchError
+from .span_pooling import span_vectors, unit_mean
 
 log = logging.getLogger(__name__)
 
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 OUTPUT = "sentence_embedding"
+TOKENS = "token_embeddings"   # (batch, seq, 384): the contextual token vectors the pooled one is the mean of
+# Part of the cache key: a graph exported before it had the TOKENS output is exported again, not loaded.
+GRAPH_OUTPUTS = f"{OUTPUT}+{TOKENS}"
 MAX_DIFFERENCE = 1e-4  # per component, between the exported graph and torch on the probe texts
 # A request's texts padded to WIDE_MIN_ROWS token rows or more run on WIDE_THREADS threads
 # (encode_request): below it a single query, where a second thread measured no faster.
@@ -66,12 +75,13 @@ def _export_key(model_dir: Path, variant: str = FUSED_VARIANT) -> str:
     weights = model_dir / "model.safetensors"
     stat = weights.stat()
     raw = (f"{weights.resolve()}:{stat.st_size}:{stat.st_mtime_ns}:{torch.__version__}:"
-           f"{onnxruntime.__version__}:{variant}")
+           f"{onnxruntime.__version__}:{variant}:{GRAPH_OUTPUTS}")
     return hashlib.sha256(raw.encode()).hexdigest()[:16]
 
 
 def _pooled(transformer: Any) -> Any:
-    """The transformer with mean pooling over the attention mask and L2 normalization, as one module."""
+    """The transformer with mean pooling over the attention mask and L2 normalization, as one module
+    that also returns the token vectors it pooled."""
     import torch
 
     class Pooled(torch.nn.Module):
@@ -84,7 +94,7 @@ def _pooled(transformer: Any) -> Any:
                                       token_type_ids=token_type_ids).last_hidden_state
             mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
             mean = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-            return torch.nn.functional.normalize(mean, dim=1)
+            return torch.nn.functional.normalize(mean, dim=1), hidden
 
     return Pooled(transformer).eval()
 
@@ -110,8 +120,9 @@ def _export_fused(model: Any, scratch: Path) -> None:
     plain = scratch / "plain.onnx"
     with torch.no_grad():
         torch.onnx.export(_pooled(transformer), tuple(example[name] for name in INPUTS), str(plain),
-                          input_names=list(INPUTS), output_names=[OUTPUT], opset_version=17,
-                          dynamic_axes={name: {0: "batch", 1: "seq"} for name in INPUTS}, dynamo=False)
+                          input_names=list(INPUTS), output_names=[OUTPUT, TOKENS], opset_version=17,
+                          dynamic_axes={name: {0: "batch", 1: "seq"} for name in (*INPUTS, TOKENS)},
+                          dynamo=False)
     config = transformer.config
     # opt_level 1: the portable fusions only; the session applies its own machine-specific ones at load
     fused = optimize_model(str(plain), model_type="bert", num_heads=int(config.num_attention_heads),
@@ -129,9 +140,12 @@ def _export_fused(model: Any, scratch: Path) -> None:
 
 
 def _largest_difference(model: Any, path: Path) -> float:
-    """Largest per-component difference between the graph at ``path`` and torch, on the probe texts."""
+    """Largest per-component difference between the graph at ``path`` and torch, on the probe texts: its
+    pooled output, and the unit mean of its token vectors (what clause vectors are pooled from)."""
     reference = model.encode(list(PROBES), convert_to_numpy=True, normalize_embeddings=True)
-    return float(np.abs(OnnxQueryEncoder(model, path).encode(list(PROBES)) - reference).max())
+    encoder = OnnxQueryEncoder(model, path)
+    from_tokens = np.stack([unit_mean(encoder.encode_tokens(text)[1]) for text in PROBES])
+    return float(max(np.abs(encoder.encode(list(PROBES)) - reference).max(), np.abs(from_tokens - reference).max()))
 
 
 def _export_dynamo(model: Any, scratch: Path) -> None:
@@ -141,7 +155,7 @@ def _export_dynamo(model: Any, scratch: Path) -> None:
     batch, seq = torch.export.Dim("batch"), torch.export.Dim("seq", max=model.max_seq_length)
     with torch.no_grad():
         torch.onnx.export(_pooled(model[0].auto_model), tuple(example[name] for name in INPUTS),
-                          str(scratch / "model.onnx"), input_names=list(INPUTS), output_names=[OUTPUT],
+                          str(scratch / "model.onnx"), input_names=list(INPUTS), output_names=[OUTPUT, TOKENS],
                           dynamic_shapes={name: {0: batch, 1: seq} for name in INPUTS}, dynamo=True)
 
 
@@ -268,13 +282,25 @@ class OnnxQueryEncoder:
         intra-op threads: that is the long tail of selection latency, and a second core halves it when
         free (short single queries stay on one thread, where a second only adds hand-off cost).
         """
-        encoded = self._tokenizer(texts, truncation=True, max_length=self._max_tokens)
+        return self._run_request(texts, None)[0]
+
+    def encode_request_spans(self, texts: list[str], spans: list[tuple[int, int]]
+                             ) -> tuple[np.ndarray, list[np.ndarray | None]]:
+        """``encode_request``'s vectors, and one vector per character span of ``texts[0]`` pooled from the
+        token vectors of the same forward pass (span_pooling.py): the parts cost no model time."""
+        return self._run_request(texts, spans)
+
+    def _run_request(self, texts: list[str], spans: list[tuple[int, int]] | None
+                     ) -> tuple[np.ndarray, list[np.ndarray | None]]:
+        encoded = self._tokenizer(texts, truncation=True, max_length=self._max_tokens,
+                                  return_offsets_mapping=spans is not None)
         ids = [np.asarray(row, dtype=np.int64) for row in encoded["input_ids"]]
         types = [np.asarray(row, dtype=np.int64) for row in encoded["token_type_ids"]]
         groups = length_buckets([len(row) for row in ids])
         rows = sum(len(group) * max(len(ids[i]) for i in group) for group in groups)
         session = self.wide_session() if rows >= WIDE_MIN_ROWS else self._session
         out: np.ndarray | None = None
+        parts: list[np.ndarray | None] = []
         for group in groups:
             width = max(len(ids[i]) for i in group)
             feeds = {name: np.full((len(group), width), self._pad_id if name == "input_ids" else 0, np.int64)
@@ -283,11 +309,25 @@ class OnnxQueryEncoder:
                 feeds["input_ids"][row, :len(ids[i])] = ids[i]
                 feeds["token_type_ids"][row, :len(ids[i])] = types[i]
                 feeds["attention_mask"][row, :len(ids[i])] = 1
-            vectors = session.run([OUTPUT], feeds)[0]
+            # the token vectors are fetched only for the batch that holds the first text, when asked
+            first = spans is not None and 0 in group
+            results = session.run([OUTPUT, TOKENS] if first else [OUTPUT], feeds)
+            vectors = results[0]
             if out is None:
                 out = np.zeros((len(texts), vectors.shape[1]), np.float32)
             out[group] = vectors
-        return out if out is not None else np.zeros((0, 0), np.float32)
+            if first:
+                tokens = results[1][group.index(0), :len(ids[0])]
+                parts = span_vectors(tokens, encoded["offset_mapping"][0], spans)
+        return (out if out is not None else np.zeros((0, 0), np.float32)), parts
+
+    def encode_tokens(self, text: str) -> tuple[np.ndarray, np.ndarray, list[tuple[int, int]]]:
+        """One text's pooled vector, its token vectors (one row per token, [CLS] and [SEP] included) and
+        the tokenizer's character offsets of those rows."""
+        batch = self._tokenizer([text], return_tensors="np", truncation=True, max_length=self._max_tokens,
+                                return_offsets_mapping=True)
+        pooled, tokens = self._session.run([OUTPUT, TOKENS], {name: batch[name].astype(np.int64) for name in INPUTS})
+        return pooled[0], tokens[0], [tuple(map(int, o)) for o in batch["offset_mapping"][0]]
 
     def wide_session(self) -> Any:
         """The same graph on WIDE_THREADS intra-op threads, made on first use (it holds its own weights)."""

@@ -22,6 +22,7 @@ from psycopg.types.json import Jsonb
 from .. import sqlfiles
 from ..errors import NotFound, ValidationError
 from . import definitions
+from .clauses import clause_spans
 from .catalog_cache import CatalogCache, as_vector, bump
 from .definitions import MAX_TOOLS_PER_ENTITY, ToolDef, count_tokens, parse_catalogue
 from .overlap import overlapped
@@ -59,6 +60,12 @@ MAX_SEGMENTS = 8
 SEGMENT_MIN_TERMS = 6
 SEGMENT_Z = 3.0
 SEGMENT_LEAD = 2            # places the whole request keeps before the sentences' picks
+# Clauses (clauses.py: "..., and then ...", "... as well as ...") are the tasks inside a sentence. Their
+# vectors are pooled from the request's own forward pass (no model time); a clause's best tool is picked
+# after the sentences' picks when it stands out by CLAUSE_Z (vector z and fused z), as a sentence's does.
+# Swept on the tuning half of tools-bfcl only (results/selection, twelfth session).
+CLAUSE_MIN_TERMS = 3
+CLAUSE_Z = 4.0
 # A one-sentence request this long (~40 tokens) is embedded through embed_queries, which may give it a
 # second core; a shorter one goes through the query batcher that concurrent searches share.
 LONG_QUERY_CHARS = 160
@@ -339,12 +346,14 @@ async def select(db, embedder, entity_ids: list[str], request: SelectRequest) ->
     timings: dict[str, float] = {}
     parts = segments(request.query)
     parts = parts if len(parts) >= 2 else []
+    clauses = clause_spans(request.query, CLAUSE_MIN_TERMS)
     embedded: dict[str, float] = {}
     # the model runs while the catalogue is read (overlap.py); an empty registry does not wait for it
-    async with overlapped(embed_texts(embedder, [request.query, *parts]), embedded, "embed_ms") as embedding:
+    async with overlapped(embed_texts(embedder, [request.query, *parts], clauses), embedded,
+                          "embed_ms") as embedding:
         cat, how = await catalogue_state(db, entity_ids)
         timings["catalogue_ms"] = round((time.perf_counter() - started) * 1000, 2)
-        vectors = await embedding.result() if cat.catalogue.size else None
+        vectors, clause_vectors = await embedding.result() if cat.catalogue.size else (None, [])
     n = cat.catalogue.size
     base = {"query": request.query, "entity_ids": entity_ids, "registry_size": n, "model_id": embedder.model_id,
             "catalogue": {"state": how, **({"refreshed_tools": cat.refreshed_tools} if how == "refreshed" else {})}}
@@ -385,18 +394,22 @@ async def select(db, embedder, entity_ids: list[str], request: SelectRequest) ->
     else:
         for i in named:
             chosen[i] = {"reason": "named"}
-        picks = _segment_picks(parts, part_vectors, cat)
-        picked = dict(picks)
+        picked = dict(_segment_picks(parts, part_vectors, cat))
+        clause_picked = dict(_segment_picks(
+            [request.query[a:b] for (a, b), v in zip(clauses, clause_vectors) if v is not None],
+            [v for v in clause_vectors if v is not None], cat, CLAUSE_Z))
         lead = [int(i) for i in order[:SEGMENT_LEAD]]
-        for i in dict.fromkeys(lead + list(picked) + _candidates(order, scores.fused, threshold, request.k)):
+        ranked = lead + list(picked) + list(clause_picked) + _candidates(order, scores.fused, threshold, request.k)
+        for i in dict.fromkeys(ranked):
             if len(chosen) >= request.k:
                 break
             if i in chosen:
                 continue
-            sentence = picked.get(i) if i not in lead else None
-            if sentence is None and scores.fused[i] < threshold:
+            why = {} if i in lead else {"sentence": picked[i]} if i in picked else \
+                {"clause": clause_picked[i]} if i in clause_picked else {}
+            if not why and scores.fused[i] < threshold:
                 continue   # below the threshold for the whole request (a sentence's pick passed its own)
-            chosen[i] = {"reason": "matched", **({"sentence": sentence} if sentence else {})}
+            chosen[i] = {"reason": "matched", **why}
         if request.categories:
             _expand_categories(request.query, cat, chosen)
     if request.requirements:
@@ -421,24 +434,33 @@ def segments(query: str) -> list[str]:
     return [p for p in parts if len(terms(p)) >= SEGMENT_MIN_TERMS][:MAX_SEGMENTS]
 
 
-async def embed_texts(embedder, texts: list[str]) -> list[np.ndarray]:
+async def embed_texts(embedder, texts: list[str], clauses: list[tuple[int, int]] = ()
+                      ) -> tuple[list[np.ndarray], list[np.ndarray | None]]:
     """The request (and its sentences) in one call where the embedder offers it (a long request alone
-    too: such a call may take a second core, see OnnxQueryEncoder.encode_request)."""
+    too: such a call may take a second core, see OnnxQueryEncoder.encode_request), and the vectors of the
+    request's clauses (character spans of texts[0]) pooled from the same pass where the embedder can (a
+    request with clauses only: a plain query goes on sharing the query batcher); else no clause vectors."""
+    spans = getattr(embedder, "embed_request_spans", None) if clauses else None
+    if spans is not None:
+        vectors, clause_vectors = await spans(texts, list(clauses))
+        return list(vectors), clause_vectors
     many = getattr(embedder, "embed_queries", None)
     if len(texts) == 1 and (many is None or len(texts[0]) < LONG_QUERY_CHARS):
-        return [await embedder.embed_query(texts[0])]
+        return [await embedder.embed_query(texts[0])], []
     if many is not None:
-        return list(await many(texts))
-    return list(await asyncio.gather(*(embedder.embed_query(t) for t in texts)))
+        return list(await many(texts)), []
+    return list(await asyncio.gather(*(embedder.embed_query(t) for t in texts))), []
 
 
-def _segment_picks(parts: list[str], vectors: list[np.ndarray], cat: ToolCatalogue) -> list[tuple[int, str]]:
+def _segment_picks(parts: list[str], vectors: list[np.ndarray], cat: ToolCatalogue,
+                   cut: float = SEGMENT_Z) -> list[tuple[int, str]]:
+    """Each part's best tool where it stands out by ``cut`` (vector z and fused z), most distinct first."""
     picks: list[tuple[float, int, str]] = []
     for part, vector in zip(parts, vectors):
         scores = cat.catalogue.score(part, vector)
         best = int(np.argmax(scores.fused))
         vector_z = float(_zscore(scores.vector)[best])
-        if vector_z >= SEGMENT_Z and scores.fused[best] >= SEGMENT_Z:
+        if vector_z >= cut and scores.fused[best] >= cut:
             picks.append((vector_z, best, part))
     return [(i, part) for _, i, part in sorted(picks, key=lambda p: -p[0])]
 

@@ -1,0 +1,63 @@
+"""The tasks inside a tool-selection request's sentences, as character spans of the request.
+
+"Find the weather in Paris, and then book a hotel there" asks for two tools in one sentence. Its
+clauses are cut at sentence punctuation (any language) and, inside a sentence, at the connectors
+below; each clause's vector is pooled from the request's own forward pass (bindings/span_pooling.py),
+so clauses cost no model time. A request of one clause has none (the whole request says it).
+
+The connectors are English, all in this one list: they are how tools-bfcl's and most agents'
+requests chain tasks. A request in another language gets its clauses from punctuation alone (fewer
+clauses, which only means fewer extra picks; the request's own vector and BM25 still hold every word).
+"""
+
+from __future__ import annotations
+
+import re
+
+from .text import terms
+
+# Sentence ends, line breaks and semicolons: the same cut as the sentences select scores alone (tools._SENTENCE).
+_SENTENCE_BREAK = re.compile(r"(?<=[.?!])\s+|\n+|;\s*")
+# Verbs (and question words) that start a task after a bare "and": "... and find ...", "... and what ...".
+TASK_WORDS = ("find", "get", "calculate", "tell", "give", "show", "check", "book", "convert", "compute", "fetch",
+              "search", "look", "list", "predict", "determine", "estimate", "what", "how", "which", "who", "when",
+              "where")
+# English connectors that start a new task inside a sentence (results/selection/session11, session 8's splitter).
+CONNECTORS = (
+    r",?\s+(?:and\s+)?then\s+",      # "..., then ...", "... and then ..."
+    r",?\s+and\s+also\s+",           # "... and also ..."
+    r",\s+and\s+",                   # "..., and ..."
+    r",\s*also,?\s+",                # "..., also ..."
+    r"\s+as\s+well\s+as\s+",         # "... as well as ..."
+    r",\s+plus\s+",                  # "..., plus ..."
+    r"\s+and\s+(?=(?:" + "|".join(TASK_WORDS) + r")\b)",   # "... and find ..."
+)
+_CONNECTOR = re.compile("|".join(CONNECTORS), re.IGNORECASE)
+_EDGE = " ,\"'\t"
+MAX_CLAUSES = 16   # pooling a clause is ~10 µs; a cap only for pathological requests
+
+
+def _pieces(pattern: re.Pattern[str], text: str, start: int, end: int) -> list[tuple[int, int]]:
+    cuts = [(m.start(), m.end()) for m in pattern.finditer(text, start, end) if m.end() > m.start()]
+    bounds = [start] + [c for cut in cuts for c in cut] + [end]
+    return list(zip(bounds[::2], bounds[1::2]))
+
+
+def _stripped(text: str, start: int, end: int) -> tuple[int, int]:
+    while start < end and text[start] in _EDGE:
+        start += 1
+    while end > start and text[end - 1] in _EDGE:
+        end -= 1
+    return start, end
+
+
+def clause_spans(text: str, min_terms: int) -> list[tuple[int, int]]:
+    """(start, end) of each clause of ``min_terms`` terms or more (stop words aside), in order; none
+    unless there are two or more."""
+    spans: list[tuple[int, int]] = []
+    for s_start, s_end in _pieces(_SENTENCE_BREAK, text, 0, len(text)):
+        for c_start, c_end in _pieces(_CONNECTOR, text, s_start, s_end):
+            a, b = _stripped(text, c_start, c_end)
+            if b > a and len(terms(text[a:b])) >= min_terms:
+                spans.append((a, b))
+    return spans[:MAX_CLAUSES] if len(spans) >= 2 else []
