@@ -137,3 +137,28 @@ def test_a_fusion_that_changes_the_vectors_falls_back_to_the_plain_export(tmp_pa
     assert encoder.variant == onnx_query.PLAIN_VARIANT  # not a refusal to start: the plain export serves
     assert "the fused graph differs from the model" in caplog.text
     assert np.abs(encoder.encode(TEXTS) - embedder.encode_sync(TEXTS)).max() < 1e-5
+
+
+def test_pooling_a_requests_token_vectors_gives_its_vector(exported):
+    # the graph's second output is the token vectors its pooled vector is the unit mean of: pooled over
+    # every row (the whole request) they give that vector, and a clause's span pools its own rows
+    embedder, encoder, _ = exported
+    from edgeindex.bindings.span_pooling import span_rows, span_vectors, unit_mean
+
+    request = ("Find the weather forecast in Paris for Saturday, and then book a hotel room near the Louvre. "
+               "Also convert 500 US dollars to euros.")
+    for text in [request, *TEXTS]:
+        pooled, tokens, offsets = encoder.encode_tokens(text)
+        assert tokens.shape == (len(offsets), embedder.dimension)
+        assert np.abs(unit_mean(tokens) - pooled).max() < 1e-6
+        assert np.abs(pooled - encoder.encode([text])[0]).max() < 1e-6
+    _, tokens, offsets = encoder.encode_tokens(request)
+    clause = (request.index("book"), request.index(" near"))   # "book a hotel room"
+    assert [request[offsets[r][0]:offsets[r][1]] for r in span_rows(offsets, *clause)] == ["book", "a", "hotel",
+                                                                                          "room"]
+    # inside select's call (the request beside its sentences, padded in length buckets) the same vectors
+    texts = [request, "Also convert 500 US dollars to euros."]
+    vectors, parts = encoder.encode_request_spans(texts, [clause, (0, len(request))])
+    assert np.abs(vectors - encoder.encode_request(texts)).max() == 0
+    assert np.abs(parts[0] - span_vectors(tokens, offsets, [clause])[0]).max() < 1e-5
+    assert np.abs(parts[1] - unit_mean(tokens[1:-1])).max() < 1e-5   # every token but [CLS] and [SEP]

@@ -298,3 +298,30 @@ def test_feedback_improves_later_selection_and_stays_bounded(stack, upload_admin
     status, body = tenant.search.post("/tools/feedback", {"query": query, "entity_ids": [tenant.entity_id],
                                                           "used": ["no_such_tool"]})
     assert status == 400 and body["field"] == "used.0"
+
+
+def test_a_task_inside_a_sentence_gets_its_tool_through_a_clause_pick(stack, upload_admin):
+    # One sentence, two tasks: the weather words fill the whole request's first places with near-duplicate
+    # weather tools; the clause "convert 300 US dollars to euros" (its vector pooled from the request's own
+    # token vectors, clauses.py) picks the currency tool after them. Without clause picks it is not sent.
+    tenant = new_tenant(stack, upload_admin, prefix="tools")
+    weather = [("get_weather", "Current weather conditions for a city."),
+               ("weather_forecast", "Weather forecast for the next days in a city."),
+               ("hourly_temperature", "Hourly temperature forecast for a location."),
+               ("weather.rain_chance", "Chance of rain in a city over the coming days."),
+               ("weather.wind_speed", "Wind speed forecast for a city."),
+               ("uv_index", "Ultraviolet index forecast for a city.")]
+    subjects = ["invoice", "flight", "recipe", "playlist", "vehicle", "certificate", "warehouse", "podcast",
+                "timesheet", "campaign", "parking spot", "tax return", "backup"]
+    others = [(f"{v}_{s.replace(' ', '_')}", f"{v.capitalize()} a {s} of the user.")
+              for v in ["get", "create", "delete", "update", "export"] for s in subjects]
+    register(tenant, [{"name": name, "description": text} for name, text in weather + others]
+             + [t for t in CATALOGUE if t["name"] != "get_weather"])
+    body = select(tenant, "What is the weather forecast for Paris this week with hourly temperatures and rain, "
+                          "and then convert 300 US dollars to euros", k=3)
+    names = [t["name"] for t in body["tools"]]
+    assert body["fallback"] is None and len(names) == 3
+    assert set(names[:2]) <= {name for name, _ in weather}
+    assert "convert_currency" in names, names
+    currency = next(t for t in body["tools"] if t["name"] == "convert_currency")
+    assert currency["reason"] == "matched" and currency["clause"] == "convert 300 US dollars to euros"
