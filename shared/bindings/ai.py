@@ -199,7 +199,8 @@ class LocalEmbedder:
         vectors of its own forward pass (tool selection's clauses: bindings/span_pooling.py)."""
         if self._queries is not None:
             return await asyncio.to_thread(self._queries.encode_request_spans, texts, spans)
-        return await asyncio.get_running_loop().run_in_executor(self._model_thread, self._spans_torch, texts, spans)
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._model_thread, self._spans_torch, texts, spans)
 
     def _spans_torch(self, texts: list[str], spans: list[tuple[int, int]]
                      ) -> tuple[np.ndarray, list[np.ndarray | None]]:

@@ -35,6 +35,7 @@ def test_short_clauses_do_not_count_and_one_clause_is_none():
 
 
 def test_other_languages_are_cut_at_punctuation_only():
-    request = "Trouve la météo à Paris pour samedi, et puis réserve un hôtel près du Louvre. Convertis 500 dollars en euros."
+    request = ("Trouve la météo à Paris pour samedi, et puis réserve un hôtel près du Louvre. "
+               "Convertis 500 dollars en euros.")
     assert texts(request) == ["Trouve la météo à Paris pour samedi, et puis réserve un hôtel près du Louvre.",
                               "Convertis 500 dollars en euros."]
