@@ -16,10 +16,12 @@ The bound is memory, not a count: a copy's size is that of its payload as unpick
 and its telemetry columns. Measured (results/throughput/session12/hits12/front_memory.py, tracemalloc)
 at 4.5-7.1 times its JSON's length: 35.5 KiB for 10 results with their text (JSON 6.8 KiB), 22.7
 without text (3.2), 152 for 50 results with text (33.6). So a copy counts ``COPY_BYTES_PER_JSON_BYTE``
-times its JSON, the upper end, and the default 64 MiB (``EDGEINDEX_SEARCH_FRONT_MB``) holds ~1,400
-copies of 10 results with text (~48 MiB in fact). It was 512 copies whatever their size: fewer than
-the answers a few seconds of semantic hits at 8 agents cycle through, so each of those hits missed
-the front and unpickled its entry from the KV again (eleventh session).
+times its JSON, the upper end. It was 512 copies whatever their size: ~18 MiB of copies of 10
+results with text, ~76 MiB of 50. The default, 24 MiB (``EDGEINDEX_SEARCH_FRONT_MB``), keeps what
+512 copies of 10 results with text took (~500 copies), and a front of larger answers now holds fewer.
+A front of 64 MiB (~1,400 such copies, the search worker's RSS +23 MB), large enough that the load
+test's semantic phase (~750-970 answers cycled) no longer misses it, showed no gain in two A/B pairs
+(CPU per semantic hit within the noise; results/throughput/README.md, twelfth session, hits12).
 
 A copy also keeps what is made from its payload alone, once: its JSON (``encoded``, for
 ``hit_path.splice``) and the columns of the telemetry row it fixes (``telemetry``: the decision it
@@ -38,7 +40,7 @@ from ..runtime.http import encode_json
 from .hit_path import encode_payload
 
 COPY_BYTES_PER_JSON_BYTE = 7   # a copy's memory over its JSON's length, at most (measured: see above)
-MAX_BYTES = int(float(os.environ.get("EDGEINDEX_SEARCH_FRONT_MB", "64")) * 1024 * 1024)
+MAX_BYTES = int(float(os.environ.get("EDGEINDEX_SEARCH_FRONT_MB", "24")) * 1024 * 1024)
 MAX_ENTRIES = 16_384           # a bound on the count too: tiny answers (k = 1) are ~1 KiB of JSON
 
 

@@ -14,8 +14,12 @@ for side in "$@"; do
   fi
   f=$out/ab_${pair}-${side}.txt
   { date -u +%T; uptime; echo "code: $(git -C $dir rev-parse --short HEAD) via $pkg"; } > $f
+  # the search worker's resident memory every 5 s (the exact front's share of it: README)
+  (while sleep 5; do ps -eo rss=,args= | grep "[c]onfig $dir/wrangler.toml worker search" | awk '{print "rss_kib", $1}'; done) > $out/rss_${pair}-${side}.txt 2>/dev/null &
+  rss=$!
   (cd $dir && PYTHONPATH=$diag$pkg timeout 600 /work/wt-hits12/.venv/bin/python scripts/load_search.py --chunks 12000 --agents 8 \
      --processes 1 --requests 300 --wrk-seconds 8 --max-seconds 20) >> $f 2>&1
+  kill $rss 2>/dev/null
   { date -u +%T; uptime; } >> $f
   unset HITS12_DIAG_DIR
 done
