@@ -4,6 +4,9 @@ bench process (moto + client). Per request: a PUT of a 400-byte object with its 
 then a GET of it (the ingest worker's read). Prints process CPU ms per request pair and wall.
 
     python moto_server_microbench.py werkzeug|cheroot [--pairs 400]
+
+The cheroot variant needs runtime/moto_server.py, which is in commit 9acd1d6 (reverted on the branch: not measured
+under the lock, and not kept).
 """
 import argparse
 import logging
