@@ -54,16 +54,20 @@ def discover(folder: Path) -> list[Migration]:
     return found
 
 
-async def _configure(conn: psycopg.AsyncConnection) -> None:
+async def _configure(conn: psycopg.AsyncConnection, plan_cache_mode: str = "force_custom_plan") -> None:
     try:
         await register_vector_async(conn)
     except psycopg.ProgrammingError:
         pass  # before the first migration the vector type does not exist yet
     # Custom plans keep "filter first" effective: a generic plan would not see
     # which optional filters are NULL for this query.
-    await conn.execute("SET plan_cache_mode = force_custom_plan")
+    await conn.execute(f"SET plan_cache_mode = {plan_cache_mode}")
     await conn.execute("SET hnsw.iterative_scan = relaxed_order")
     await conn.commit()
+
+
+async def _configure_generic(conn: psycopg.AsyncConnection) -> None:
+    await _configure(conn, "force_generic_plan")
 
 
 class Database:
@@ -79,20 +83,37 @@ class Database:
         self._owns_pool = pool is None
         self.pool = pool or AsyncConnectionPool(dsn, min_size=min_size, max_size=max_size, open=False,
                                                 configure=_configure, kwargs={"row_factory": dict_row})
+        # Connections whose every statement is planned generically: for statements whose plan-shaping
+        # values are written into their text (search/plan_reuse.py), so a generic plan is the custom
+        # plan, made once per connection. Kept apart so that no other statement ever gets a generic
+        # plan, without switching plan_cache_mode around each reused statement (two statements per
+        # search). Empty until used (min_size 0): a process that runs no search opens none.
+        self.generic_pool = AsyncConnectionPool(dsn or self.pool.conninfo, min_size=0, max_size=max_size,
+                                                open=False, configure=_configure_generic,
+                                                kwargs={"row_factory": dict_row})
 
     async def open(self) -> None:
         try:
             await self.pool.open(wait=True, timeout=30)
+            await self.generic_pool.open(wait=True, timeout=30)
         except Exception as exc:
             raise BindingError(f"cannot connect to the database: {exc}") from exc
 
     async def close(self) -> None:
+        await self.generic_pool.close()
         if self._owns_pool:
             await self.pool.close()
 
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[psycopg.AsyncConnection]:
         async with self.pool.connection() as conn:
+            yield conn
+
+    @asynccontextmanager
+    async def generic_connection(self) -> AsyncIterator[psycopg.AsyncConnection]:
+        """A connection of ``generic_pool``: every statement on it gets a generic plan. Only for
+        statements whose text already holds every value that can shape their plan."""
+        async with self.generic_pool.connection() as conn:
             yield conn
 
     @asynccontextmanager

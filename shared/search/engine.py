@@ -248,11 +248,13 @@ async def tune_connection(conn: psycopg.AsyncConnection, tuned: weakref.WeakSet)
 
 
 @asynccontextmanager
-async def _connection(db: Database, tuned: weakref.WeakSet) -> AsyncIterator[psycopg.AsyncConnection]:
+async def _connection(db: Database, tuned: weakref.WeakSet, *,
+                      generic: bool = False) -> AsyncIterator[psycopg.AsyncConnection]:
     """A pooled connection for search statements: tuned, and in autocommit for the statement's
-    span (a read needs no transaction of its own: no BEGIN and COMMIT round trips)."""
+    span (a read needs no transaction of its own: no BEGIN and COMMIT round trips). ``generic``:
+    one of the pool whose statements are all planned generically, for plan_reuse's texts."""
     try:
-        async with db.connection() as conn:
+        async with (db.generic_connection() if generic else db.connection()) as conn:
             await tune_connection(conn, tuned)
             await conn.set_autocommit(True)
             try:
@@ -301,8 +303,9 @@ async def search(db: Database, request: SearchRequest, entity_ids: list[str], em
     the lexical half found about the scope (its corrections and evidence; no chunk arrays)."""
     limit = limit or request.k
     params = build_params(request, entity_ids, embedding, limit=limit, include_text=include_text)
-    async with _connection(db, tuned) as conn:
-        if plan_reuse.ENABLED:
+    reuse = plan_reuse.ENABLED
+    async with _connection(db, tuned, generic=reuse) as conn:
+        if reuse:
             rows = await plan_reuse.execute(conn, planned_once("search", params), params)
         else:
             rows = await execute(conn, statement("search", params), params)

@@ -1,7 +1,7 @@
 """The search statement planned once (search/plan_reuse.py): its generic plan is the custom plan,
 node for node with the same estimates, on tenants of many sizes (a large tenant beside 200 small ones
 in its partition: the case where a fully parameterised generic plan sorted by exact distance), and
-the rows are those of custom plans; the connection goes back to the pool with custom plans."""
+the rows are those of custom plans; it runs on the generic pool, and the main pool keeps custom plans."""
 
 from __future__ import annotations
 
@@ -157,32 +157,48 @@ async def test_searches_with_the_reused_plan_return_what_custom_plans_return(db,
     assert custom[1] or scope == "small"
 
 
-async def test_the_statement_runs_its_generic_plan_and_leaves_the_connection_on_custom_plans(db, tenants):
+async def _plan_cache_mode(conn: psycopg.AsyncConnection) -> str:
+    return (await (await conn.execute("SHOW plan_cache_mode")).fetchone())["plan_cache_mode"]
+
+
+async def test_the_statement_runs_its_generic_plan_on_a_connection_of_the_generic_pool(db, tenants):
+    """A search's reused text runs on the generic pool (one statement, no plan_cache_mode switch
+    around it) with the plan made once; the main pool's connections stay on custom plans."""
+    request = parse_request({"k": 10, **REQUESTS[0]}, max_k=100, max_query_chars=2000)
+    embedding = _embedding(len(REQUESTS[0]["query"]))
     params = _params(REQUESTS[0], tenants["large"])
     reused = engine.planned_once("search", params)
-    async with db.connection() as conn:
+    tuned = engine.tuned_connections()
+
+    async def plans(conn: psycopg.AsyncConnection) -> tuple[int, int]:
+        row = await (await conn.execute("SELECT generic_plans, custom_plans FROM pg_prepared_statements "
+                                        "WHERE statement = %s", (reused.text,))).fetchone()
+        return (row["generic_plans"], row["custom_plans"]) if row else (0, 0)
+
+    checkouts = db.generic_pool.get_stats().get("requests_num", 0)
+    first = await engine.search(db, request, tenants["large"], embedding, tuned=tuned, limit=10)
+    assert len(first[1]) == 10
+    assert db.generic_pool.get_stats().get("requests_num", 0) == checkouts + 1
+    async with db.generic_connection() as conn:
         await conn.set_autocommit(True)
-
-        async def plans() -> tuple[int, int]:
-            row = await (await conn.execute("SELECT generic_plans, custom_plans FROM pg_prepared_statements "
-                                            "WHERE statement = %s", (reused.text,))).fetchone()
-            return (row["generic_plans"], row["custom_plans"]) if row else (0, 0)
-
-        first = await plan_reuse.execute(conn, reused, params)
-        before = await plans()
-        assert await plan_reuse.execute(conn, reused, params) == first and len(first) == 10
-        assert await plans() == (before[0] + 1, 0)  # prepared once, never planned for its values
-        assert (await (await conn.execute("SHOW plan_cache_mode")).fetchone())["plan_cache_mode"] == "force_custom_plan"
+        assert await _plan_cache_mode(conn) == "force_generic_plan"
+        rows = await plan_reuse.execute(conn, reused, params)
+        before = await plans(conn)
+        assert await plan_reuse.execute(conn, reused, params) == rows
+        assert before[1] == 0 and await plans(conn) == (before[0] + 1, 0)  # never planned for its values
         wrong = {**params, "embedding": np.ones(DIMENSION + 1, dtype=np.float32)}
         with pytest.raises(psycopg.Error):
             await plan_reuse.execute(conn, engine.planned_once("search", wrong), wrong)
-        assert (await (await conn.execute("SHOW plan_cache_mode")).fetchone())["plan_cache_mode"] == "force_custom_plan"
-
+        assert await plan_reuse.execute(conn, reused, params) == rows  # usable after a failed statement
+    assert await engine.search(db, request, tenants["large"], embedding, tuned=tuned, limit=10) == first
+    async with db.connection() as conn:
+        assert await _plan_cache_mode(conn) == "force_custom_plan"
+        assert await plans(conn) == (0, 0)  # the main pool never prepares the reused text
 
 
 async def test_a_search_connection_keeps_a_bounded_number_of_prepared_statements(db, tenants):
     tuned = engine.tuned_connections()
-    async with db.connection() as conn:
+    async with db.generic_connection() as conn:
         await engine.tune_connection(conn, tuned)
         await conn.set_autocommit(True)
         for k in range(1, plan_reuse.PREPARED_MAX + 8):  # each k its own text
@@ -203,7 +219,7 @@ async def test_the_hnsw_walk_yields_every_vector_candidate_asked_for(db, tenants
     assert defaults.HNSW_EF_SEARCH <= params["n"]
     reused = engine.planned_once("search", params)
     tuned = engine.tuned_connections()
-    async with db.connection() as conn:
+    async with db.generic_connection() as conn:
         await engine.tune_connection(conn, tuned)
         await conn.set_autocommit(True)
         assert (await (await conn.execute("SHOW hnsw.ef_search")).fetchone())["hnsw.ef_search"] == \

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import time
 
-from edgeindex.search.exact_front import ExactFront
+from edgeindex.runtime.http import encode_json
+from edgeindex.search.exact_front import COPY_BYTES_PER_JSON_BYTE, ExactFront
 
 
 def test_a_copy_is_served_only_at_its_sequences_and_retired_by_any_other():
@@ -36,3 +37,27 @@ def test_the_front_keeps_the_most_recently_served_copies_only():
     assert len(front) == 2
     assert front.get("b", (1,)) is None
     assert front.get("a", (1,)) == {"n": 1} and front.get("c", (1,)) == {"n": 3}
+
+
+def test_the_front_is_bounded_by_the_memory_its_copies_take():
+    until = time.time() + 100
+    small = {"results": [{"text": "x" * 100}]}
+    large = {"results": [{"text": "x" * 1000}]}
+    probe = ExactFront()
+    probe.put("s", (1,), small, until)
+    small_size = probe.bytes
+    assert small_size == COPY_BYTES_PER_JSON_BYTE * len(encode_json(small))
+    front = ExactFront(max_bytes=3 * small_size)
+    for key in "abc":
+        front.put(key, (1,), small, until)
+    assert len(front) == 3 and front.bytes == 3 * small_size
+    front.put("big", (1,), large, until)      # weighs more than the three together: they go, oldest first
+    assert len(front) == 1 and front.get("a", (1,)) is None and front.get("big", (1,)) == large
+    front = ExactFront(max_bytes=3 * small_size)
+    for key in "abc":
+        front.put(key, (1,), small, until)
+    assert front.get("a", (2,)) is None       # retired: its bytes are no longer counted ...
+    front.put("d", (1,), small, until)        # ... so the next copy fits beside the other two
+    assert front.get("b", (1,)) == small and front.get("c", (1,)) == small and front.get("d", (1,)) == small
+    front.put("d", (1,), small, until)        # stored again: counted once
+    assert front.bytes == 3 * small_size
