@@ -303,8 +303,9 @@ class OnnxQueryEncoder:
         selection latency and takes a second core: several texts are cut in two halves of about equal
         tokens (``halves``), run at once on two one-thread sessions, each half in its own length buckets;
         one long text runs on two intra-op threads. Two intra-op threads that sleep between operators are
-        woken ~100 times a call, two halves hand off once: 0.88x the mean and 0.70x the p99 of the intra-op
-        run on tools-bfcl's long requests at load 6-10 (results/selection, thirteenth session). Short
+        woken ~100 times a call, two halves hand off once: 0.89-0.90x the mean and 0.77-0.79x the p99 of the
+        intra-op run on tools-bfcl's multi-sentence requests at load ~2.5, 0.88x / 0.70x at load 6-10
+        (results/selection, thirteenth session). Short
         single queries stay on one thread, where a second only adds hand-off cost.
         """
         return self._run_request(texts, None)[0]
