@@ -361,11 +361,16 @@ class DevStack:
         connections during a run). A backend runs at its autogroup's full weight for up to a second."""
         lowered: set[int] = set()
         while not self._stop_autogroups.is_set():
-            pids = set(priorities.postgres_pids(self.state / "pgdata"))
-            for pid in pids - lowered:
-                priorities.nice_autogroup(pid, self.model_first)
-            lowered = pids  # a pid gone may come back as another backend
+            lowered = self._lower_postgres_autogroups(lowered)
             self._stop_autogroups.wait(1.0)
+
+    def _lower_postgres_autogroups(self, lowered: set[int]) -> set[int]:
+        """One pass: the autogroups of Postgres processes not in ``lowered`` ``model_first`` lower; returns
+        the processes there are now (a pid gone may come back as another backend)."""
+        pids = set(priorities.postgres_pids(self.state / "pgdata"))
+        for pid in pids - lowered:
+            priorities.nice_autogroup(pid, self.model_first)
+        return pids
 
     def url(self, name: str) -> str:
         if name in self.ports:
