@@ -63,3 +63,10 @@ SET status = f.status, error = f.error, updated_at = now(),
     current_step = CASE WHEN f.status = 'complete' THEN NULL ELSE r.current_step END
 FROM unnest(%(id)s::text[], %(status)s::text[], %(error)s::text[]) AS f(id, status, error)
 WHERE r.id = f.id;
+
+-- name: lock_and_unlock
+-- Several runs' locks and unlocks in one round trip, in the order asked (run_locks.RunLocks).
+SELECT CASE WHEN r.take THEN pg_try_advisory_lock(hashtextextended('workflow:' || r.id, 0))
+            ELSE pg_advisory_unlock(hashtextextended('workflow:' || r.id, 0)) END AS done
+FROM unnest(%(id)s::text[], %(take)s::boolean[]) WITH ORDINALITY AS r(id, take, n)
+ORDER BY r.n;
