@@ -359,18 +359,25 @@ class DevStack:
     def _postgres_autogroups_loop(self) -> None:
         """Lower each Postgres process's autogroup once, new backends as they appear (the pools open
         connections during a run). A backend runs at its autogroup's full weight for up to a second."""
-        lowered: set[int] = set()
+        lowered: set[str] = set()
         while not self._stop_autogroups.is_set():
             lowered = self._lower_postgres_autogroups(lowered)
             self._stop_autogroups.wait(1.0)
 
-    def _lower_postgres_autogroups(self, lowered: set[int]) -> set[int]:
-        """One pass: the autogroups of Postgres processes not in ``lowered`` ``model_first`` lower; returns
-        the processes there are now (a pid gone may come back as another backend)."""
-        pids = set(priorities.postgres_pids(self.state / "pgdata"))
-        for pid in pids - lowered:
-            priorities.nice_autogroup(pid, self.model_first)
-        return pids
+    def _lower_postgres_autogroups(self, lowered: set[str]) -> set[str]:
+        """One pass: each autogroup of a Postgres process not in ``lowered`` ``model_first`` lower, once;
+        returns the autogroups lowered that still have a Postgres process. By autogroup, not pid: a backend
+        just forked is still in the postmaster's autogroup until its ``setsid``, and must be neither
+        counted as done nor lower the postmaster's a second time."""
+        seen: set[str] = set()
+        for pid in priorities.postgres_pids(self.state / "pgdata"):
+            group = priorities.autogroup_of(pid)
+            if group is None:
+                continue
+            if group not in lowered and priorities.nice_autogroup(pid, self.model_first):
+                lowered.add(group)
+            seen.add(group)
+        return lowered & seen
 
     def url(self, name: str) -> str:
         if name in self.ports:

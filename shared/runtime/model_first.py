@@ -72,6 +72,15 @@ def put_first(increment: int, model_thread: Executor) -> int | None:
     return model_tid
 
 
+def autogroup_of(pid: int) -> str | None:
+    """The name of ``pid``'s autogroup ("/autogroup-123"), None where there is none (or the process is gone)."""
+    try:
+        with open(f"/proc/{pid}/autogroup") as f:
+            return f.read().split()[0]
+    except (OSError, IndexError):
+        return None
+
+
 def nice_autogroup(pid: int, increment: int) -> bool:
     """The autogroup of ``pid`` (its session's, with ``kernel.sched_autogroup_enabled``) ``increment`` lower, at
     most to 19. False where there is none to lower (no autogroups, the process gone, not ours)."""
