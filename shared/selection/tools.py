@@ -385,9 +385,11 @@ async def select(db, embedder, entity_ids: list[str], request: SelectRequest) ->
     confident = bool(named) or top_z >= z_cut(CONFIDENT_Z, n)
     threshold = z_cut(request.threshold, n, 0.25) if request.threshold_default else request.threshold
     # the bar of the whole request's ranking: the threshold, raised by the tail cut (a caller's own threshold
-    # is taken as it is)
+    # is taken as it is), and not for a request of several sentences: the cut is for a request of one task, and
+    # a second task's tool may rank far below the first's (in catalogues of 20-100 tools cut out from tools-bfcl,
+    # the only requests the cut lost were such; results/selection, thirteenth session)
     bar = max(threshold, tail_bar(top_z, float(_zscore(scores.vector)[order[0]]), n)) \
-        if request.threshold_default else threshold
+        if request.threshold_default and not parts else threshold
 
     chosen: dict[int, dict] = {}
     fallback = None
