@@ -276,7 +276,8 @@ def sharing(url: str, admin_key: str) -> str:
             f"{writes.get('mean_documents_per_commit')} documents per upsert commit ({writes.get('commits')} commits, "
             f"{writes.get('isolated')} redone alone)"
             + (f", {steps.get('mean_statements_per_commit')} step-engine statements per commit ({steps.get('commits')} "
-               f"commits)" if (steps := stats.get("step_writes")) else ""))
+               f"commits" + (f", sent as {steps['mean_sent_per_commit']}" if "mean_sent_per_commit" in steps else "")
+               + ")" if (steps := stats.get("step_writes")) else ""))
 
 
 def peak_rss_mb(pid: int) -> float:

@@ -195,8 +195,10 @@ class WriterStats(_Body):
 class StepWriteStats(_Body):
     commits: int = Field(description="transactions holding the step engine's statements (start, step, checkpoint, finish)")
     statements: int = Field(description="statements committed in them")
+    sent: int = Field(description="statements sent to Postgres for them: a commit's statements of one kind go as one")
     isolated: int = Field(description="group commits that failed and were redone one statement at a time")
     mean_statements_per_commit: float | None
+    mean_sent_per_commit: float | None
 
 
 class BatcherStats(_Body):

@@ -220,6 +220,7 @@ class DevStack:
         self._moto = None
         self._snapshots: list[S3Snapshot] = []
         self._stop_snapshots = threading.Event()
+        self._stop_autogroups = threading.Event()
         self._snapshot_thread: threading.Thread | None = None
         self.dsn = config.services.database.dsn
         self.s3_endpoint = config.services.s3.endpoint
@@ -345,10 +346,38 @@ class DevStack:
         if self._postgres is not None:
             for pid in priorities.postgres_pids(self.state / "pgdata"):
                 priorities.nice_process(pid, self.model_first)
+            # Each Postgres process is a session of its own (setsid), so its nice ranks it only inside its own
+            # autogroup: the autogroup is what must be lowered, for backends forked later too.
+            self._autogroups_thread = threading.Thread(target=self._postgres_autogroups_loop,
+                                                       name="postgres-autogroups", daemon=True)
+            self._autogroups_thread.start()
         priorities.nice_process(os.getpid(), self.model_first, skip={threading.get_native_id()})
         for name, process in self.processes.items():
             if not name.startswith("ingest"):
                 priorities.nice_process(process.pid, self.model_first)
+
+    def _postgres_autogroups_loop(self) -> None:
+        """Lower each Postgres process's autogroup once, new backends as they appear (the pools open
+        connections during a run). A backend runs at its autogroup's full weight for up to a second."""
+        lowered: set[str] = set()
+        while not self._stop_autogroups.is_set():
+            lowered = self._lower_postgres_autogroups(lowered)
+            self._stop_autogroups.wait(1.0)
+
+    def _lower_postgres_autogroups(self, lowered: set[str]) -> set[str]:
+        """One pass: each autogroup of a Postgres process not in ``lowered`` ``model_first`` lower, once;
+        returns the autogroups lowered that still have a Postgres process. By autogroup, not pid: a backend
+        just forked is still in the postmaster's autogroup until its ``setsid``, and must be neither
+        counted as done nor lower the postmaster's a second time."""
+        seen: set[str] = set()
+        for pid in priorities.postgres_pids(self.state / "pgdata"):
+            group = priorities.autogroup_of(pid)
+            if group is None:
+                continue
+            if group not in lowered and priorities.nice_autogroup(pid, self.model_first):
+                lowered.add(group)
+            seen.add(group)
+        return lowered & seen
 
     def url(self, name: str) -> str:
         if name in self.ports:
@@ -396,6 +425,7 @@ class DevStack:
         for name in list(self.processes):
             self.stop_worker(name)
         self._stop_snapshots.set()
+        self._stop_autogroups.set()
         if self._snapshot_thread is not None:
             self._snapshot_thread.join(timeout=10)
         for snapshot in self._snapshots:

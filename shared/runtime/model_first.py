@@ -17,6 +17,13 @@ who of this stack gets a contended core, not how the stack shares the machine wi
   stack runs beside it (Postgres, moto's threads in the supervisor, the other workers), a deployment
   choice; in production, run those at a lower priority than the ingest workers, or on other hosts.
 
+Postgres is the exception to "nice ranks the stack's threads": the postmaster and every backend it forks call
+``setsid()``, so each is a session, hence an autogroup, of its own, and with ``kernel.sched_autogroup_enabled``
+a process's nice only ranks it inside its autogroup. Each backend therefore competed with the model's whole
+autogroup as an equal, whatever its nice (thirteenth session: perf sched showed every Postgres process in an
+autogroup of its own). ``nice_autogroup`` lowers an autogroup's own nice (``/proc/<pid>/autogroup``; lowering
+needs no privilege), and the dev stack applies it to each Postgres process, backends forked later included.
+
 Tried first and dropped: the model's thread pinned to a CPU of its own and the rest to the other
 (``sched_setaffinity``). Beside other sessions' load the pinned thread could not move to the free core
 and waited longer (results/throughput/README.md, seventh session).
@@ -65,6 +72,29 @@ def put_first(increment: int, model_thread: Executor) -> int | None:
     return model_tid
 
 
+def autogroup_of(pid: int) -> str | None:
+    """The name of ``pid``'s autogroup ("/autogroup-123"), None where there is none (or the process is gone)."""
+    try:
+        with open(f"/proc/{pid}/autogroup") as f:
+            return f.read().split()[0]
+    except (OSError, IndexError):
+        return None
+
+
+def nice_autogroup(pid: int, increment: int) -> bool:
+    """The autogroup of ``pid`` (its session's, with ``kernel.sched_autogroup_enabled``) ``increment`` lower, at
+    most to 19. False where there is none to lower (no autogroups, the process gone, not ours)."""
+    path = f"/proc/{pid}/autogroup"
+    try:
+        with open(path) as f:
+            current = int(f.read().split()[-1])  # "/autogroup-123 nice 0"
+        with open(path, "w") as f:
+            f.write(str(min(19, current + increment)))
+    except (OSError, ValueError, IndexError):
+        return False
+    return True
+
+
 def postgres_pids(pgdata) -> list[int]:
     """The embedded Postgres's postmaster (``postmaster.pid``) and its children; backends forked later
     inherit the postmaster's priority."""
@@ -74,6 +104,11 @@ def postgres_pids(pgdata) -> list[int]:
     except (OSError, ValueError):
         return []
     pids = [postmaster]
+    try:  # the kernel's list of its children: no scan of /proc (the dev stack asks every second)
+        with open(f"/proc/{postmaster}/task/{postmaster}/children") as f:
+            return pids + [int(p) for p in f.read().split()]
+    except (OSError, ValueError):
+        pass
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:

@@ -66,6 +66,20 @@ SEGMENT_LEAD = 2            # places the whole request keeps before the sentence
 # Swept on the tuning half of tools-bfcl only (results/selection, twelfth session).
 CLAUSE_MIN_TERMS = 3
 CLAUSE_Z = 4.0
+# The tail cut: a request that needs one tool gets it on top, far above the rest, and the k - 1 below it
+# are prompt tokens the agent pays for nothing. A tool of the whole request's ranking (a lead or a fill,
+# not the best one, nor a sentence's or a clause's pick, a named, category or required tool) is sent only
+# when its fused z reaches TAIL_SHARE of the best tool's, unless it stands out by TAIL_KEEP_Z on its own.
+# Both are z units (scoring.py), so they do not depend on the model's cosine scale; a weak best tool gives a
+# low bar (an unsure answer keeps its k), and in a small catalogue the bar is capped as the threshold is
+# (z_cut). Swept on the tuning half of tools-bfcl only (results/selection, thirteenth session).
+TAIL_SHARE = 0.4
+TAIL_KEEP_Z = 5.0
+# An unsure best tool keeps the k: the cut applies only when the best tool also stands out by its vector
+# (vector z >= TAIL_SURE_Z, the confidence cut), not by its words alone ("I have 100 euro. How much is it
+# in USD?" puts `euro_history.*` on top through BM25, the currency tools, far closer in meaning, under
+# the cut). On the tuning half no request's cut depends on it (2.0-3.5 give the same picks).
+TAIL_SURE_Z = CONFIDENT_Z
 # A one-sentence request this long (~40 tokens) is embedded through embed_queries, which may give it a
 # second core; a shorter one goes through the query batcher that concurrent searches share.
 LONG_QUERY_CHARS = 160
@@ -370,6 +384,12 @@ async def select(db, embedder, entity_ids: list[str], request: SelectRequest) ->
     named = named_tools(request.query, cat)
     confident = bool(named) or top_z >= z_cut(CONFIDENT_Z, n)
     threshold = z_cut(request.threshold, n, 0.25) if request.threshold_default else request.threshold
+    # the bar of the whole request's ranking: the threshold, raised by the tail cut (a caller's own threshold
+    # is taken as it is), and not for a request of several sentences: the cut is for a request of one task, and
+    # a second task's tool may rank far below the first's (in catalogues of 20-100 tools cut out from tools-bfcl,
+    # the only requests the cut lost were such; results/selection, thirteenth session)
+    bar = max(threshold, tail_bar(top_z, float(_zscore(scores.vector)[order[0]]), n)) \
+        if request.threshold_default and not parts else threshold
 
     chosen: dict[int, dict] = {}
     fallback = None
@@ -399,7 +419,7 @@ async def select(db, embedder, entity_ids: list[str], request: SelectRequest) ->
             [request.query[a:b] for (a, b), v in zip(clauses, clause_vectors) if v is not None],
             [v for v in clause_vectors if v is not None], cat, CLAUSE_Z))
         lead = [int(i) for i in order[:SEGMENT_LEAD]]
-        ranked = lead + list(picked) + list(clause_picked) + _candidates(order, scores.fused, threshold, request.k)
+        ranked = lead + list(picked) + list(clause_picked) + _candidates(order, scores.fused, bar, request.k)
         for i in dict.fromkeys(ranked):
             if len(chosen) >= request.k:
                 break
@@ -407,8 +427,8 @@ async def select(db, embedder, entity_ids: list[str], request: SelectRequest) ->
                 continue
             why = {} if i in lead else {"sentence": picked[i]} if i in picked else \
                 {"clause": clause_picked[i]} if i in clause_picked else {}
-            if not why and scores.fused[i] < threshold:
-                continue   # below the threshold for the whole request (a sentence's pick passed its own)
+            if not why and scores.fused[i] < bar:
+                continue   # below the bar for the whole request (a sentence's pick passed its own)
             chosen[i] = {"reason": "matched", **why}
         if request.categories:
             _expand_categories(request.query, cat, chosen)
@@ -419,6 +439,14 @@ async def select(db, embedder, entity_ids: list[str], request: SelectRequest) ->
     return {**base, "tools": tools, "count": len(tools), "confident": confident, "fallback": fallback,
             "threshold": round(threshold, 4), "tokens": _account(list(chosen), cat),
             "timings": timings, "took_ms": _ms(started)}
+
+
+def tail_bar(top_z: float, top_vector_z: float, n: int) -> float:
+    """The tail cut's bar for a request whose best tool scores ``top_z`` (fused) and ``top_vector_z``
+    (vector) among ``n`` tools: none (0) when the best is unsure (see TAIL_SHARE, TAIL_SURE_Z)."""
+    if top_vector_z < TAIL_SURE_Z:
+        return 0.0
+    return min(TAIL_SHARE * top_z, z_cut(TAIL_KEEP_Z, n))
 
 
 def _candidates(order: np.ndarray, fused: np.ndarray, threshold: float, most: int) -> list[int]:

@@ -149,3 +149,19 @@ async def test_a_run_in_flight_when_its_session_was_lost_is_still_refused_in_thi
         await again
     assert [(await task).status, (await other).status] == ["complete", "complete"]
     assert binding.locks.held == 0 and arrived == [1, 2]
+
+
+async def test_locks_and_unlocks_asked_together_go_in_one_round_trip(db):
+    from edgeindex.run_locks import RunLocks
+
+    locks = RunLocks(db.pool)
+    runs = [f"run-{uuid.uuid4()}" for _ in range(10)]
+    keys = await lock_keys(db, runs)
+    # a queue batch's runs start together; the two repeated ones are refused by this process itself
+    assert await asyncio.gather(*(locks.try_lock(r) for r in runs + runs[:2])) == [True] * 10 + [False] * 2
+    assert locks.round_trips == 1 and locks.held == 10
+    assert await held(db, keys) == 10
+    await asyncio.gather(*(locks.unlock(r) for r in runs))  # a group commit's runs finish together
+    assert locks.round_trips == 2 and locks.held == 0
+    assert await held(db, keys) == 0
+    assert locks._conn is None

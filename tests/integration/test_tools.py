@@ -325,3 +325,57 @@ def test_a_task_inside_a_sentence_gets_its_tool_through_a_clause_pick(stack, upl
     assert "convert_currency" in names, names
     currency = next(t for t in body["tools"] if t["name"] == "convert_currency")
     assert currency["reason"] == "matched" and currency["clause"] == "convert 300 US dollars to euros"
+
+
+# A catalogue with a related neighbourhood: fitness tools around compute_bmi (the shop's), six weather tools,
+# and 65 generic ones; larger than FALLBACK_MAX, so the confident path ranks it.
+FITNESS = [("body_fat_percentage", "Estimate body fat percentage from waist and neck measurements."),
+           ("daily_calorie_needs", "Calories a person needs a day from age, height and activity."),
+           ("ideal_weight", "Ideal body weight for a height."),
+           ("calorie_counter", "Count the calories of a meal."),
+           ("heart_rate_zones", "Heart rate training zones for an age."),
+           ("daily_water_intake", "How much water a person should drink a day."),
+           ("running_pace", "Running pace from a distance and a time."),
+           ("sleep_score", "Sleep quality score from last night's sleep.")]
+WEATHER = [("get_weather", "Current weather conditions for a city."),
+           ("weather_forecast", "Weather forecast for the next days in a city."),
+           ("hourly_temperature", "Hourly temperature forecast for a location."),
+           ("weather.rain_chance", "Chance of rain in a city over the coming days."),
+           ("weather.wind_speed", "Wind speed forecast for a city."),
+           ("uv_index", "Ultraviolet index forecast for a city.")]
+
+
+@pytest.fixture(scope="module")
+def neighbourhoods(stack, upload_admin):
+    tenant = new_tenant(stack, upload_admin, prefix="tools")
+    subjects = ["invoice", "flight", "recipe", "playlist", "vehicle", "certificate", "warehouse", "podcast",
+                "timesheet", "campaign", "parking spot", "tax return", "backup"]
+    others = [(f"{v}_{s.replace(' ', '_')}", f"{v.capitalize()} a {s} of the user.")
+              for v in ["get", "create", "delete", "update", "export"] for s in subjects]
+    register(tenant, [{"name": name, "description": text} for name, text in WEATHER + FITNESS + others]
+             + [t for t in CATALOGUE if t["name"] != "get_weather"])
+    return tenant
+
+
+def test_a_request_for_one_tool_gets_fewer_than_k(neighbourhoods):
+    # compute_bmi stands far above its fitness neighbours (calorie needs, ideal weight, body fat: each over
+    # the threshold, none near the best): the tail cut (TAIL_SHARE) sends the one tool, and the token
+    # account counts what is sent. Without the cut the neighbours fill the k places.
+    body = select(neighbourhoods, "Compute the BMI of a person 180 cm tall weighing 75 kg", k=4)
+    assert body["fallback"] is None and body["confident"] is True
+    names = [t["name"] for t in body["tools"]]
+    assert names == ["compute_bmi"], names
+    assert body["count"] == 1
+    assert body["tokens"]["selected"] == body["tools"][0]["tokens"]
+    assert body["tokens"]["reduction"] == round(1 - body["tools"][0]["tokens"] / body["tokens"]["registry"], 4)
+
+
+def test_an_ambiguous_request_still_gets_k(neighbourhoods):
+    # Several weather tools answer "what will the weather be like" about equally: none is cut, the k
+    # places are filled. A request nothing matches confidently keeps its k too (the flagged shortlist).
+    body = select(neighbourhoods, "What will the weather be like in Paris tomorrow?", k=3)
+    assert body["fallback"] is None
+    names = [t["name"] for t in body["tools"]]
+    assert len(names) == 3 and set(names) <= {name for name, _ in WEATHER}, names
+    unsure = select(neighbourhoods, "How healthy am I?", k=4)
+    assert unsure["fallback"] == "not_confident_shortlist" and unsure["count"] == 4

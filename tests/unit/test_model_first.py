@@ -98,3 +98,66 @@ def test_the_dev_stack_lowers_moto_and_the_other_workers_but_not_the_ingest_proc
     assert result["ingest"] == result["base"]    # each ingest process lowers its own threads but the model's
     assert result["ingest-2"] == result["base"]
     assert result["caller"] == result["base"]    # the thread that started the stack (the bench's client)
+
+
+# Stands for the postmaster: a session of its own whose children each start one more (``setsid``), as every
+# Postgres backend does. "backend" starts a child in a session of its own; "forked" one still in the
+# postmaster's (a backend between its fork and its setsid); "setsid" makes that one a session of its own.
+# Each answers with the child's pid.
+POSTMASTER = r"""
+import subprocess, sys
+children, forked = [], None
+LATE = "import os, sys; sys.stdin.readline(); os.setsid(); print(os.getpid(), flush=True); sys.stdin.read()"
+for line in sys.stdin:
+    if line.strip() == "setsid":
+        forked.stdin.write(b"\n"); forked.stdin.flush(); forked.stdout.readline()
+        print(forked.pid, flush=True)
+        continue
+    late = line.strip() == "forked"
+    children.append(subprocess.Popen([sys.executable, "-c", LATE if late else "import sys; sys.stdin.read()"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=not late))
+    forked = children[-1] if late else forked
+    print(children[-1].pid, flush=True)
+for c in children:
+    c.stdin.close(); c.wait()
+"""
+
+
+def _autogroup_nice(pid: int) -> int:
+    with open(f"/proc/{pid}/autogroup") as f:
+        return int(f.read().split()[-1])
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/autogroup"), reason="needs autogroup scheduling")
+def test_the_dev_stack_lowers_the_autogroup_of_every_postgres_process_and_of_backends_forked_later(tmp_path):
+    from edgeindex.runtime.dev import DevStack
+
+    postmaster = subprocess.Popen([sys.executable, "-c", POSTMASTER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  text=True, start_new_session=True)
+    try:
+        (tmp_path / "pgdata").mkdir()
+        (tmp_path / "pgdata" / "postmaster.pid").write_text(f"{postmaster.pid}\n")
+        stack = object.__new__(DevStack)  # only what the pass reads: no services are started
+        stack.model_first, stack.state = 5, tmp_path
+
+        def backend(command: str = "backend") -> int:
+            postmaster.stdin.write(command + "\n")
+            postmaster.stdin.flush()
+            return int(postmaster.stdout.readline())
+
+        early = backend()
+        base, ours = _autogroup_nice(early), _autogroup_nice(os.getpid())
+        assert _autogroup_nice(postmaster.pid) == base  # each its own session, not yet lowered
+        forked = backend("forked")  # not yet a session of its own: in the postmaster's autogroup
+        lowered = stack._lower_postgres_autogroups(set())
+        assert [_autogroup_nice(p) for p in (postmaster.pid, early, forked)] == [min(19, base + 5)] * 3
+        assert len(lowered) == 2  # the postmaster's and the early backend's
+        assert backend("setsid") == forked  # now in a new session, at the default nice
+        late = backend()  # forked after the first pass
+        assert _autogroup_nice(forked) == base and _autogroup_nice(late) == base
+        stack._lower_postgres_autogroups(lowered)
+        assert [_autogroup_nice(p) for p in (postmaster.pid, early, forked, late)] == [min(19, base + 5)] * 4
+        assert _autogroup_nice(os.getpid()) == ours  # the caller's session untouched
+    finally:
+        postmaster.stdin.close()
+        postmaster.wait(timeout=30)
