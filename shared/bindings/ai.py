@@ -174,6 +174,7 @@ class LocalEmbedder:
             with self._lock:
                 self._queries = OnnxQueryEncoder.load(self._model, self.model_dir, cache=cache)
                 self._queries.wide_session()  # made now (~0.25 s, ~40 MiB), not in a long request's time
+                self._queries.second_session()  # the same for a long request's second half
                 # concurrent requests' queries share one ONNX call (bindings/query_batch.py)
                 self.query_batcher = QueryBatcher(self._queries.encode)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 from edgeindex.bindings import onnx_query
@@ -81,7 +83,48 @@ def test_a_requests_texts_get_their_own_vectors_in_length_buckets(exported):
     ours = encoder.encode_request(request)
     assert ours.shape == (len(request), embedder.dimension)
     assert np.abs(ours - embedder.encode_sync(request)).max() < 1e-5
-    assert encoder._wide is not None
+    assert encoder._second is not None   # a large call of several texts: two halves (the next test)
+    long_text = [request[0] * 2]
+    assert np.abs(encoder.encode_request(long_text) - embedder.encode_sync(long_text)).max() < 1e-5
+    assert encoder._wide is not None     # one long text: two intra-op threads
+
+
+def test_a_long_requests_texts_run_as_two_halves_at_once(exported, monkeypatch):
+    # a long request and its sentences (tool selection's tail) are cut in two halves of about equal tokens,
+    # one on this thread's session and one on the second session's own thread; every text still gets the
+    # vector it gets alone, and the request's clause vectors come from its own token rows
+    embedder, encoder, _ = exported
+    request = ("I am planning a trip to Paris next month with my family of four. First, book a hotel near the "
+               "Louvre for three nights starting on the twelfth. Then convert 5000 Japanese yen to euros at "
+               "today's rate. Also find a vegetarian restaurant near the hotel for Saturday evening.")
+    sentences = ["I am planning a trip to Paris next month with my family of four.",
+                 "First, book a hotel near the Louvre for three nights starting on the twelfth.",
+                 "Then convert 5000 Japanese yen to euros at today's rate.",
+                 "Also find a vegetarian restaurant near the hotel for Saturday evening."]
+    texts = [request, *sentences]
+    session, executor = encoder.second_session()
+    seen = []
+
+    class Recording:
+        def run(self, outputs, feeds):
+            seen.append((threading.current_thread().name, feeds["input_ids"].shape[0]))
+            return session.run(outputs, feeds)
+
+    monkeypatch.setattr(encoder, "_second", (Recording(), executor))
+    clause = (request.index("book"), request.index(" for three"))
+    vectors, parts = encoder.encode_request_spans(texts, [clause])
+    assert np.abs(vectors - embedder.encode_sync(texts)).max() < 1e-5
+    # the request (the longest text) on one half, its four sentences on the other, on the other thread
+    assert [n for name, n in seen if name.startswith("onnx-query-half")] and sum(n for _, n in seen) == 4
+    _, tokens, offsets = encoder.encode_tokens(request)
+    from edgeindex.bindings.span_pooling import span_vectors
+    assert np.abs(parts[0] - span_vectors(tokens, offsets, [clause])[0]).max() < 1e-5
+
+
+def test_halves_balance_tokens():
+    assert onnx_query.halves([60, 14, 17, 12, 15]) == [[0], [1, 2, 3, 4]]   # the request apart from its sentences
+    assert onnx_query.halves([30, 28, 10, 9]) == [[0, 3], [1, 2]]
+    assert onnx_query.halves([25]) == [[0]]
 
 
 def test_length_buckets_pad_least():
