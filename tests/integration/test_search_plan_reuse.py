@@ -138,7 +138,7 @@ async def test_the_large_tenants_vector_branch_walks_the_hnsw_index(db, tenants)
         cursor = psycopg.AsyncRawCursor(conn, row_factory=tuple_row)
         await cursor.execute("EXPLAIN (GENERIC_PLAN) " + engine.planned_once("search", params).text)
         plan = "\n".join(row[0] for row in await cursor.fetchall())
-    assert "embedding_idx" in plan
+    assert "embedding_half_idx" in plan  # the half-precision index (migration 0021)
     assert len(set(re.findall(r"chunks_p(\d)", plan))) == 1
 
 
@@ -230,7 +230,7 @@ async def test_the_hnsw_walk_yields_every_vector_candidate_asked_for(db, tenants
     plan = json.loads(plan) if isinstance(plan, str) else plan
 
     def scans(node: dict) -> list[dict]:
-        found = [node] if "embedding_idx" in node.get("Index Name", "") and node.get("Actual Loops") else []
+        found = [node] if "embedding_half_idx" in node.get("Index Name", "") and node.get("Actual Loops") else []
         return found + [n for child in node.get("Plans", []) for n in scans(child)]
 
     walked = scans(plan[0]["Plan"])
