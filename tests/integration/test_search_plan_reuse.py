@@ -106,7 +106,8 @@ async def _plans(conn: psycopg.AsyncConnection, name: str, params: dict) -> tupl
     generic = (await cursor.fetchone())[0]
     everything = {**params, "embedding": "[" + ",".join(repr(float(x)) for x in params["embedding"]) + "]"}
     idle = engine.idle_parts(params)
-    custom_text = plan_reuse.build(engine._variant_sql(name, idle), everything, kept=frozenset()).text
+    whole = engine._variant_sql(name, idle, engine.dimension(params))
+    custom_text = plan_reuse.build(whole, everything, kept=frozenset()).text
     await cursor.execute("EXPLAIN (FORMAT JSON) " + custom_text)
     custom = (await cursor.fetchone())[0]
     await cursor.close()
