@@ -238,3 +238,23 @@ async def test_the_hnsw_walk_yields_every_vector_candidate_asked_for(db, tenants
     assert len(walked) == 1
     assert walked[0]["Actual Rows"] == params["n"], (walked[0]["Actual Rows"], params["n"])
     assert len([r for r in rows if r["chunk_id"] is not None]) == 10
+
+
+async def test_the_half_precision_walk_only_picks_candidates_their_scores_are_full_precision(db, tenants):
+    """The large tenant's walk is over the halfvec index (migration 0021), but each result's vector
+    score is its full-precision cosine similarity to the query: half precision would be off by ~1e-3."""
+    params = _params(REQUESTS[2], tenants["large"])  # vector only
+    async with db.generic_connection() as conn:
+        await engine.tune_connection(conn, engine.tuned_connections())
+        await conn.set_autocommit(True)
+        rows = await plan_reuse.execute(conn, engine.planned_once("search", params), params)
+        found = [r for r in rows if r["chunk_id"] is not None]
+        stored = {r["id"]: r["embedding"] for r in await (await conn.execute(
+            "SELECT id, embedding FROM chunks WHERE entity_id = ANY(%s) AND id = ANY(%s)",
+            (tenants["large"], [r["chunk_id"] for r in found]))).fetchall()}
+    assert len(found) == 10
+    query = params["embedding"].astype(np.float64)
+    for row in found:
+        vector = stored[row["chunk_id"]].to_numpy().astype(np.float64)
+        expected = float(vector @ query / (np.linalg.norm(vector) * np.linalg.norm(query)))
+        assert row["vector"] == pytest.approx(expected, abs=1e-6)
