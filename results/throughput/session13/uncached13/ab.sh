@@ -8,7 +8,7 @@ PAIR=$1; ORDER=${ORDER:-"main branch"}
 flock /tmp/edgeindex-bench.lock bash -c "
 for side in $ORDER; do
   if [ \$side = main ]; then cd /work/wt-uncached13-base; export PYTHONPATH=/tmp/uncached13-basepkg;
-  else cd /work/wt-uncached13; unset PYTHONPATH; fi
+  else cd /work/wt-uncached13-snap; export PYTHONPATH=/tmp/uncached13-branchpkg; fi
   out=$D/ab_${PAIR}-\$side.txt
   { echo \"# \$side start \$(date -u +%T) \$(uptime)\"; $PY -c 'import edgeindex; print(edgeindex.__file__)';
     timeout 1200 $PY scripts/load_search.py --chunks 12000 --agents 1,8 --processes 1 --requests 300 \
