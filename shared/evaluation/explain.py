@@ -111,7 +111,8 @@ async def rebuild_hnsw(db: Database, *, drop: bool) -> None:
             else:
                 await conn.execute("SET maintenance_work_mem = '1GB'")
                 await conn.execute("SET max_parallel_maintenance_workers = 2")
-                await conn.execute(SQL["explain_create_hnsw"])
+                row = await (await conn.execute("SELECT dimension FROM embedding_model")).fetchone()
+                await conn.execute(SQL["explain_create_hnsw"].replace("{{dimension}}", str(int(row["dimension"]))))
                 await conn.execute("RESET maintenance_work_mem")
                 await conn.execute("RESET max_parallel_maintenance_workers")
         finally:

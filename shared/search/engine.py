@@ -85,27 +85,37 @@ def idle_parts(params: dict[str, Any]) -> frozenset[str]:
     return frozenset(idle)
 
 
+def dimension(params: dict[str, Any]) -> int | None:
+    """The embedding's dimension: the HNSW walk casts to ``halfvec(dimension)``, the expression of the
+    half-precision index (infra/migrations/0021_chunks_halfvec_hnsw.sql), which a typmod written in as
+    a literal must match for the planner to use the index. None without an embedding (no walk)."""
+    embedding = params.get("embedding")
+    return None if embedding is None else len(embedding)
+
+
 @functools.cache
-def _variant_sql(name: str, idle: frozenset[str]) -> str:
+def _variant_sql(name: str, idle: frozenset[str], dimension: int | None = None) -> str:
     instead = {fragment: text for part in idle for fragment, text in _LEAVE_OUT[part].items()}
+    if dimension is not None:
+        instead["dimension"] = f"({int(dimension)})"
     return _one_statement(instead) if name == "search" else _assemble(name, instead)
 
 
 @functools.cache
-def _variant(name: str, idle: frozenset[str]) -> Statement:
-    return Statement.convert(_variant_sql(name, idle))
+def _variant(name: str, idle: frozenset[str], dimension: int | None = None) -> Statement:
+    return Statement.convert(_variant_sql(name, idle, dimension))
 
 
 def statement(name: str, params: dict[str, Any]) -> Statement:
     """``lexical``, ``hybrid`` or ``search`` for these parameters, without the parts they leave idle."""
-    return _variant(name, idle_parts(params))
+    return _variant(name, idle_parts(params), dimension(params))
 
 
 def planned_once(name: str, params: dict[str, Any]) -> Statement:
     """``statement(name, params)`` with every parameter but the embedding and the query text written
     in as literals, for a generic plan that is the custom plan (``plan_reuse.py``)."""
-    idle = idle_parts(params)
-    return plan_reuse.statement_for((name, idle), _variant_sql(name, idle), params)
+    idle, size = idle_parts(params), dimension(params)
+    return plan_reuse.statement_for((name, idle, size), _variant_sql(name, idle, size), params)
 
 
 _WORD = re.compile(r"\w")

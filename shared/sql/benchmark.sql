@@ -37,9 +37,21 @@ WHERE schemaname = current_schema()
 
 -- name: explain_drop_hnsw
 -- Bulk loads into a fresh database: building HNSW once after COPY is several times
--- faster than inserting into it row by row. Same definition as 0001_init.sql.
-DROP INDEX IF EXISTS chunks_embedding_idx;
+-- faster than inserting into it row by row. Same definition as 0021_chunks_halfvec_hnsw.sql
+-- ({{dimension}}: the stored model's, written in by explain.rebuild_hnsw).
+DROP INDEX IF EXISTS chunks_embedding_half_idx;
 
 -- name: explain_create_hnsw
-CREATE INDEX IF NOT EXISTS chunks_embedding_idx ON chunks
-USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64);
+CREATE INDEX IF NOT EXISTS chunks_embedding_half_idx ON ONLY chunks
+USING hnsw ((embedding::halfvec({{dimension}})) halfvec_cosine_ops) WITH (m = 16, ef_construction = 64);
+DO $$
+DECLARE
+    part text;
+BEGIN
+    FOR part IN SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+                WHERE i.inhparent = 'chunks'::regclass ORDER BY c.relname LOOP
+        EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON %I USING hnsw ((embedding::halfvec({{dimension}})) '
+                       'halfvec_cosine_ops) WITH (m = 16, ef_construction = 64)', part || '_embedding_half_idx', part);
+        EXECUTE format('ALTER INDEX chunks_embedding_half_idx ATTACH PARTITION %I', part || '_embedding_half_idx');
+    END LOOP;
+END $$;

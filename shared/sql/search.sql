@@ -284,10 +284,15 @@ vec AS MATERIALIZED (
      ORDER BY c.embedding <=> %(embedding)s::vector
      LIMIT %(n)s)
     UNION ALL
+    -- The walk is over the half-precision index (infra/migrations/0021_chunks_halfvec_hnsw.sql):
+    -- the expression must be the index's own, dimension included (`dimension` is the
+    -- embedding's, "(384)", written in by engine.py; the `dimension` fragment is empty, for the
+    -- text without an embedding), and only the candidates come from it: `scored` below gives
+    -- each its full-precision distance.
     (SELECT c.entity_id, c.id
      FROM chunks c
      WHERE %(use_vector)s AND %(nonempty)s AND NOT %(exact)s AND /*candidate_filter*/
-     ORDER BY c.embedding <=> %(embedding)s::vector
+     ORDER BY c.embedding::halfvec/*dimension*/ <=> %(embedding)s::vector::halfvec
      LIMIT %(n)s)
 ), pool AS (
     -- each candidate once, with its lexical scores (0 where only the vector side found it):
@@ -340,6 +345,8 @@ vec AS MATERIALIZED (
     ORDER BY score DESC, entity_id, document_id, position
     LIMIT %(limit)s
 )
+
+-- name: dimension
 
 -- name: hybrid_select
 SELECT top.id AS chunk_id, top.document_id, top.entity_id, top.position, top.start_char, top.end_char,

@@ -106,7 +106,8 @@ async def _plans(conn: psycopg.AsyncConnection, name: str, params: dict) -> tupl
     generic = (await cursor.fetchone())[0]
     everything = {**params, "embedding": "[" + ",".join(repr(float(x)) for x in params["embedding"]) + "]"}
     idle = engine.idle_parts(params)
-    custom_text = plan_reuse.build(engine._variant_sql(name, idle), everything, kept=frozenset()).text
+    whole = engine._variant_sql(name, idle, engine.dimension(params))
+    custom_text = plan_reuse.build(whole, everything, kept=frozenset()).text
     await cursor.execute("EXPLAIN (FORMAT JSON) " + custom_text)
     custom = (await cursor.fetchone())[0]
     await cursor.close()
@@ -138,7 +139,7 @@ async def test_the_large_tenants_vector_branch_walks_the_hnsw_index(db, tenants)
         cursor = psycopg.AsyncRawCursor(conn, row_factory=tuple_row)
         await cursor.execute("EXPLAIN (GENERIC_PLAN) " + engine.planned_once("search", params).text)
         plan = "\n".join(row[0] for row in await cursor.fetchall())
-    assert "embedding_idx" in plan
+    assert "embedding_half_idx" in plan  # the half-precision index (migration 0021)
     assert len(set(re.findall(r"chunks_p(\d)", plan))) == 1
 
 
@@ -230,10 +231,30 @@ async def test_the_hnsw_walk_yields_every_vector_candidate_asked_for(db, tenants
     plan = json.loads(plan) if isinstance(plan, str) else plan
 
     def scans(node: dict) -> list[dict]:
-        found = [node] if "embedding_idx" in node.get("Index Name", "") and node.get("Actual Loops") else []
+        found = [node] if "embedding_half_idx" in node.get("Index Name", "") and node.get("Actual Loops") else []
         return found + [n for child in node.get("Plans", []) for n in scans(child)]
 
     walked = scans(plan[0]["Plan"])
     assert len(walked) == 1
     assert walked[0]["Actual Rows"] == params["n"], (walked[0]["Actual Rows"], params["n"])
     assert len([r for r in rows if r["chunk_id"] is not None]) == 10
+
+
+async def test_the_half_precision_walk_only_picks_candidates_their_scores_are_full_precision(db, tenants):
+    """The large tenant's walk is over the halfvec index (migration 0021), but each result's vector
+    score is its full-precision cosine similarity to the query: half precision would be off by ~1e-3."""
+    params = _params(REQUESTS[2], tenants["large"])  # vector only
+    async with db.generic_connection() as conn:
+        await engine.tune_connection(conn, engine.tuned_connections())
+        await conn.set_autocommit(True)
+        rows = await plan_reuse.execute(conn, engine.planned_once("search", params), params)
+        found = [r for r in rows if r["chunk_id"] is not None]
+        stored = {r["id"]: r["embedding"] for r in await (await conn.execute(
+            "SELECT id, embedding FROM chunks WHERE entity_id = ANY(%s) AND id = ANY(%s)",
+            (tenants["large"], [r["chunk_id"] for r in found]))).fetchall()}
+    assert len(found) == 10
+    query = params["embedding"].astype(np.float64)
+    for row in found:
+        vector = stored[row["chunk_id"]].to_numpy().astype(np.float64)
+        expected = float(vector @ query / (np.linalg.norm(vector) * np.linalg.norm(query)))
+        assert row["vector"] == pytest.approx(expected, abs=1e-6)

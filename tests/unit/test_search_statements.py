@@ -93,3 +93,23 @@ def _subsets(parts):
     from itertools import combinations
 
     return [frozenset(c) for r in range(len(parts) + 1) for c in combinations(parts, r)]
+
+
+def test_the_hnsw_walk_orders_by_the_half_precision_index_expression_of_the_embeddings_dimension():
+    """The planner walks an expression index only for that very expression: the vector half orders by
+    ``embedding::halfvec(<dimension>)`` (infra/migrations/0021), the dimension the embedding's own; the
+    candidates are then scored on the full-precision column. Without an embedding (no walk) the text
+    names no dimension, and each dimension has a text (and a reused plan) of its own."""
+    import numpy as np
+
+    walk = re.compile(r"ORDER BY c\.embedding::halfvec(\(\d+\))? <=> \$\d+::vector::halfvec")
+    for name in ("hybrid", "search"):
+        with_384 = engine.statement(name, {**_params(), "embedding": np.zeros(384, np.float32)}).text
+        assert [m.group(1) for m in walk.finditer(with_384)] == ["(384)"], name
+        assert "1 - (c.embedding <=> $" in with_384  # the score: full precision
+        with_8 = engine.statement(name, {**_params(), "embedding": np.zeros(8, np.float32)}).text
+        assert [m.group(1) for m in walk.finditer(with_8)] == ["(8)"], name
+        assert [m.group(1) for m in walk.finditer(engine.statement(name, _params()).text)] == [None], name
+    reused = {size: engine.planned_once("search", {**_params(), "embedding": np.zeros(size, np.float32)})
+              for size in (384, 8)}
+    assert "halfvec(384)" in reused[384].text and "halfvec(8)" in reused[8].text
