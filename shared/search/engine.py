@@ -111,6 +111,12 @@ def statement(name: str, params: dict[str, Any]) -> Statement:
     return _variant(name, idle_parts(params), dimension(params))
 
 
+def whole_statement(name: str, params: dict[str, Any]) -> Statement:
+    """``name`` with nothing left out, for these parameters' embedding dimension (the half-precision walk's
+    cast): what ``statement`` trims from; tests compare the two row for row."""
+    return _variant(name, frozenset(), dimension(params))
+
+
 def planned_once(name: str, params: dict[str, Any]) -> Statement:
     """``statement(name, params)`` with every parameter but the embedding and the query text written
     in as literals, for a generic plan that is the custom plan (``plan_reuse.py``)."""
