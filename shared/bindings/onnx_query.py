@@ -265,19 +265,24 @@ def halves(lengths: list[int]) -> list[list[int]]:
     return [sorted(half) for half in sets if half]
 
 
+def _session(path: Path, *, threads: int) -> Any:
+    """An ONNX Runtime session of the graph on ``threads`` intra-op threads that sleep between operators:
+    on a busy 2-core box a spinning pool steals the core Postgres needs."""
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
 class OnnxQueryEncoder:
     """One text in, one unit vector out, on one ONNX Runtime thread."""
 
     def __init__(self, model: Any, path: Path) -> None:
-        import onnxruntime
-
-        options = onnxruntime.SessionOptions()
-        # one short text at a time: a second thread only adds hand-off cost, and on a busy
-        # 2-core box a spinning pool steals the core Postgres needs
-        options.intra_op_num_threads = 1
-        options.inter_op_num_threads = 1
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        self._session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        # one short text at a time: a second thread only adds hand-off cost
+        self._session = _session(path, threads=1)
         self._tokenizer = model.tokenizer
         self._max_tokens = int(model.max_seq_length)
         self._pad_id = int(model.tokenizer.pad_token_id or 0)
@@ -376,14 +381,8 @@ class OnnxQueryEncoder:
         if self._second is None:
             with self._wide_lock:
                 if self._second is None:
-                    import onnxruntime
-
-                    options = onnxruntime.SessionOptions()
-                    options.intra_op_num_threads = 1
-                    options.inter_op_num_threads = 1
-                    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-                    session = onnxruntime.InferenceSession(str(self.path), options, providers=["CPUExecutionProvider"])
-                    self._second = (session, ThreadPoolExecutor(1, thread_name_prefix="onnx-query-half"))
+                    self._second = (_session(self.path, threads=1),
+                                    ThreadPoolExecutor(1, thread_name_prefix="onnx-query-half"))
         return self._second
 
     def wide_session(self) -> Any:
@@ -391,14 +390,7 @@ class OnnxQueryEncoder:
         if self._wide is None:
             with self._wide_lock:
                 if self._wide is None:
-                    import onnxruntime
-
-                    options = onnxruntime.SessionOptions()
-                    options.intra_op_num_threads = WIDE_THREADS
-                    options.inter_op_num_threads = 1
-                    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-                    self._wide = onnxruntime.InferenceSession(str(self.path), options,
-                                                              providers=["CPUExecutionProvider"])
+                    self._wide = _session(self.path, threads=WIDE_THREADS)
         return self._wide
 
     @classmethod
