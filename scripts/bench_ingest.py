@@ -215,7 +215,7 @@ class MotoRequests:
         return f"{sum(used.values()) / documents:.2f} ({parts})"
 
 
-def raw_model(texts: list[str], batch_size: int, threads: int) -> Meter:
+def raw_model(texts: list[str], batch_size: int, threads: int, runtime: str = "torch") -> Meter:
     """The embedding model alone on these texts, in this process, with the ingest worker's settings:
     calls of ``MODEL_CALL_TEXTS`` texts (the worker's batcher), each run by the model in batches of
     ``batch_size`` (``MODEL_BATCH_SIZE``, else ``services.ai.batch_size``), torch's threads the worker's ``MODEL_THREADS``. Like with like: the same
@@ -225,6 +225,7 @@ def raw_model(texts: list[str], batch_size: int, threads: int) -> Meter:
 
     model = local_embedder(batch_size)
     model.set_threads(threads)
+    model.run_batches_on(runtime)  # the worker's MODEL_RUNTIME: the same model code on both sides
     model.encode_sync(texts[:batch_size])  # warm-up
     with Meter() as meter:
         for start in range(0, len(texts), MODEL_CALL_TEXTS):
@@ -302,10 +303,11 @@ async def run(args, config, base: str, admin_key: str, cpu: StackCPU | None = No
     # the ingest worker's texts per forward pass (MODEL_BATCH_SIZE), else the configured one
     batch = int(config.worker("ingest").vars.get("MODEL_BATCH_SIZE") or config.services.ai.batch_size)
     threads = int(config.worker("ingest").vars.get("MODEL_THREADS") or 0)  # 0: torch's default
+    runtime = str(config.worker("ingest").vars.get("MODEL_RUNTIME") or "torch")
     print(f"corpus: {len(docs)} documents ({len(texts)} chunks) from {args.corpus}; route {args.route}"
           f"{f' ({args.bulk_size} documents per request)' if args.route == 'bulk' else ''}", flush=True)
     print("1) raw model throughput on the chunk texts, before", flush=True)
-    raw_before = raw_model(texts, batch, threads)
+    raw_before = raw_model(texts, batch, threads, runtime)
     print(f"    {len(texts) / raw_before.wall:.1f} chunks/s (load average {os.getloadavg()[0]:.1f})", flush=True)
 
     # No retries: a failure is a finding, not something to paper over.
@@ -328,7 +330,7 @@ async def run(args, config, base: str, admin_key: str, cpu: StackCPU | None = No
             print(f"    {len(failed)} document(s) failed, e.g. {failed[0]['document_id']}: {failed[0]['error']}")
 
         print("3) raw model throughput on the chunk texts, after", flush=True)
-        raw_after = raw_model(texts, batch, threads)
+        raw_after = raw_model(texts, batch, threads, runtime)
         print(f"    {len(texts) / raw_after.wall:.1f} chunks/s (load average {os.getloadavg()[0]:.1f})", flush=True)
 
         revised = changed(docs, args.changed)
@@ -345,7 +347,7 @@ async def run(args, config, base: str, admin_key: str, cpu: StackCPU | None = No
     print(f"documents ready                   {len(ready)} of {len(docs)} ({chunks} chunks)")
     print(f"end to end (upload → ready)       {e2e:8.1f} chunks/s   ({full:.1f} s, route {args.route}, "
           f"{args.ingest_processes} ingest process(es))")
-    print(f"embedding model alone             {raw:8.1f} chunks/s   (calls of {MODEL_CALL_TEXTS} texts, batch size {batch}, {threads or 'default'} thread(s), {len(texts)} texts, this "
+    print(f"embedding model alone             {raw:8.1f} chunks/s   (calls of {MODEL_CALL_TEXTS} texts, batch size {batch}, {threads or 'default'} thread(s), {runtime}, {len(texts)} texts, this "
           f"process; {len(texts) / raw_before.wall:.1f} before and {len(texts) / raw_after.wall:.1f} after)")
     print(f"end to end / raw model            {e2e / raw:8.1%}        (goal >= 80%)")
     if moto_used:

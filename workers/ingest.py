@@ -40,6 +40,10 @@ async def startup(env) -> Services:
                               max_runs=env.var("MAX_RUNS", int))
     if threads := env.worker.vars.get("MODEL_THREADS"):  # torch's threads per model call (bindings.ai)
         getattr(env.AI.embedder, "set_threads", lambda n: None)(int(threads))
+    if runtime := env.worker.vars.get("MODEL_RUNTIME"):  # torch or onnx: where batches run (bindings.ai)
+        run_on = getattr(env.AI.embedder, "run_batches_on", None)
+        if run_on is not None:
+            await asyncio.to_thread(run_on, str(runtime))  # a first load exports the graph (seconds)
     if batch := env.worker.vars.get("MODEL_BATCH_SIZE"):  # texts per forward pass (bindings.ai)
         getattr(env.AI.embedder, "set_batch_size", lambda n: None)(int(batch))
     if first := env.worker.vars.get("MODEL_FIRST"):  # the rest of the process below the model (runtime/model_first.py)

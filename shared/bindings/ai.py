@@ -85,8 +85,9 @@ def _runqueue_wait() -> float:
 class LocalEmbedder:
     """sentence-transformers on CPU; the model loads once per process.
 
-    Batches run on torch. Single queries too, unless ``prepare_queries`` switched them to
-    the ONNX Runtime export of the same weights (the search worker does: see onnx_query).
+    Batches run on torch unless ``run_batches_on("onnx")`` moved them to the ONNX Runtime export of the same
+    weights (the ingest worker does: ``MODEL_RUNTIME``). Single queries too, unless ``prepare_queries`` switched
+    them to that export (the search worker does: see onnx_query).
     """
 
     def __init__(self, *, batch_size: int = 64) -> None:
@@ -111,6 +112,8 @@ class LocalEmbedder:
         self._model_thread = ThreadPoolExecutor(1, thread_name_prefix="embed")
         self.others_nice = 0  # how much lower the process's other threads run than the model's (put_first)
         self._queries: OnnxQueryEncoder | None = None
+        self._batches: OnnxQueryEncoder | None = None  # batches on ONNX Runtime (MODEL_RUNTIME = "onnx")
+        self.threads = 0  # set_threads' (0: torch's default)
         self.query_batcher: QueryBatcher | None = None
 
     def _encode(self, texts: list[str]) -> np.ndarray:
@@ -124,6 +127,11 @@ class LocalEmbedder:
                 self.runqueue_seconds += _runqueue_wait() - queued
 
     def _encode_locked(self, texts: list[str]) -> np.ndarray:
+        if self._batches is not None:
+            vectors = self._batches.encode_batches(texts, self.batch_size)
+            if len(texts) > 1:
+                native_memory.trim()
+            return vectors
         vectors = self._model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True,
                                      normalize_embeddings=True, show_progress_bar=False).astype(np.float32)
         if len(texts) > 1:  # a batch's activations are freed by now: return them (native_memory)
@@ -141,6 +149,28 @@ class LocalEmbedder:
 
         if threads > 0:
             torch.set_num_threads(threads)
+            self.threads = threads
+
+    def run_batches_on(self, runtime: str, cache: Path | None = None) -> None:
+        """Where batches of passages run (``MODEL_RUNTIME`` of the ingest worker): ``torch`` (sentence-transformers)
+        or ``onnx``, the query encoder's exported graph (onnx_query.py; same weights, same vectors within
+        ``MAX_DIFFERENCE``, checked at load) on ``MODEL_THREADS`` intra-op threads (one if unset).
+
+        Why ONNX in the ingest worker: one ``run`` per batch holds no GIL, where torch takes the GIL back after
+        each of its ~100 operators per forward pass, and the worker's event loop and bucket threads hold it
+        often (py-spy: 13% of the model thread's call time spent waiting for it). It also spent less CPU per
+        MS MARCO passage in batches of 8 on one thread (40-44 against 44-48 ms, loaded VM)."""
+        if runtime == "torch":
+            self._batches = None
+            return
+        if runtime != "onnx":
+            raise BindingError(f"MODEL_RUNTIME: 'torch' or 'onnx', got {runtime!r}")
+        with self._lock:
+            if self._batches is None:
+                encoder = self._queries or OnnxQueryEncoder.load(self._model, self.model_dir, cache=cache)
+                if self.threads > 1:
+                    encoder.batch_session(self.threads)
+                self._batches = encoder
 
     def put_first(self, increment: int) -> None:
         """Every other thread of this process ``increment`` lower than the model's (``MODEL_FIRST`` of the
