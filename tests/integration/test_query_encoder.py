@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from edgeindex.bindings import onnx_query
 from edgeindex.bindings.ai import local_embedder
-from edgeindex.errors import ModelMismatchError
+from edgeindex.errors import BindingError, ModelMismatchError
 
 TEXTS = [
     "rotate the oncall schedule",
@@ -205,3 +205,27 @@ def test_pooling_a_requests_token_vectors_gives_its_vector(exported):
     assert np.abs(vectors - encoder.encode_request(texts)).max() == 0
     assert np.abs(parts[0] - span_vectors(tokens, offsets, [clause])[0]).max() < 1e-5
     assert np.abs(parts[1] - unit_mean(tokens[1:-1])).max() < 1e-5   # every token but [CLS] and [SEP]
+
+
+def test_batches_on_onnx_give_each_text_torch_s_vector_in_the_caller_s_order(exported):
+    # MODEL_RUNTIME = "onnx" (the ingest worker): a call's texts are sorted by token count and run in
+    # batches of batch_size; every row must still be the vector of the text at that position
+    embedder, _, cache = exported
+    texts = [f"{word} " * n for n, word in ((30, "alpha"), (3, "beta"), (120, "gamma"), (1, "delta"), (300, "eps"),
+                                             (12, "zeta"), (60, "eta"), (2, "theta"), (45, "iota"))] + TEXTS
+    reference = embedder.encode_sync(texts)
+    before = embedder.batch_size
+    try:
+        embedder.set_batch_size(4)  # several batches, each of texts from all over the call
+        embedder.run_batches_on("onnx", cache=cache)
+        assert embedder._batches is not None
+        ours = embedder.encode_sync(texts)
+        alone = embedder.encode_sync(texts[2:3])
+    finally:
+        embedder.run_batches_on("torch")
+        embedder.set_batch_size(before)
+    assert ours.shape == reference.shape and ours.dtype == np.float32
+    assert np.abs(ours - reference).max() < 1e-5
+    assert np.abs(alone[0] - reference[2]).max() < 1e-5
+    with pytest.raises(BindingError, match="MODEL_RUNTIME"):
+        embedder.run_batches_on("tensorflow")
