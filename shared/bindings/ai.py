@@ -156,10 +156,12 @@ class LocalEmbedder:
         or ``onnx``, the query encoder's exported graph (onnx_query.py; same weights, same vectors within
         ``MAX_DIFFERENCE``, checked at load) on ``MODEL_THREADS`` intra-op threads (one if unset).
 
-        Why ONNX in the ingest worker: one ``run`` per batch holds no GIL, where torch takes the GIL back after
-        each of its ~100 operators per forward pass, and the worker's event loop and bucket threads hold it
-        often (py-spy: 13% of the model thread's call time spent waiting for it). It also spent less CPU per
-        MS MARCO passage in batches of 8 on one thread (40-44 against 44-48 ms, loaded VM)."""
+        ONNX: one ``run`` per batch holds no GIL, where torch takes the GIL back after each of its ~100 operators
+        per forward pass while the worker's event loop and bucket threads hold it often (py-spy: 13% of the model
+        thread's call time spent waiting for it), and it spends ~30% less CPU per MS MARCO passage. Not the
+        default: it speeds the model alone more than the pipeline around it, so bench_ingest's ratio fell
+        (0.474 against torch's 0.562, one loaded pair; results/throughput, fourteenth session), though end to
+        end chunks/s rose (10.2 against 7.1)."""
         if runtime == "torch":
             self._batches = None
             return
