@@ -32,16 +32,8 @@ and waited longer (results/throughput/README.md, seventh session).
 from __future__ import annotations
 
 import os
-import sys
 import threading
 from concurrent.futures import Executor
-
-# The GIL as well as the cores: torch gives the GIL up around each of its ~100 operators per forward pass and
-# must take it back from whichever thread holds it then (the event loop, the bucket's threads). A thread that
-# holds it gives it up when it blocks, or when a waiter has waited the switch interval (CPython's default:
-# 5 ms). py-spy of the ingest worker (fourteenth session): the model thread spent 13% of its calls' wall time
-# waiting to take the GIL back. With the model first, the process's switch interval is this.
-GIL_SWITCH_SECONDS = 0.0005
 
 
 def supported() -> bool:
@@ -77,7 +69,6 @@ def put_first(increment: int, model_thread: Executor) -> int | None:
         return None
     model_tid = model_thread.submit(threading.get_native_id).result()
     nice_process(os.getpid(), increment, skip={model_tid})
-    sys.setswitchinterval(GIL_SWITCH_SECONDS)
     return model_tid
 
 

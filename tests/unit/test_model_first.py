@@ -16,7 +16,7 @@ pytestmark = pytest.mark.skipif(not hasattr(os, "setpriority") or not os.path.is
 
 # Run in a child: niceness cannot be taken back without privilege, and the test process should keep its own.
 CHILD = r"""
-import json, os, sys, threading
+import json, os, threading
 from concurrent.futures import ThreadPoolExecutor
 from edgeindex.runtime import model_first
 
@@ -25,13 +25,12 @@ stop = threading.Event()
 other = threading.Thread(target=stop.wait)
 other.start()
 nice = lambda tid: os.getpriority(os.PRIO_PROCESS, tid)
-before = {"main": nice(threading.get_native_id()), "other": nice(other.native_id), "switch": sys.getswitchinterval()}
+before = {"main": nice(threading.get_native_id()), "other": nice(other.native_id)}
 model_tid = model_first.put_first(5, model)
 late = ThreadPoolExecutor(1)  # started after, by the main thread
 after = {"model": nice(model_tid), "other": nice(other.native_id), "main": nice(threading.get_native_id()),
          "late": late.submit(lambda: nice(threading.get_native_id())).result(),
-         "model_is_executor": model.submit(threading.get_native_id).result() == model_tid,
-         "switch": sys.getswitchinterval()}
+         "model_is_executor": model.submit(threading.get_native_id).result() == model_tid}
 stop.set(); other.join(); model.shutdown(); late.shutdown()
 print(json.dumps({"before": before, "after": after}))
 """
@@ -46,15 +45,6 @@ def test_every_thread_but_the_models_is_niced_and_threads_started_later_inherit_
     assert result["after"]["other"] == min(19, base + 5)
     assert result["after"]["main"] == min(19, base + 5)
     assert result["after"]["late"] == min(19, base + 5)
-
-
-def test_the_model_takes_the_gil_back_within_the_short_switch_interval():
-    # torch hands the GIL over around every operator; the model thread must not wait CPython's 5 ms for it
-    out = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, check=True, timeout=60)
-    result = json.loads(out.stdout.strip().splitlines()[-1])
-    assert result["before"]["switch"] == pytest.approx(0.005)
-    assert result["after"]["switch"] == pytest.approx(model_first.GIL_SWITCH_SECONDS)
-    assert model_first.GIL_SWITCH_SECONDS < 0.005
 
 
 def test_nice_never_goes_past_19():
@@ -72,7 +62,6 @@ def test_zero_lowers_nothing():
     model = ThreadPoolExecutor(1)
     try:
         assert model_first.put_first(0, model) is None
-        assert sys.getswitchinterval() == pytest.approx(0.005)  # off: the process keeps CPython's default
     finally:
         model.shutdown()
 
