@@ -73,7 +73,7 @@ def test_a_chinese_request_finds_the_chinese_described_tool_by_its_words(chinese
 
     mail = _select_tools(chinese_tools, "请给王经理发一封电子邮件")
     assert mail["tools"][0]["name"] == "send_mail"
-    assert "电子邮件" in mail["tools"][0]["matched_terms"]
+    assert {"电子", "邮件"} <= set(mail["tools"][0]["matched_terms"])
 
 
 def test_a_german_inflected_word_finds_the_tool_with_another_form(german_tools):
@@ -85,7 +85,7 @@ def test_a_german_inflected_word_finds_the_tool_with_another_form(german_tools):
 
     parcel = _select_tools(german_tools, "Wo sind meine Pakete gerade?")
     assert parcel["tools"][0]["name"] == "parcel_tracking"
-    assert "paket" in parcel["tools"][0]["matched_terms"]
+    assert "pak" in parcel["tools"][0]["matched_terms"]   # German stems of "Pakete" and "Paket"
 
 
 def test_index_selection_in_chinese_and_german_names_its_evidence(stack, upload_admin):
