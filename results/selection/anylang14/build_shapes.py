@@ -33,9 +33,17 @@ def write(folder: Path, tools: list[dict], queries: list[dict]) -> None:
     (folder / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
 
 
+# bfcl's plain lists use Python's type names; a JSON Schema author writes JSON Schema's
+JSON_TYPES = {"float": "number", "int": "integer", "str": "string", "bool": "boolean", "dict": "object",
+              "list": "array", "tuple": "array", "any": None}
+
+
 def as_schema(params: list[dict]) -> dict:
-    return {"type": "object",
-            "properties": {p["name"]: {k: v for k, v in p.items() if k in ("type", "description")} for p in params},
+    def prop(p: dict) -> dict:
+        kind = JSON_TYPES.get(p.get("type"), p.get("type"))
+        return {**({"type": kind} if kind else {}), **({"description": p["description"]} if p.get("description") else {})}
+
+    return {"type": "object", "properties": {p["name"]: prop(p) for p in params},
             "required": [p["name"] for p in params if p.get("required")]}
 
 
