@@ -32,9 +32,6 @@ class Services:
 async def startup(env) -> Services:
     search = search_service(env)
     await search.router.start()  # the built-in router model, stored as the first version
-    # WARM_CONNECTIONS (ours): search connections opened and warmed before the first request
-    # (shared/search/engine.py: warm); absent from a worker's vars, none
-    await search.warm(int(env.worker.vars.get("WARM_CONNECTIONS", 0)))
     return Services(tenancy(env), search,
                     SelectionService(env.DB, env.AI.embedder, env.AI.llm, env.KV))
 

@@ -17,7 +17,7 @@ import json
 import re
 import weakref
 from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -279,37 +279,6 @@ async def _connection(db: Database, tuned: weakref.WeakSet, *,
                 await conn.set_autocommit(False)
     except psycopg.Error as exc:  # wrapped once, at the boundary: the worker answers 503, not a stack trace
         raise BindingError(f"search query failed: {exc}") from exc
-
-
-# The scope of the warm-up statement: an entity no key can be granted (not a valid entity id), so
-# the statement reads no tenant's rows and returns only its summary row.
-WARM_ENTITY = "edgeindex warm-up"
-
-
-async def warm(db: Database, *, tuned: weakref.WeakSet, connections: int, dimension: int) -> int:
-    """Open ``connections`` connections of the generic pool before the first search, and keep them
-    (the pool's minimum), each tuned and having run the reused search statement once. Without it the
-    first search on each new connection paid its start: the connection, the search settings, the
-    extension libraries and catalog entries (partitions, their indexes) loaded by a fresh backend,
-    and a generic plan: request #0 of the 1-agent tail took 108 ms in the statement against a
-    median of 19 (results/throughput/README.md, fourteenth session), and at 8 agents the pool grew
-    one connection at a time, each growth a request waiting. Returns the connections warmed."""
-    if connections <= 0 or not plan_reuse.ENABLED:
-        return 0
-    pool = db.generic_pool
-    connections = min(connections, pool.max_size)
-    await pool.resize(min_size=connections, max_size=pool.max_size)
-    await pool.wait(timeout=60)
-    request = SearchRequest(query="warm up", strategy="hybrid")
-    embedding = np.zeros(dimension, np.float32)
-    embedding[0] = 1.0  # a unit vector: the walk's distance is defined
-    params = build_params(request, [WARM_ENTITY], embedding, limit=request.k)
-    async with AsyncExitStack() as stack:
-        # held together, so that each is a different connection of the pool
-        for _ in range(connections):
-            conn = await stack.enter_async_context(_connection(db, tuned, generic=True))
-            await plan_reuse.execute(conn, planned_once("search", params), params)
-    return connections
 
 
 async def lexical(db: Database, request: SearchRequest, entity_ids: list[str], *, tuned: weakref.WeakSet,

@@ -143,14 +143,6 @@ class SearchService:
                 self.router.tokenizer = None
             self.router.languages = getattr(self.embedder, "languages", None)
 
-    async def warm(self, connections: int) -> int:
-        """Before the first request: ``connections`` search connections opened and warmed
-        (engine.warm). A remote embedder of unknown dimension warms none."""
-        dimension = int(getattr(self.embedder, "dimension", 0) or 0)
-        if dimension <= 0:
-            return 0
-        return await engine.warm(self.db, tuned=self._tuned, connections=connections, dimension=dimension)
-
     async def search(self, principal: Principal, body: dict, *, background: Any) -> dict:
         """``background.wait_until(coro)`` keeps work alive after the answer (the worker's ``ctx``)."""
         ctx = SearchContext(principal, body)
