@@ -8,10 +8,10 @@ CMD="scripts/load_search.py --chunks 12000 --agents 1,8 --processes 1 --requests
 for side in $ORDER; do
   echo "== $side start $(date -u +%T) load $(cut -d' ' -f1-3 /proc/loadavg)"
   if [ $side = main ]; then
-    (cd /work/wt-uncached14-base && PYTHONPATH=/tmp/uncached14-basepkg $W/.venv/bin/python -c "import edgeindex; print('loaded', edgeindex.__file__)" && \
+    (cd /work/wt-uncached14-base && PYTHONPATH=/tmp/uncached14-basepkg $W/.venv/bin/python -c "import edgeindex, edgeindex.workers.search as w; print('loaded', edgeindex.__file__, w.__file__)" && \
      PYTHONPATH=/tmp/uncached14-basepkg timeout 900 $W/.venv/bin/python $CMD) > $OUT/ab_${TAG}-main.txt 2>&1
   else
-    (cd $W && $W/.venv/bin/python -c "import edgeindex; print('loaded', edgeindex.__file__)" && timeout 900 $W/.venv/bin/python $CMD) > $OUT/ab_${TAG}-branch.txt 2>&1
+    (cd $W && $W/.venv/bin/python -c "import edgeindex, edgeindex.workers.search as w; print('loaded', edgeindex.__file__, w.__file__)" && timeout 900 $W/.venv/bin/python $CMD) > $OUT/ab_${TAG}-branch.txt 2>&1
   fi
   echo "== $side end $(date -u +%T) load $(cut -d' ' -f1-3 /proc/loadavg)"
 done
