@@ -331,10 +331,14 @@ def wrk_varied(url: str, key: str, queries: list[str], agents: int, args) -> Non
                         "load": round(result["load"], 1)})
 
 
+PROFILE_NATIVE = False
+
+
 def start_profile(prefix: str, agents: int) -> list[subprocess.Popen]:
     """py-spy on each search process for one phase (``--profile-phase``) (raw stacks: scripts/profile_breakdown.py)."""
     spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
-    return [subprocess.Popen([spy, "record", "--pid", str(p.pid), "--rate", "200", "--format", "raw",
+    native = ["--native"] if PROFILE_NATIVE else []  # C frames too (ONNX Runtime, psycopg's C code)
+    return [subprocess.Popen([spy, "record", "--pid", str(p.pid), "--rate", "200", "--format", "raw", *native,
                               "--output", f"{prefix}-{agents}agents-{p.pid}.raw"],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             for p in CPU_METER.workers]
@@ -366,7 +370,10 @@ def main() -> int:
                         default="uncached",
                         help="the phase --profile records (exact: the wrk run of the exact hits; uncached-wrk, "
                              "semantic-wrk: the wrk runs of those phases, with no Python client on the cores)")
+    parser.add_argument("--profile-native", action="store_true", help="py-spy --native: C frames in the profile too")
     args = parser.parse_args()
+    global PROFILE_NATIVE
+    PROFILE_NATIVE = args.profile_native
     args.agents = [int(a) for a in args.agents.split(",")]
     args.processes = [int(p) for p in args.processes.split(",")]
 
