@@ -237,7 +237,7 @@ async def drive(url: str, key: str, args) -> None:
             # stand-ins) gives each request its own cache scope; hybrid: a unique alpha
             uncached.append({"query": queries[i % len(queries)], "k": 10, **_unique_scope(args)})
         profiling = args.profile and agents == max(args.agents)
-        profiler = start_profile(args.profile, agents) if profiling and args.profile_phase == "uncached" else None
+        profiler = start_profile(args.profile, agents, args.profile_native) if profiling and args.profile_phase == "uncached" else None
         result = await run_phase(url, key, uncached, agents, args.max_seconds)
         if profiler is not None:
             stop_profile(profiler)
@@ -248,13 +248,13 @@ async def drive(url: str, key: str, args) -> None:
         with_wrk = bool(cached) and args.wrk_seconds >= 1 and shutil.which("wrk") is not None
         report("exact", agents, await run_phase(url, key, cached, agents, args.max_seconds), summary=not with_wrk)
         if with_wrk:
-            profiler = start_profile(args.profile, agents) if profiling and args.profile_phase == "exact" else None
+            profiler = start_profile(args.profile, agents, args.profile_native) if profiling and args.profile_phase == "exact" else None
             wrk_phase(url, key, cached[0], agents, args.wrk_seconds)
             if profiler is not None:
                 stop_profile(profiler)
         await asyncio.sleep(1.0)  # semantic entries are written just after each response
         paraphrased = [{**body, "query": body["query"] + " please"} for body in cached]
-        profiler = start_profile(args.profile, agents) if profiling and args.profile_phase == "semantic" else None
+        profiler = start_profile(args.profile, agents, args.profile_native) if profiling and args.profile_phase == "semantic" else None
         result = await run_phase(url, key, paraphrased, agents, args.max_seconds)
         if profiler is not None:
             stop_profile(profiler)
@@ -298,7 +298,7 @@ def wrk_varied(url: str, key: str, queries: list[str], agents: int, args) -> Non
         time.sleep(1.0)  # the telemetry rows of what ran before are written in groups just after it
         since = wrk_search.database_now(DSN) if DSN else None
         profiling = args.profile and agents == max(args.agents) and args.profile_phase == f"{phase}-wrk"
-        profiler = start_profile(args.profile, agents) if profiling else None
+        profiler = start_profile(args.profile, agents, args.profile_native) if profiling else None
         before = CPU_METER.sample() if CPU_METER else {}
         result = wrk_search.run(url, key, bodies, agents=agents, seconds=args.wrk_seconds)
         after = CPU_METER.sample() if CPU_METER else {}
@@ -331,10 +331,11 @@ def wrk_varied(url: str, key: str, queries: list[str], agents: int, args) -> Non
                         "load": round(result["load"], 1)})
 
 
-def start_profile(prefix: str, agents: int) -> list[subprocess.Popen]:
+def start_profile(prefix: str, agents: int, native_frames: bool = False) -> list[subprocess.Popen]:
     """py-spy on each search process for one phase (``--profile-phase``) (raw stacks: scripts/profile_breakdown.py)."""
     spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
-    return [subprocess.Popen([spy, "record", "--pid", str(p.pid), "--rate", "200", "--format", "raw",
+    native = ["--native"] if native_frames else []  # C frames too (ONNX Runtime, psycopg's C code)
+    return [subprocess.Popen([spy, "record", "--pid", str(p.pid), "--rate", "200", "--format", "raw", *native,
                               "--output", f"{prefix}-{agents}agents-{p.pid}.raw"],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             for p in CPU_METER.workers]
@@ -366,6 +367,7 @@ def main() -> int:
                         default="uncached",
                         help="the phase --profile records (exact: the wrk run of the exact hits; uncached-wrk, "
                              "semantic-wrk: the wrk runs of those phases, with no Python client on the cores)")
+    parser.add_argument("--profile-native", action="store_true", help="py-spy --native: C frames in the profile too")
     args = parser.parse_args()
     args.agents = [int(a) for a in args.agents.split(",")]
     args.processes = [int(p) for p in args.processes.split(",")]

@@ -7,7 +7,8 @@ so clauses cost no model time. A request of one clause has none (the whole reque
 
 The connectors are English, all in this one list: they are how tools-bfcl's and most agents'
 requests chain tasks. A request in another language gets its clauses from punctuation alone (fewer
-clauses, which only means fewer extra picks; the request's own vector and BM25 still hold every word).
+clauses, which only means fewer extra picks; the request's own vector and BM25 still hold every word),
+full-width punctuation included; its terms are cut by text.terms (unspaced scripts segmented).
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ import re
 
 from .text import terms
 
-# Sentence ends, line breaks and semicolons: the same cut as the sentences select scores alone (tools._SENTENCE).
-_SENTENCE_BREAK = re.compile(r"(?<=[.?!])\s+|\n+|;\s*")
+# Sentence ends, line breaks and semicolons: the cut of the sentences select scores alone too (tools._SENTENCE).
+# Full-width ends (Chinese, Japanese: "。！？；", written with no space after them: the mark itself is the cut),
+# the Devanagari danda and the Arabic question mark end a sentence as ". ? ! ;" do.
+SENTENCE_BREAK = re.compile(r"(?<=[.?!\u0964\u061f])\s+|[\u3002\uff01\uff1f\uff61\uff1b]\s*|\n+|;\s*")
 # Verbs (and question words) that start a task after a bare "and": "... and find ...", "... and what ...".
 TASK_WORDS = ("find", "get", "calculate", "tell", "give", "show", "check", "book", "convert", "compute", "fetch",
               "search", "look", "list", "predict", "determine", "estimate", "what", "how", "which", "who", "when",
@@ -55,7 +58,7 @@ def clause_spans(text: str, min_terms: int) -> list[tuple[int, int]]:
     """(start, end) of each clause of ``min_terms`` terms or more (stop words aside), in order; none
     unless there are two or more."""
     spans: list[tuple[int, int]] = []
-    for s_start, s_end in _pieces(_SENTENCE_BREAK, text, 0, len(text)):
+    for s_start, s_end in _pieces(SENTENCE_BREAK, text, 0, len(text)):
         for c_start, c_end in _pieces(_CONNECTOR, text, s_start, s_end):
             a, b = _stripped(text, c_start, c_end)
             if b > a and len(terms(text[a:b])) >= min_terms:

@@ -272,13 +272,15 @@ async def _build(db, entity_ids: list[str]) -> IndexCatalogue:
     numbering = {ns: i for i, ns in enumerate(dict.fromkeys(namespaces))}
     groups = np.asarray([numbering[ns] for ns in namespaces], dtype=np.int64)
     shared = len(numbering) < len(rows)
+    whole = Catalogue(keys, matrix, [_fields(r) for r in rows])
+    schemes = whole.bm25.schemes   # each descriptor's language (text.py): its evidence is in its terms
     return IndexCatalogue(
-        Catalogue(keys, matrix, [_fields(r) for r in rows]),
+        whole,
         Catalogue(part_keys, np.vstack(part_vectors) if part_vectors else np.zeros((0, 1), np.float32), part_fields),
         np.asarray(part_owner, dtype=np.int64), part_names, groups if shared else None, rows,
-        [[(f, frozenset(terms(" ".join(split_identifier(f))))) for f in r["fields"]] for r in rows],
-        [frozenset(terms(" ".join(split_identifier(r["name"])))) for r in rows],
-        [frozenset(terms(r["description"] or "")) for r in rows],
+        [[(f, frozenset(terms(" ".join(split_identifier(f)), s))) for f in r["fields"]] for r, s in zip(rows, schemes)],
+        [frozenset(terms(" ".join(split_identifier(r["name"])), s)) for r, s in zip(rows, schemes)],
+        [frozenset(terms(r["description"] or "", s)) for r, s in zip(rows, schemes)],
         np.vstack(field_blocks) if field_blocks else None,
         np.asarray(field_owner, dtype=np.int64), np.asarray(field_part, dtype=np.int64), field_names)
 
@@ -379,10 +381,10 @@ async def select(db, embedder, entity_ids: list[str], request: SelectRequest, *,
     if n < SMALL_CATALOGUE:
         # among a handful of indices one always stands out in z: ask for a word of the request too
         confident = confident and bool(scores.text[order[0]] > 0 or part_scores.text[cat.part_owner == order[0]].max(initial=0) > 0)
-    query_terms = frozenset(query_terms_of(request.query))
     out = []
     for i in order:
         row = cat.rows[i]
+        query_terms = frozenset(query_terms_of(request.query, cat.catalogue.bm25.schemes[i]))
         out.append({"name": row["name"], "entity_id": row["entity_id"], "kind": row["kind"],
                     "description": row["description"], "score": round(float(final[i]), 4),
                     "scores": {"vector": round(float(scores.vector[i]), 4), "text": round(float(scores.text[i]), 4)},

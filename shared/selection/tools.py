@@ -22,7 +22,7 @@ from psycopg.types.json import Jsonb
 from .. import sqlfiles
 from ..errors import NotFound, ValidationError
 from . import definitions
-from .clauses import clause_spans
+from .clauses import SENTENCE_BREAK, clause_spans
 from .catalog_cache import CatalogCache, as_vector, bump
 from .definitions import MAX_TOOLS_PER_ENTITY, ToolDef, count_tokens, parse_catalogue
 from .overlap import overlapped
@@ -83,7 +83,7 @@ TAIL_SURE_Z = CONFIDENT_Z
 # A one-sentence request this long (~40 tokens) is embedded through embed_queries, which may give it a
 # second core; a shorter one goes through the query batcher that concurrent searches share.
 LONG_QUERY_CHARS = 160
-_SENTENCE = re.compile(r"(?<=[.?!])\s+|\n+|;\s*")
+_SENTENCE = SENTENCE_BREAK   # clauses.py: full-width sentence ends too
 _cache = CatalogCache(KIND)
 
 

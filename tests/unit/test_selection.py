@@ -94,3 +94,54 @@ def test_only_sentences_of_six_terms_or_more_are_scored_alone():
                     "Also provide an estimate of the travel time by train.") == [
         "Find the fastest route from London to Edinburgh by car.",
         "Also provide an estimate of the travel time by train."]
+
+
+def test_unspaced_scripts_are_cut_into_words_for_bm25():
+    from edgeindex.selection.text import terms
+
+    # jieba's search mode: the words and the words inside them; without it the clause is one "word"
+    assert {"天气", "预报"} <= set(terms("查询明天的天气预报"))
+    index = BM25Index([[Field("weather lookup", 3.0), Field("查询指定城市的天气预报")],
+                       [Field("send mail", 3.0), Field("向收件人发送电子邮件")]])
+    scores, best = index.scores("上海明天天气怎么样")
+    assert scores[0] > 0 == scores[1] and best > 0
+    assert index.matched("上海明天天气怎么样", 0) == ["天气"]
+
+
+def test_each_entry_is_stemmed_in_its_language_and_the_request_in_each():
+    from edgeindex.selection.text import entry_schemes
+
+    german = "Erstellt eine neue Rechnung für einen Kunden und verschickt sie anschließend per Post an die Adresse."
+    english = "Create an invoice for a customer and send it by mail to the address on file in the account."
+    weather = "Current weather and temperature forecast for a city, with the chance of rain for the next days."
+    # an English catalogue: its one German entry is German, a short English one (unsure to the detector) English
+    assert entry_schemes([english, german, "Sends an email", weather]) == ["english", "german", "english", "english"]
+    # a German catalogue: an entry too short to judge takes the catalogue's language
+    assert entry_schemes([german, german.replace("Rechnung", "Mahnung"), "Sendet Post"])[2] == "german"
+    index = BM25Index([[Field("billing create", 3.0), Field(german)], [Field("invoice create", 3.0), Field(english)]])
+    assert index.schemes == ["german", "english"]
+    # a German plural meets the German entry's singular (its stem), an English plural the English entry's
+    assert "rechnung" in index.matched("zwei Rechnungen bitte", 0)
+    assert "invoic" in index.matched("two invoices please", 1)
+    scores, _ = index.scores("zwei Rechnungen bitte")
+    assert scores[0] > 0 == scores[1]
+
+
+def test_an_english_catalogue_scores_as_it_did_before_languages():
+    from edgeindex.selection.text import ENGLISH, query_terms, terms
+
+    index = BM25Index([[Field("get weather", 3.0), Field("Current weather and temperature forecast for a city.")],
+                       [Field("send email", 3.0), Field("Send an email message to a recipient address.")]])
+    assert index.schemes == [ENGLISH, ENGLISH]
+    assert terms("what is the weather in Paris") == ("weather", "pari")   # English stop words, English stems
+    assert query_terms("the zip code") == ("zip", "code", "zipcod")
+
+
+def test_full_width_sentence_ends_cut_sentences_and_clauses():
+    from edgeindex.selection.clauses import clause_spans
+    from edgeindex.selection.tools import segments
+
+    request = "查询北京明天的天气预报和气温。然后给张经理发送一封电子邮件说明会议推迟！"
+    assert [request[a:b] for a, b in clause_spans(request, 3)] == [
+        "查询北京明天的天气预报和气温", "然后给张经理发送一封电子邮件说明会议推迟"]
+    assert segments(request) == ["查询北京明天的天气预报和气温", "然后给张经理发送一封电子邮件说明会议推迟"]
