@@ -348,6 +348,17 @@ class OnnxQueryEncoder:
                 parts = span_vectors(tokens, encoded["offset_mapping"][0], spans)
         return out, parts
 
+    def _padded_feeds(self, ids: list[np.ndarray], types: list[np.ndarray], group: list[int]) -> dict[str, np.ndarray]:
+        """The model's inputs for texts ``group``, padded to the longest of them."""
+        width = max(len(ids[i]) for i in group)
+        feeds = {name: np.full((len(group), width), self._pad_id if name == "input_ids" else 0, np.int64)
+                 for name in INPUTS}
+        for row, i in enumerate(group):
+            feeds["input_ids"][row, :len(ids[i])] = ids[i]
+            feeds["token_type_ids"][row, :len(ids[i])] = types[i]
+            feeds["attention_mask"][row, :len(ids[i])] = 1
+        return feeds
+
     def _run_groups(self, session: Any, ids: list[np.ndarray], types: list[np.ndarray], which: list[int],
                     tokens_of_first: bool) -> list[tuple[list[int], np.ndarray, np.ndarray | None]]:
         """Texts ``which`` in their length buckets on ``session``: (indices, pooled vectors, the first text's
@@ -355,13 +366,7 @@ class OnnxQueryEncoder:
         done = []
         for local in length_buckets([len(ids[i]) for i in which]):
             group = [which[j] for j in local]
-            width = max(len(ids[i]) for i in group)
-            feeds = {name: np.full((len(group), width), self._pad_id if name == "input_ids" else 0, np.int64)
-                     for name in INPUTS}
-            for row, i in enumerate(group):
-                feeds["input_ids"][row, :len(ids[i])] = ids[i]
-                feeds["token_type_ids"][row, :len(ids[i])] = types[i]
-                feeds["attention_mask"][row, :len(ids[i])] = 1
+            feeds = self._padded_feeds(ids, types, group)
             # the token vectors are fetched only for the batch that holds the first text, when asked
             first = tokens_of_first and 0 in group
             results = session.run([OUTPUT, TOKENS] if first else [OUTPUT], feeds)
@@ -385,13 +390,7 @@ class OnnxQueryEncoder:
         out: np.ndarray | None = None
         for start in range(0, len(order), max(1, batch_size)):
             group = order[start:start + max(1, batch_size)]
-            width = max(len(ids[i]) for i in group)
-            feeds = {name: np.full((len(group), width), self._pad_id if name == "input_ids" else 0, np.int64)
-                     for name in INPUTS}
-            for row, i in enumerate(group):
-                feeds["input_ids"][row, :len(ids[i])] = ids[i]
-                feeds["token_type_ids"][row, :len(ids[i])] = types[i]
-                feeds["attention_mask"][row, :len(ids[i])] = 1
+            feeds = self._padded_feeds(ids, types, group)
             vectors = self._batch_session.run([OUTPUT], feeds)[0]
             if out is None:
                 out = np.zeros((len(texts), vectors.shape[1]), np.float32)
