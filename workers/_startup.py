@@ -4,9 +4,11 @@ wrangler.toml names no entry module here)."""
 from __future__ import annotations
 
 from edgeindex.enhance import QueryEnhancer
+from edgeindex.errors import BindingError, ConfigError
 from edgeindex.routing.model import Bounds
 from edgeindex.routing.service import Router, RouterSettings
 from edgeindex.search.service import SearchService, SearchSettings
+from edgeindex.selection.http import SelectionService
 from edgeindex.tenancy import RateLimiter, Tenancy
 
 
@@ -30,12 +32,23 @@ def search_service(env) -> SearchService:
     return search
 
 
+def selection_service(env) -> SelectionService:
+    """Tool and index selection over the worker's bindings; tool selection's requests embedded on the graph
+    its SELECT_QUERY_GRAPH var names (fp32 or int8: bindings/quantized_query.py)."""
+    graph = env.var("SELECT_QUERY_GRAPH")
+    prepare = getattr(env.AI.embedder, "prepare_select", None)
+    if prepare is not None:  # a remote embedder has one graph
+        try:
+            prepare(graph)
+        except BindingError as exc:
+            raise ConfigError(str(exc), key=f"workers.{env.worker_name}.vars.SELECT_QUERY_GRAPH") from None
+    return SelectionService(env.DB, env.AI.embedder, env.AI.llm, env.KV)
+
+
 def router(env) -> Router:
     """The adaptive retrieval router (edgeindex.routing) from the worker's ROUTER_* vars."""
     default = env.var("ROUTER_DEFAULT")
     if default not in ("hybrid", "auto"):
-        from edgeindex.errors import ConfigError
-
         raise ConfigError(f"expected hybrid or auto, got {default!r}", key="vars.ROUTER_DEFAULT")
     return Router(env.DB, RouterSettings(
         default=default, shadow=env.var("ROUTER_SHADOW", bool), telemetry=env.var("ROUTER_TELEMETRY", bool),

@@ -18,9 +18,8 @@ from edgeindex.runtime.http import (
     request_id,
 )
 from edgeindex.tenancy import Tenancy
-from edgeindex.selection.http import SelectionService
 from edgeindex.uploads.service import UploadLimits, UploadService
-from edgeindex.workers._startup import search_service, tenancy
+from edgeindex.workers._startup import search_service, selection_service, tenancy
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 routes = Routes()
@@ -41,7 +40,7 @@ async def startup(env) -> Services:
         part_bytes=env.var("MAX_UPLOAD_BYTES", int), allowed_types=["text/plain", "text/markdown", "text/html"],
         presign_expires=env.BUCKET.presign_expires)
     uploads = UploadService(db=env.DB, bucket=env.BUCKET, kv=env.KV, limits=limits, signer=None)
-    selection = SelectionService(env.DB, env.AI.embedder, env.AI.llm, env.KV)
+    selection = selection_service(env)
     server = build_server(McpTools(db=env.DB, search=search, uploads=uploads, selection=selection))
     # Stateless: any process of this worker answers any request; no session to pin or expire.
     sessions = StreamableHTTPSessionManager(server, json_response=True, stateless=True,

@@ -16,7 +16,7 @@ from edgeindex.selection.http import (
     SelectionService,
 )
 from edgeindex.tenancy import Tenancy
-from edgeindex.workers._startup import search_service, tenancy
+from edgeindex.workers._startup import search_service, selection_service, tenancy
 
 routes = Routes()
 MAX_BODY_BYTES = 256_000
@@ -33,7 +33,7 @@ async def startup(env) -> Services:
     search = search_service(env)
     await search.router.start()  # the built-in router model, stored as the first version
     return Services(tenancy(env), search,
-                    SelectionService(env.DB, env.AI.embedder, env.AI.llm, env.KV))
+                    selection_service(env))
 
 
 async def fetch(request, services: Services, ctx):

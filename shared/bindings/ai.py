@@ -9,6 +9,7 @@ its ``model_id`` and ``dimension``; they are stored next to every vector.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import threading
 import time
@@ -33,6 +34,8 @@ LOCAL_DIMENSION = 384
 # leans on full text for queries and chunks in any other language (shared/routing/features.py).
 LOCAL_LANGUAGES = frozenset({"en"})
 ANY_LANGUAGE = "*"
+
+log = logging.getLogger(__name__)
 
 
 def model_identity(settings: AIService) -> tuple[str, int]:
@@ -112,6 +115,8 @@ class LocalEmbedder:
         self._model_thread = ThreadPoolExecutor(1, thread_name_prefix="embed")
         self.others_nice = 0  # how much lower the process's other threads run than the model's (put_first)
         self._queries: OnnxQueryEncoder | None = None
+        self._select: OnnxQueryEncoder | None = None  # tool selection's request texts (prepare_select)
+        self.select_graph = "fp32"
         self._batches: OnnxQueryEncoder | None = None  # batches on ONNX Runtime (MODEL_RUNTIME = "onnx")
         self.threads = 0  # set_threads' (0: torch's default)
         self.query_batcher: QueryBatcher | None = None
@@ -209,6 +214,38 @@ class LocalEmbedder:
                 self._queries.second_session()  # the same for a long request's second half
                 # concurrent requests' queries share one ONNX call (bindings/query_batch.py)
                 self.query_batcher = QueryBatcher(self._queries.encode)
+
+    def prepare_select(self, graph: str) -> str:
+        """The graph tool selection embeds its requests with (``SELECT_QUERY_GRAPH`` of the search worker):
+        ``fp32``, the query encoder's, or ``int8``, its quantized copy (quantized_query.py; ~0.62x the CPU per
+        text). Returns the graph in use: an int8 graph that cannot be made or that drifted from fp32 is
+        logged and selection stays on fp32."""
+        if graph not in ("fp32", "int8"):
+            raise BindingError(f"SELECT_QUERY_GRAPH: 'fp32' or 'int8', got {graph!r}")
+        self._select, self.select_graph = None, "fp32"
+        if graph == "fp32" or self._queries is None:
+            return self.select_graph
+        from . import quantized_query
+
+        try:
+            encoder = quantized_query.load(self._model, self._queries)
+        except Exception as exc:  # quantization tooling missing or refusing the graph: fp32 is always right
+            log.warning("tool selection stays on the fp32 query encoder: %s: %s", type(exc).__name__, exc)
+            return self.select_graph
+        encoder.wide_session()   # made now, not in a long request's time (as prepare_queries does)
+        encoder.second_session()
+        self._select, self.select_graph = encoder, "int8"
+        return self.select_graph
+
+    async def embed_select(self, texts: list[str], spans: list[tuple[int, int]]
+                           ) -> tuple[np.ndarray, list[np.ndarray | None]] | None:
+        """Tool selection's texts on the int8 graph, one text a call (and the clause vectors of ``spans``
+        pooled from the request's own pass); None when selection runs on fp32 (``prepare_select``)."""
+        if self._select is None:
+            return None
+        if not spans:
+            return await asyncio.to_thread(self._select.encode_request, texts), []
+        return await asyncio.to_thread(self._select.encode_request_spans, texts, spans)
 
     def encode_query_sync(self, text: str) -> np.ndarray:
         if self._queries is not None:
@@ -368,4 +405,5 @@ class AI:
 
     def describe(self) -> dict:
         return {"type": "ai", "provider": self.settings.provider, "model_id": self.embedder.model_id,
-                "dimension": self.embedder.dimension, "llm": self.llm.model_id if self.llm else None}
+                "dimension": self.embedder.dimension, "llm": self.llm.model_id if self.llm else None,
+                "select_query_graph": getattr(self.embedder, "select_graph", "fp32")}

@@ -278,9 +278,13 @@ def _session(path: Path, *, threads: int) -> Any:
 
 
 class OnnxQueryEncoder:
-    """One text in, one unit vector out, on one ONNX Runtime thread."""
+    """One text in, one unit vector out, on one ONNX Runtime thread.
 
-    def __init__(self, model: Any, path: Path) -> None:
+    ``solo``: every text runs in a call of its own, never padded beside another (a dynamically quantized
+    graph scales each call's activations over the whole batch, so a batch-mate would move a text's vector:
+    quantized_query.py)."""
+
+    def __init__(self, model: Any, path: Path, *, solo: bool = False) -> None:
         # one short text at a time: a second thread only adds hand-off cost
         self._session = _session(path, threads=1)
         self._tokenizer = model.tokenizer
@@ -292,8 +296,11 @@ class OnnxQueryEncoder:
         self._wide_lock = threading.Lock()
         self._second: Any = None      # (session, one-thread executor) for a request's other half
         self._batch_session: Any = self._session  # encode_batches' (batch_session gives it its own)
+        self.solo = solo
 
     def encode(self, texts: list[str]) -> np.ndarray:
+        if self.solo and len(texts) > 1:
+            return np.concatenate([self.encode([text]) for text in texts])
         batch = self._tokenizer(texts, return_tensors="np", padding=True, truncation=True,
                                 max_length=self._max_tokens)
         feeds = {name: batch[name].astype(np.int64) for name in INPUTS}
@@ -331,7 +338,7 @@ class OnnxQueryEncoder:
         ids = [np.asarray(row, dtype=np.int64) for row in encoded["input_ids"]]
         types = [np.asarray(row, dtype=np.int64) for row in encoded["token_type_ids"]]
         lengths = [len(row) for row in ids]
-        if padded_rows(lengths, length_buckets(lengths)) < WIDE_MIN_ROWS:
+        if padded_rows(lengths, self._groups(lengths)) < WIDE_MIN_ROWS:
             done = self._run_groups(self._session, ids, types, list(range(len(ids))), spans is not None)
         elif len(texts) == 1:
             done = self._run_groups(self.wide_session(), ids, types, [0], spans is not None)
@@ -347,6 +354,10 @@ class OnnxQueryEncoder:
             if tokens is not None:
                 parts = span_vectors(tokens, encoded["offset_mapping"][0], spans)
         return out, parts
+
+    def _groups(self, lengths: list[int]) -> list[list[int]]:
+        """The calls a request's texts go in: length buckets, or one text a call when ``solo``."""
+        return [[i] for i in range(len(lengths))] if self.solo else length_buckets(lengths)
 
     def _padded_feeds(self, ids: list[np.ndarray], types: list[np.ndarray], group: list[int]) -> dict[str, np.ndarray]:
         """The model's inputs for texts ``group``, padded to the longest of them."""
@@ -364,7 +375,7 @@ class OnnxQueryEncoder:
         """Texts ``which`` in their length buckets on ``session``: (indices, pooled vectors, the first text's
         token vectors when it is among them and ``tokens_of_first``, else None) per bucket."""
         done = []
-        for local in length_buckets([len(ids[i]) for i in which]):
+        for local in self._groups([len(ids[i]) for i in which]):
             group = [which[j] for j in local]
             feeds = self._padded_feeds(ids, types, group)
             # the token vectors are fetched only for the batch that holds the first text, when asked

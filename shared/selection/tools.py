@@ -467,7 +467,12 @@ async def embed_texts(embedder, texts: list[str], clauses: list[tuple[int, int]]
     """The request (and its sentences) in one call where the embedder offers it (a long request alone
     too: such a call may take a second core, see OnnxQueryEncoder.encode_request), and the vectors of the
     request's clauses (character spans of texts[0]) pooled from the same pass where the embedder can (a
-    request with clauses only: a plain query goes on sharing the query batcher); else no clause vectors."""
+    request with clauses only: a plain query goes on sharing the query batcher); else no clause vectors.
+    An embedder prepared with the int8 graph for selection (``prepare_select``) takes every text, one a call."""
+    select = getattr(embedder, "embed_select", None)
+    if select is not None and (done := await select(texts, list(clauses))) is not None:
+        vectors, clause_vectors = done
+        return list(vectors), clause_vectors
     spans = getattr(embedder, "embed_request_spans", None) if clauses else None
     if spans is not None:
         vectors, clause_vectors = await spans(texts, list(clauses))

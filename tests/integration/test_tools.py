@@ -379,3 +379,15 @@ def test_an_ambiguous_request_still_gets_k(neighbourhoods):
     assert len(names) == 3 and set(names) <= {name for name, _ in WEATHER}, names
     unsure = select(neighbourhoods, "How healthy am I?", k=4)
     assert unsure["fallback"] == "not_confident_shortlist" and unsure["count"] == 4
+
+
+def test_the_search_worker_selects_tools_on_the_int8_graph_its_config_names(stack, shop):
+    """SELECT_QUERY_GRAPH = "int8" (wrangler.toml): the worker made the quantized encoder at start-up and
+    says so; a select still finds the tool a plain request asks for (bindings/quantized_query.py)."""
+    import json
+    import urllib.request
+
+    with urllib.request.urlopen(stack.url("search") + "/health", timeout=30) as resp:
+        health = json.loads(resp.read())
+    assert health["bindings"]["AI"]["select_query_graph"] == "int8"
+    assert [t["name"] for t in select(shop, "what's the weather like in Oslo today?", k=1)["tools"]] == ["get_weather"]
