@@ -228,8 +228,14 @@ async def drive(url: str, key: str, args) -> None:
     queries = [json.loads(line)["text"] for line in open(DATA / "queries.jsonl", encoding="utf-8")]
     print(f"\nqueries: {len(queries)} MS MARCO queries, cycled; k = 10; {args.requests} requests per phase "
           f"(at most {args.max_seconds:.0f}s)\n", flush=True)
-    # warm-up: the model, the pool, the plan cache
+    # warm-up: the model, the pools, the plan cache. Then uncached searches at the most agents measured, so
+    # the search pool has grown to its working size and each of its connections has opened, been tuned and
+    # planned the tenant's statement once (a fresh backend loading the tenant's partition: ~50-100 ms, once
+    # per connection; results/throughput, fourteenth session), as in a process that has served for a while
     await run_phase(url, key, [{"query": q, "cache": False} for q in queries[:10]], 1, 30)
+    most = max(args.agents)
+    await run_phase(url, key, [{"query": queries[-1 - i % len(queries)], "k": 10, **_unique_scope(args)}
+                               for i in range(4 * most)], most, 30)
     for agents in args.agents:
         uncached = []
         for i in range(args.requests):
