@@ -163,10 +163,10 @@ class LocalEmbedder:
 
         ONNX: one ``run`` per batch holds no GIL, where torch takes the GIL back after each of its ~100 operators
         per forward pass while the worker's event loop and bucket threads hold it often (py-spy: 13% of the model
-        thread's call time spent waiting for it), and it spends ~30% less CPU per MS MARCO passage. Not the
-        default: it speeds the model alone more than the pipeline around it, so bench_ingest's ratio fell
-        (0.474 against torch's 0.562, one loaded pair; results/throughput, fourteenth session), though end to
-        end chunks/s rose (10.2 against 7.1)."""
+        thread's call time spent waiting for it), and it spends ~0.67x the CPU per MS MARCO passage. The default
+        (wrangler.toml): on a quiet machine it gave 1.6x the end-to-end chunks/s of torch and a higher ratio to the
+        model alone (results/throughput, fifteenth session); at load 10 the ratio had fallen (0.474 against
+        0.562, fourteenth session) while end to end chunks/s rose (10.2 against 7.1)."""
         if runtime == "torch":
             self._batches = None
             return
