@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -58,9 +59,16 @@ def _quantize(source: Path, scratch: Path) -> None:
             if KEEP_FP32.search(node.name)]
     if len(kept) != KEPT_NODES:  # another exporter's names: the layers to keep cannot be told apart
         raise BindingError(f"expected {KEPT_NODES} nodes of layers 0 and 5 in {source}, found {len(kept)}")
-    quantize_dynamic(str(source), str(scratch / "model.onnx"), weight_type=QuantType.QInt8, per_channel=True,
+    # quantize_dynamic writes its shape-inferred copy beside its input: from a copy in this process's own scratch
+    # folder, so workers starting together on a fresh machine (search, mcp) never read each other's half-written one
+    own = scratch / "source.onnx"
+    shutil.copyfile(source, own)
+    quantize_dynamic(str(own), str(scratch / "model.onnx"), weight_type=QuantType.QInt8, per_channel=True,
                      op_types_to_quantize=["MatMul", "Attention"], nodes_to_exclude=kept,
                      extra_options={"MatMulConstBOnly": True, "DefaultTensorType": onnx.TensorProto.FLOAT})
+    for leftover in scratch.iterdir():
+        if leftover.name != "model.onnx":
+            leftover.unlink()
 
 
 def probe_cosines(reference: OnnxQueryEncoder, candidate: OnnxQueryEncoder) -> np.ndarray:

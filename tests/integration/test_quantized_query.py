@@ -98,3 +98,33 @@ def test_an_unfused_export_is_not_quantized(encoders):
 def test_a_bad_select_graph_names_the_choices():
     with pytest.raises(BindingError, match="SELECT_QUERY_GRAPH: 'fp32' or 'int8'"):
         local_embedder().prepare_select("int4")
+
+
+def test_processes_starting_together_on_a_fresh_machine_all_get_the_int8_graph(encoders, tmp_path):
+    """The search and mcp workers start together and each quantizes the export it found (first start on a
+    machine). quantize_dynamic writes a shape-inferred copy beside its input: from the shared export folder,
+    one reader took the other's half-written copy and fell back to fp32 (seen on a cold cache)."""
+    import shutil
+    import threading
+
+    embedder, fp32, _ = encoders
+    fresh = tmp_path / "onnx" / fp32.path.parent.name
+    shutil.copytree(fp32.path.parent, fresh)
+    reference = onnx_query.OnnxQueryEncoder(embedder._model, fresh / "model.onnx")
+    reference.variant = onnx_query.FUSED_VARIANT
+    start, results = threading.Barrier(3), []
+
+    def worker():
+        start.wait()
+        try:
+            results.append(quantized_query.load(embedder._model, reference).variant)
+        except Exception as exc:  # noqa: BLE001 - the failure is the result
+            results.append(repr(exc))
+
+    threads = [threading.Thread(target=worker) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results == [quantized_query.VARIANT] * 3
+    assert sorted(p.name for p in fresh.iterdir()) == ["model.onnx", "variant"]   # nothing written beside it
