@@ -3,8 +3,9 @@ wrangler.toml names no entry module here)."""
 
 from __future__ import annotations
 
+from edgeindex.bindings.ai import SELECT_GRAPHS
 from edgeindex.enhance import QueryEnhancer
-from edgeindex.errors import BindingError, ConfigError
+from edgeindex.errors import ConfigError
 from edgeindex.routing.model import Bounds
 from edgeindex.routing.service import Router, RouterSettings
 from edgeindex.search.service import SearchService, SearchSettings
@@ -36,12 +37,12 @@ def selection_service(env) -> SelectionService:
     """Tool and index selection over the worker's bindings; tool selection's requests embedded on the graph
     its SELECT_QUERY_GRAPH var names (fp32 or int8: bindings/quantized_query.py)."""
     graph = env.var("SELECT_QUERY_GRAPH")
+    if graph not in SELECT_GRAPHS:  # whatever the embedder: a remote one has one graph, but a typo is still one
+        raise ConfigError(f"expected one of {', '.join(SELECT_GRAPHS)}, got {graph!r}",
+                          key=f"workers.{env.worker_name}.vars.SELECT_QUERY_GRAPH")
     prepare = getattr(env.AI.embedder, "prepare_select", None)
-    if prepare is not None:  # a remote embedder has one graph
-        try:
-            prepare(graph)
-        except BindingError as exc:
-            raise ConfigError(str(exc), key=f"workers.{env.worker_name}.vars.SELECT_QUERY_GRAPH") from None
+    if prepare is not None:
+        prepare(graph)
     return SelectionService(env.DB, env.AI.embedder, env.AI.llm, env.KV)
 
 

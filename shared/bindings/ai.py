@@ -34,6 +34,7 @@ LOCAL_DIMENSION = 384
 # leans on full text for queries and chunks in any other language (shared/routing/features.py).
 LOCAL_LANGUAGES = frozenset({"en"})
 ANY_LANGUAGE = "*"
+SELECT_GRAPHS = ("fp32", "int8")  # what tool selection's requests may be embedded on (prepare_select)
 
 log = logging.getLogger(__name__)
 
@@ -220,7 +221,7 @@ class LocalEmbedder:
         ``fp32``, the query encoder's, or ``int8``, its quantized copy (quantized_query.py; ~0.62x the CPU per
         text). Returns the graph in use: an int8 graph that cannot be made or that drifted from fp32 is
         logged and selection stays on fp32."""
-        if graph not in ("fp32", "int8"):
+        if graph not in SELECT_GRAPHS:
             raise BindingError(f"SELECT_QUERY_GRAPH: 'fp32' or 'int8', got {graph!r}")
         self._select, self.select_graph = None, "fp32"
         if graph == "fp32" or self._queries is None:
