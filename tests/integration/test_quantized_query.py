@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 import numpy as np
+import onnxruntime
 import pytest
 from edgeindex.bindings import onnx_query, quantized_query
 from edgeindex.bindings.ai import local_embedder
@@ -35,7 +36,7 @@ def test_int8_vectors_stay_within_the_gate_of_fp32_and_are_really_int8(encoders)
     assert cosines.min() >= quantized_query.MIN_COSINE
     assert cosines.max() < 0.9999   # the quantized graph, not the fp32 one under another name
     assert np.allclose(np.linalg.norm(ours, axis=1), 1, atol=1e-5)
-    assert int8.path.parent.name.endswith(quantized_query.VARIANT + "-ort" + __import__("onnxruntime").__version__)
+    assert int8.path.parent.name.endswith(f"{quantized_query.VARIANT}-ort{onnxruntime.__version__}")
 
 
 # two texts of one token length: without solo calls, select's length buckets would run them in one call
