@@ -55,6 +55,13 @@ MAX_DIFFERENCE = 1e-4  # per component, between the exported graph and torch on 
 # per single-thread session (a thread hand-off per call); one long text runs on WIDE_THREADS intra-op threads.
 WIDE_MIN_ROWS = 40
 WIDE_THREADS = 2
+# Ingestion's batches (encode_batches): a batch's cost is its padded token rows plus a fixed cost per run,
+# and per padded token it grows once a batch's activations outgrow the core's caches. Measured on one
+# ONNX Runtime thread (results/throughput, sixteenth session): in calls of 40 MS MARCO passages, batches
+# of 8 sorted by length cost 25.3-25.9 ms of CPU per passage, batches cut to pad least 21.9-22.1; ~190-token
+# chunks cost 47-49 ms in batches of 8 (no padding at all) and 44 in batches of 2.
+BATCH_RUN_TOKENS = 16      # the fixed cost of one run, in padded tokens
+BATCH_MAX_TOKENS = 512     # padded tokens a batch may hold (a longer text runs alone)
 # what ``_export`` wrote, in the cache folder's ``variant`` file and the load log
 FUSED_VARIANT = "torchscript-eager+ort-bert-fusion"
 PLAIN_VARIANT = "dynamo"
@@ -247,6 +254,31 @@ def length_buckets(lengths: list[int]) -> list[list[int]]:
     return [group for group in (order[:cut], order[cut:]) if group]
 
 
+def padded_batches(lengths: list[int], max_rows: int, *, run_tokens: int = BATCH_RUN_TOKENS,
+                   max_tokens: int = BATCH_MAX_TOKENS) -> list[list[int]]:
+    """Indices sorted by length, cut into batches of consecutive lengths that cost least in all: each batch
+    ``run_tokens`` plus its rows x its longest text, at most ``max_rows`` rows and ``max_tokens`` padded tokens
+    (one text alone may exceed it). Exact (dynamic programming over the cut points), O(n x max_rows)."""
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    n, rows = len(order), max(1, max_rows)
+    cost, start = [0] + [0] * n, [0] * (n + 1)
+    for end in range(1, n + 1):
+        longest = lengths[order[end - 1]]
+        best = None
+        for first in range(end - 1, max(0, end - rows) - 1, -1):
+            if end - first > 1 and (end - first) * longest > max_tokens:
+                break  # more rows only pad more
+            candidate = cost[first] + run_tokens + (end - first) * longest
+            if best is None or candidate < best:
+                best, start[end] = candidate, first
+        cost[end] = best
+    batches, end = [], n
+    while end > 0:
+        batches.append(order[start[end]:end])
+        end = start[end]
+    return batches[::-1]
+
+
 def padded_rows(lengths: list[int], groups: list[list[int]]) -> int:
     return sum(len(group) * max(lengths[i] for i in group) for group in groups)
 
@@ -386,7 +418,8 @@ class OnnxQueryEncoder:
 
     def encode_batches(self, texts: list[str], batch_size: int) -> np.ndarray:
         """Many passages (ingestion's model calls), same vectors as torch's ``encode``: tokenized once, sorted
-        by token count and run ``batch_size`` at a time, each batch padded to its own longest text.
+        by token count and run in batches of at most ``batch_size`` texts cut where they cost least
+        (``padded_batches``), each padded to its own longest text: a call's vectors never depend on the cut.
 
         One ``run`` holds no GIL for the whole batch. torch releases and takes back the GIL around each of its
         ~100 operators per forward pass; in the ingest worker, where the event loop and the bucket's threads
@@ -397,10 +430,8 @@ class OnnxQueryEncoder:
         encoded = self._tokenizer(texts, truncation=True, max_length=self._max_tokens)
         ids = [np.asarray(row, dtype=np.int64) for row in encoded["input_ids"]]
         types = [np.asarray(row, dtype=np.int64) for row in encoded["token_type_ids"]]
-        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
         out: np.ndarray | None = None
-        for start in range(0, len(order), max(1, batch_size)):
-            group = order[start:start + max(1, batch_size)]
+        for group in padded_batches([len(row) for row in ids], batch_size):
             feeds = self._padded_feeds(ids, types, group)
             vectors = self._batch_session.run([OUTPUT], feeds)[0]
             if out is None:
