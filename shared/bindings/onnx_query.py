@@ -58,8 +58,8 @@ WIDE_THREADS = 2
 # Ingestion's batches (encode_batches): a batch's cost is its padded token rows plus a fixed cost per run,
 # and per padded token it grows once a batch's activations outgrow the core's caches. Measured on one
 # ONNX Runtime thread (results/throughput, sixteenth session): in calls of 40 MS MARCO passages, batches
-# of 8 sorted by length cost 25.3-25.9 ms of CPU per passage, batches cut to pad least 21.9-22.1; ~190-token
-# chunks cost 47-49 ms in batches of 8 (no padding at all) and 44 in batches of 2.
+# of 8 sorted by length cost 23.7-24.7 ms of CPU per passage, padded_batches' 21.1-21.3; ~190-token chunks
+# cost 47-49 ms in batches of 8 (no padding at all) and 44 in batches of 2.
 BATCH_RUN_TOKENS = 16      # the fixed cost of one run, in padded tokens
 BATCH_MAX_TOKENS = 512     # padded tokens a batch may hold (a longer text runs alone)
 # what ``_export`` wrote, in the cache folder's ``variant`` file and the load log
@@ -261,17 +261,17 @@ def padded_batches(lengths: list[int], max_rows: int, *, run_tokens: int = BATCH
     (one text alone may exceed it). Exact (dynamic programming over the cut points), O(n x max_rows)."""
     order = sorted(range(len(lengths)), key=lambda i: lengths[i])
     n, rows = len(order), max(1, max_rows)
-    cost, start = [0] + [0] * n, [0] * (n + 1)
+    cost, start = [0] * (n + 1), [0] * (n + 1)
     for end in range(1, n + 1):
         longest = lengths[order[end - 1]]
-        best = None
-        for first in range(end - 1, max(0, end - rows) - 1, -1):
-            if end - first > 1 and (end - first) * longest > max_tokens:
+        # the last text alone is always a batch; then longer batches ending with it, while they fit
+        cost[end], start[end] = cost[end - 1] + run_tokens + longest, end - 1
+        for first in range(end - 2, max(0, end - rows) - 1, -1):
+            if (end - first) * longest > max_tokens:
                 break  # more rows only pad more
             candidate = cost[first] + run_tokens + (end - first) * longest
-            if best is None or candidate < best:
-                best, start[end] = candidate, first
-        cost[end] = best
+            if candidate < cost[end]:
+                cost[end], start[end] = candidate, first
     batches, end = [], n
     while end > 0:
         batches.append(order[start[end]:end])

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import asyncio
+import shutil
+import threading
 
 import numpy as np
 import onnxruntime
@@ -105,9 +107,6 @@ def test_processes_starting_together_on_a_fresh_machine_all_get_the_int8_graph(e
     """The search and mcp workers start together and each quantizes the export it found (first start on a
     machine). quantize_dynamic writes a shape-inferred copy beside its input: from the shared export folder,
     one reader took the other's half-written copy and fell back to fp32 (seen on a cold cache)."""
-    import shutil
-    import threading
-
     embedder, fp32, _ = encoders
     fresh = tmp_path / "onnx" / fp32.path.parent.name
     shutil.copytree(fp32.path.parent, fresh)
