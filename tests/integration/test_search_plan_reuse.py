@@ -1,7 +1,12 @@
 """The search statement planned once (search/plan_reuse.py): its generic plan is the custom plan,
 node for node with the same estimates, on tenants of many sizes (a large tenant beside 200 small ones
 in its partition: the case where a fully parameterised generic plan sorted by exact distance), and
-the rows are those of custom plans; it runs on the generic pool, and the main pool keeps custom plans."""
+the rows are those of custom plans; it runs on the generic pool, and the main pool keeps custom plans.
+
+The tenants live in a database of their own, with fixed names and no autovacuum. On the shared
+database, the planner's inputs moved between runs: which partition the tenants hashed into, what
+other tests had left there, and whether autovacuum had yet marked the new pages all-visible. A join
+or scan that costs nearly the same either way then flipped in 1 run of 4 (CI of stop 29)."""
 
 from __future__ import annotations
 
@@ -11,13 +16,15 @@ import uuid
 
 import numpy as np
 import psycopg
+from psycopg.conninfo import make_conninfo
 from psycopg.rows import tuple_row
 import pytest
+from edgeindex.bindings.database import Database
 from edgeindex.evaluation import loader
 from edgeindex.search import defaults, engine, plan_reuse
 from edgeindex.search.request import parse_request
 
-from ..helpers import DATA
+from ..helpers import DATA, ROOT
 
 MODEL_ID, DIMENSION = "sentence-transformers/all-MiniLM-L6-v2", 384
 LARGE = 2500
@@ -41,17 +48,36 @@ REQUESTS = [
 
 
 @pytest.fixture(scope="module")
+async def db(stack):
+    """A database of this module's own (overrides the session's): the same planner inputs on every run."""
+    name = f"plan_reuse_{uuid.uuid4().hex[:8]}"
+    async with await psycopg.AsyncConnection.connect(stack.dsn, autocommit=True) as admin:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+    database = Database(make_conninfo(stack.dsn, dbname=name), max_size=4)
+    await database.migrate(ROOT / "infra" / "migrations", model_id=MODEL_ID, dimension=DIMENSION)
+    await database.open()
+    tables = await database.fetch("SELECT oid::regclass::text AS t FROM pg_class "
+                                  "WHERE relkind = 'r' AND relnamespace = 'public'::regnamespace")
+    assert "chunks_p7" in {row["t"] for row in tables}
+    for row in tables:  # the leaves: a partitioned parent has no storage to vacuum
+        await database.execute(f"ALTER TABLE {row['t']} SET (autovacuum_enabled = false)")
+    yield database
+    await database.close()
+
+
+@pytest.fixture(scope="module")
 async def tenants(db):
-    """A large tenant (HNSW path) and 200 small ones hashed into the same partition, analysed."""
+    """A large tenant (HNSW path) and 200 small ones hashed into the same partition, vacuumed and
+    analysed (every row is in ANALYZE's sample, and every page is all-visible)."""
     texts = loader.read_passages(DATA / "msmarco" / "corpus.jsonl")
-    large = f"reuse-large-{uuid.uuid4().hex[:8]}"
+    large = "reuse-large"
     assert LARGE > defaults.EXACT_MAX_CHUNKS
     assert await loader.load_synthetic(db, large, texts, LARGE, model_id=MODEL_ID, dimension=DIMENSION) == LARGE
     partition = (await db.fetchone("SELECT tableoid::regclass::text AS p FROM chunks WHERE entity_id = %s LIMIT 1",
                                    (large,)))["p"]
-    small = []
+    small, candidate = [], 0
     while len(small) < SMALL_TENANTS:
-        name = f"reuse-small-{uuid.uuid4().hex[:8]}"
+        name, candidate = f"reuse-small-{candidate}", candidate + 1
         row = await db.fetchone("SELECT satisfies_hash_partition('chunks'::regclass, 8, %s, %s::text) AS ok",
                                 (int(partition.rsplit("p", 1)[1]), name))
         if row["ok"]:
@@ -59,7 +85,7 @@ async def tenants(db):
                                         seed=len(small) + 1, offset=len(small) * SMALL_CHUNKS)
             small.append(name)
     for table in ("chunks", "documents", "term_stats", "entity_stats"):
-        await db.execute(f"ANALYZE {table}")
+        await db.execute(f"VACUUM ANALYZE {table}")
     return {"large": [large], "small": [small[0]], "both": [large, small[7]], "many small": small[:5]}
 
 
