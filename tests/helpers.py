@@ -178,6 +178,14 @@ def running_stack(state: Path, **extra_env: str):
             stack.stop()
 
 
+def logged_around(stack, needles: list[str], *, lines: int = 40) -> str:
+    """The workers' log lines following each needle (a request id): what a failed assertion on a
+    server error should show, since the stack's log goes with its temporary folder."""
+    logged = stack.log_path.read_text(errors="replace").splitlines()
+    found = [i for i, line in enumerate(logged) if any(n in line for n in needles)]
+    return "\n".join("\n".join(logged[i:i + lines]) for i in found) or f"(none of {needles} in the log)"
+
+
 def make_pdf(pages: list[list[str]], *, title: str | None = None) -> bytes:
     """A small valid PDF with real text objects (one list of lines per page)."""
     objects: list[bytes] = []

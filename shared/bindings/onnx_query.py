@@ -26,6 +26,7 @@ vectors is refused, never used.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import logging
 import os
@@ -319,7 +320,14 @@ class OnnxQueryEncoder:
     def __init__(self, model: Any, path: Path, *, solo: bool = False) -> None:
         # one short text at a time: a second thread only adds hand-off cost
         self._session = _session(path, threads=1)
-        self._tokenizer = model.tokenizer
+        # A copy of its own, used under a lock: a fast tokenizer keeps its padding and truncation
+        # settings in the Rust tokenizer and sets them on every call, so two calls at once (a search's
+        # padded batch on the query batcher's thread, a selection's unpadded request on another) could
+        # each run with the other's setting: ragged rows (a 500) or pads read as tokens (wrong vectors,
+        # silently). Tokenizing a request's texts takes well under a millisecond; the lock is never held
+        # through a model run.
+        self._tokenizer = copy.deepcopy(model.tokenizer)
+        self._tokenizer_lock = threading.Lock()
         self._max_tokens = int(model.max_seq_length)
         self._pad_id = int(model.tokenizer.pad_token_id or 0)
         self.path = path
@@ -330,11 +338,15 @@ class OnnxQueryEncoder:
         self._batch_session: Any = self._session  # encode_batches' (batch_session gives it its own)
         self.solo = solo
 
+    def _tokenize(self, texts: list[str], **options: Any) -> Any:
+        """``texts`` tokenized and truncated to the model's length (see the lock's comment in __init__)."""
+        with self._tokenizer_lock:
+            return self._tokenizer(texts, truncation=True, max_length=self._max_tokens, **options)
+
     def encode(self, texts: list[str]) -> np.ndarray:
         if self.solo and len(texts) > 1:
             return np.concatenate([self.encode([text]) for text in texts])
-        batch = self._tokenizer(texts, return_tensors="np", padding=True, truncation=True,
-                                max_length=self._max_tokens)
+        batch = self._tokenize(texts, return_tensors="np", padding=True)
         feeds = {name: batch[name].astype(np.int64) for name in INPUTS}
         return self._session.run([OUTPUT], feeds)[0].astype(np.float32)
 
@@ -365,8 +377,7 @@ class OnnxQueryEncoder:
                      ) -> tuple[np.ndarray, list[np.ndarray | None]]:
         if not texts:
             return np.zeros((0, 0), np.float32), []
-        encoded = self._tokenizer(texts, truncation=True, max_length=self._max_tokens,
-                                  return_offsets_mapping=spans is not None)
+        encoded = self._tokenize(texts, return_offsets_mapping=spans is not None)
         ids = [np.asarray(row, dtype=np.int64) for row in encoded["input_ids"]]
         types = [np.asarray(row, dtype=np.int64) for row in encoded["token_type_ids"]]
         lengths = [len(row) for row in ids]
@@ -427,7 +438,7 @@ class OnnxQueryEncoder:
         results/throughput, fourteenth session)."""
         if not texts:
             return np.zeros((0, 0), np.float32)
-        encoded = self._tokenizer(texts, truncation=True, max_length=self._max_tokens)
+        encoded = self._tokenize(texts)
         ids = [np.asarray(row, dtype=np.int64) for row in encoded["input_ids"]]
         types = [np.asarray(row, dtype=np.int64) for row in encoded["token_type_ids"]]
         out: np.ndarray | None = None
@@ -447,8 +458,7 @@ class OnnxQueryEncoder:
     def encode_tokens(self, text: str) -> tuple[np.ndarray, np.ndarray, list[tuple[int, int]]]:
         """One text's pooled vector, its token vectors (one row per token, [CLS] and [SEP] included) and
         the tokenizer's character offsets of those rows."""
-        batch = self._tokenizer([text], return_tensors="np", truncation=True, max_length=self._max_tokens,
-                                return_offsets_mapping=True)
+        batch = self._tokenize([text], return_tensors="np", return_offsets_mapping=True)
         pooled, tokens = self._session.run([OUTPUT, TOKENS], {name: batch[name].astype(np.int64) for name in INPUTS})
         return pooled[0], tokens[0], [tuple(map(int, o)) for o in batch["offset_mapping"][0]]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 
 import numpy as np
@@ -229,3 +230,36 @@ def test_batches_on_onnx_give_each_text_torch_s_vector_in_the_caller_s_order(exp
     assert np.abs(alone[0] - reference[2]).max() < 1e-5
     with pytest.raises(BindingError, match="MODEL_RUNTIME"):
         embedder.run_batches_on("tensorflow")
+
+
+def test_searches_and_selections_tokenizing_at_once_get_the_vectors_they_get_alone(exported):
+    """The search worker embeds a search's queries (encode, padded batch) on the query batcher's
+    thread while a selection's request (encode_request, unpadded) runs on another. A tokenizer
+    shared between them keeps its padding setting in the Rust tokenizer, set by each call: two
+    calls at once once handed a batch unpadded rows (a 500 in the isolation fuzz test)."""
+    _, encoder, _ = exported
+    batch, request = TEXTS[:4], ["Book a hotel in Paris for three nights.", "x", "convert 5000 yen to euros"]
+    alone = encoder.encode(batch), encoder.encode_request(request)
+    failures: list[BaseException] = []
+    start = threading.Barrier(2)
+
+    def repeat(call, texts, expected) -> None:
+        start.wait()
+        try:
+            for _ in range(300):
+                assert np.abs(call(texts) - expected).max() < 1e-5
+        except BaseException as exc:  # noqa: BLE001 - reported below, with the thread's call
+            failures.append(exc)
+
+    threads = [threading.Thread(target=repeat, args=(encoder.encode, batch, alone[0])),
+               threading.Thread(target=repeat, args=(encoder.encode_request, request, alone[1]))]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # hand the GIL over between any two steps: the race shows every run
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert not failures, failures
