@@ -56,9 +56,9 @@ MAX_DIFFERENCE = 1e-4  # per component, between the exported graph and torch on 
 # per single-thread session (a thread hand-off per call); one long text runs on WIDE_THREADS intra-op threads.
 WIDE_MIN_ROWS = 40
 WIDE_THREADS = 2
-# A query batch of at least this many texts runs on the wide session (encode_queries): 0.68x the wall
-# time for ~1.2x the CPU per query (batches of 3-8; 2 threads gain less below 3). The one model thread
-# is where concurrent searches queue (results/throughput, seventeenth session).
+# A query batch of at least this many texts runs on the wide session (encode_queries): 0.57-0.78x the
+# wall time for 1.04-1.36x the CPU per query in batches of 3-8 (batches of 2 gained less and cost more).
+# The one model thread is where concurrent searches queue (results/throughput, seventeenth session).
 WIDE_BATCH_MIN = 3
 # Ingestion's batches (encode_batches): a batch's cost is its padded token rows plus a fixed cost per run,
 # and per padded token it grows once a batch's activations outgrow the core's caches. Measured on one
@@ -358,9 +358,9 @@ class OnnxQueryEncoder:
         """``encode`` for the query batcher: a batch of at least WIDE_BATCH_MIN queries runs on the wide
         session, a smaller one on the one thread. Concurrent searches queue for the batcher's one model
         call at a time, so a batch that ends sooner lets the next start sooner: with one search process
-        at 8 agents, semantic hits went from 217 / 212 to 278 / 240 per second and uncached searches
-        from 117 / 120 to 124 / 133 (two pairs, results/throughput, seventeenth session). The other
-        core's spare time pays for the second thread's ~20% more CPU per query."""
+        at 8 agents, semantic hits rose 13-41% in four alternating pairs, uncached searches -9% to +19%
+        on a VM whose speed moved ~20% within the sitting (results/throughput, seventeenth session). The
+        other core's spare time pays for the second thread's extra CPU per query."""
         wide = len(texts) >= WIDE_BATCH_MIN and not self.solo
         return self.encode(texts, session=self.wide_session() if wide else None)
 
