@@ -178,6 +178,37 @@ def running_stack(state: Path, **extra_env: str):
             stack.stop()
 
 
+@contextlib.asynccontextmanager
+async def database_of_its_own(stack, prefix: str, *, model_id: str = "sentence-transformers/all-MiniLM-L6-v2",
+                              dimension: int = 384):
+    """A new database on the stack's Postgres, migrated, with autovacuum off on every table: for tests
+    that assert the planner's choices. On the shared database those move with what other tests left
+    in a table and with when autovacuum last analysed or vacuumed it; here they follow only from the
+    test's own rows and its own ANALYZE."""
+    import uuid
+
+    import psycopg
+    from psycopg.conninfo import make_conninfo
+
+    from edgeindex.bindings.database import Database
+
+    name = f"{prefix}_{uuid.uuid4().hex[:8]}"
+    async with await psycopg.AsyncConnection.connect(stack.dsn, autocommit=True) as admin:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+    database = Database(make_conninfo(stack.dsn, dbname=name), max_size=4)
+    await database.migrate(ROOT / "infra" / "migrations", model_id=model_id, dimension=dimension)
+    await database.open()
+    try:
+        tables = await database.fetch("SELECT oid::regclass::text AS t FROM pg_class "
+                                      "WHERE relkind = 'r' AND relnamespace = 'public'::regnamespace")
+        assert {"chunks_p7", "vector_index"} <= {row["t"] for row in tables}
+        for row in tables:  # the leaves: a partitioned parent has no storage to vacuum
+            await database.execute(f"ALTER TABLE {row['t']} SET (autovacuum_enabled = false)")
+        yield database
+    finally:
+        await database.close()
+
+
 def logged_around(stack, needles: list[str], *, lines: int = 40) -> str:
     """The workers' log lines following each needle (a request id): what a failed assertion on a
     server error should show, since the stack's log goes with its temporary folder."""

@@ -12,19 +12,16 @@ from __future__ import annotations
 
 import json
 import re
-import uuid
 
 import numpy as np
 import psycopg
-from psycopg.conninfo import make_conninfo
 from psycopg.rows import tuple_row
 import pytest
-from edgeindex.bindings.database import Database
 from edgeindex.evaluation import loader
 from edgeindex.search import defaults, engine, plan_reuse
 from edgeindex.search.request import parse_request
 
-from ..helpers import DATA, ROOT
+from ..helpers import DATA, database_of_its_own
 
 MODEL_ID, DIMENSION = "sentence-transformers/all-MiniLM-L6-v2", 384
 LARGE = 2500
@@ -50,19 +47,8 @@ REQUESTS = [
 @pytest.fixture(scope="module")
 async def db(stack):
     """A database of this module's own (overrides the session's): the same planner inputs on every run."""
-    name = f"plan_reuse_{uuid.uuid4().hex[:8]}"
-    async with await psycopg.AsyncConnection.connect(stack.dsn, autocommit=True) as admin:
-        await admin.execute(f'CREATE DATABASE "{name}"')
-    database = Database(make_conninfo(stack.dsn, dbname=name), max_size=4)
-    await database.migrate(ROOT / "infra" / "migrations", model_id=MODEL_ID, dimension=DIMENSION)
-    await database.open()
-    tables = await database.fetch("SELECT oid::regclass::text AS t FROM pg_class "
-                                  "WHERE relkind = 'r' AND relnamespace = 'public'::regnamespace")
-    assert "chunks_p7" in {row["t"] for row in tables}
-    for row in tables:  # the leaves: a partitioned parent has no storage to vacuum
-        await database.execute(f"ALTER TABLE {row['t']} SET (autovacuum_enabled = false)")
-    yield database
-    await database.close()
+    async with database_of_its_own(stack, "plan_reuse", model_id=MODEL_ID, dimension=DIMENSION) as database:
+        yield database
 
 
 @pytest.fixture(scope="module")
