@@ -8,9 +8,14 @@ import asyncio
 import contextlib
 import json
 import os
+import uuid
 from pathlib import Path
 
+import psycopg
+from psycopg.conninfo import make_conninfo
+
 from edgeindex import config as config_module
+from edgeindex.bindings.database import Database
 from edgeindex.runtime.dev import DevStack, free_port
 from edgeindex_client import Client as SDKClient
 
@@ -178,6 +183,14 @@ def running_stack(state: Path, **extra_env: str):
             stack.stop()
 
 
+async def new_database(stack, prefix: str) -> str:
+    """The DSN of a new, empty database on the stack's Postgres, named ``prefix`` and a random suffix."""
+    name = f"{prefix}_{uuid.uuid4().hex[:8]}"
+    async with await psycopg.AsyncConnection.connect(stack.dsn, autocommit=True) as admin:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+    return make_conninfo(stack.dsn, dbname=name)
+
+
 @contextlib.asynccontextmanager
 async def database_of_its_own(stack, prefix: str, *, model_id: str = "sentence-transformers/all-MiniLM-L6-v2",
                               dimension: int = 384):
@@ -185,17 +198,7 @@ async def database_of_its_own(stack, prefix: str, *, model_id: str = "sentence-t
     that assert the planner's choices. On the shared database those move with what other tests left
     in a table and with when autovacuum last analysed or vacuumed it; here they follow only from the
     test's own rows and its own ANALYZE."""
-    import uuid
-
-    import psycopg
-    from psycopg.conninfo import make_conninfo
-
-    from edgeindex.bindings.database import Database
-
-    name = f"{prefix}_{uuid.uuid4().hex[:8]}"
-    async with await psycopg.AsyncConnection.connect(stack.dsn, autocommit=True) as admin:
-        await admin.execute(f'CREATE DATABASE "{name}"')
-    database = Database(make_conninfo(stack.dsn, dbname=name), max_size=4)
+    database = Database(await new_database(stack, prefix), max_size=4)
     await database.migrate(ROOT / "infra" / "migrations", model_id=model_id, dimension=dimension)
     await database.open()
     try:

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import uuid
 
 import psycopg
 import pytest
 from edgeindex.bindings.database import Database, discover
 from edgeindex.errors import ModelMismatchError
-from psycopg.conninfo import make_conninfo
 
-from ..helpers import ROOT, Client
+from ..helpers import ROOT, Client, new_database
 
 
 @pytest.mark.parametrize("name,expected", [
@@ -50,10 +48,7 @@ async def test_concurrent_migrations_do_not_race(stack):
     """Three processes starting at once on a database nobody migrated yet: one applies every migration,
     the others wait for it and apply nothing."""
     folder = ROOT / "infra" / "migrations"
-    name = f"fresh_{uuid.uuid4().hex[:8]}"
-    async with await psycopg.AsyncConnection.connect(stack.dsn, autocommit=True) as admin:
-        await admin.execute(f'CREATE DATABASE "{name}"')
-    dsn = make_conninfo(stack.dsn, dbname=name)
+    dsn = await new_database(stack, "fresh")
     dbs = [Database(dsn) for _ in range(3)]
     results = await asyncio.gather(*(d.migrate(folder, model_id="sentence-transformers/all-MiniLM-L6-v2",
                                                 dimension=384) for d in dbs))
