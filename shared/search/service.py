@@ -47,6 +47,7 @@ from ..routing.service import Decision, Router, new_search_id, scope_hash
 from ..routing.telemetry_writer import TelemetryWriter
 from ..routing.features import PROBE
 from ..enhance import QueryEnhancer
+from .semantic_front import SemanticFront
 from .semantic_guard import model_vocabulary, signature
 
 SQL = sqlfiles.load("search.sql")
@@ -122,6 +123,7 @@ class SearchService:
         self._stores = itertools.count(1)
         self._tuned = engine.tuned_connections()
         self.exact_front = ExactFront()
+        self.semantic_front = SemanticFront()   # the pointers this process stored, searched first
         self.parsed = ParsedMemo()
         self.hit_path = HIT_PATH
         # Semantic-cache pointers go in groups, after the answer (as telemetry rows do): one
@@ -332,25 +334,38 @@ class SearchService:
             return None
         mark = time.perf_counter()
         try:
+            # Similar wording is not the same question: numbers, identifiers, quoted phrases and
+            # rare words must match exactly ("invoice 4711" is not "invoice 4712").
+            wanted = signature(ctx.request.query, self.vocabulary)
+            # this process's own pointers first (semantic_front.py): no statement when one answers
+            for key in self.semantic_front.nearest(ctx.keys.namespace, ctx.embedding, signature=wanted,
+                                                   min_score=self.settings.semantic_threshold,
+                                                   k=SEMANTIC_CANDIDATES):
+                if (hit := self._pointed_at(ctx, key, background)) is not None:
+                    return hit
             matches = await self.semantic_cache.query(ctx.embedding, namespace=ctx.keys.namespace,
                                                       top_k=SEMANTIC_CANDIDATES,
                                                       min_score=self.settings.semantic_threshold)
-            wanted = signature(ctx.request.query, self.vocabulary)
             for match in matches:
-                # Similar wording is not the same question: numbers, identifiers, quoted phrases
-                # and rare words must match exactly ("invoice 4711" is not "invoice 4712").
                 if match.metadata.get("signature") != wanted:
                     continue
-                hit = self._cached(ctx, match.id) if self.hit_path else cache.load(self.kv, match.id, ctx.sequences)
-                if hit is None:
-                    # Invalidated, expired or computed before a change: forget the pointer.
-                    background.wait_until(self.semantic_cache.delete(match.id))
-                    continue
-                ctx.cache_outcome = "semantic"
-                return hit
+                if (hit := self._pointed_at(ctx, match.id, background)) is not None:
+                    return hit
             return None
         finally:
             ctx.timings["semantic_lookup_ms"] = _since(mark)
+
+    def _pointed_at(self, ctx: SearchContext, key: str, background: Any) -> dict | None:
+        """The answer a semantic pointer names, if servable (the exact cache's rule); else the
+        pointer is forgotten, here and in Postgres."""
+        hit = self._cached(ctx, key) if self.hit_path else cache.load(self.kv, key, ctx.sequences)
+        if hit is None:
+            # Invalidated, expired or computed before a change: forget the pointer.
+            self.semantic_front.forget(key)
+            background.wait_until(self.semantic_cache.delete(key))
+            return None
+        ctx.cache_outcome = "semantic"
+        return hit
 
     def route(self, ctx: SearchContext) -> None:
         """The router's choice from the query and the lexical evidence: served ("auto"), or logged
@@ -486,9 +501,12 @@ class SearchService:
         its group (awaited, so the worker's drain at shutdown waits for it; a failed group is
         logged). Never wrong however late it lands: it names the exact key, whose entry carries
         the entity sequences it was computed at and is checked on every hit (cache.load)."""
+        wanted = signature(ctx.request.query, self.vocabulary)
+        # here first: this process's next paraphrase of the query finds it without a statement
+        self.semantic_front.remember(ctx.keys.namespace, ctx.keys.exact, ctx.embedding, wanted, time.time() + ttl)
         await self.semantic_writes.add(self.semantic_cache.upsert_params(
             ctx.keys.exact, ctx.embedding, namespace=ctx.keys.namespace,
-            metadata={"query": ctx.request.query, "signature": signature(ctx.request.query, self.vocabulary)}))
+            metadata={"query": ctx.request.query, "signature": wanted}))
         if next(self._stores) % PRUNE_EVERY == 0:
             await self.db.execute(SQL["semantic_prune"], {"index": self.semantic_cache.index_name, "ttl": ttl})
 

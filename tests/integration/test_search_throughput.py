@@ -42,6 +42,32 @@ async def test_a_semantic_hit_runs_no_search_statement(stack, upload_admin, db):
     assert set(hit["timings"]) == {"embed_ms", "semantic_lookup_ms"}
 
 
+async def test_a_semantic_hit_on_a_pointer_this_process_stored_needs_no_lookup_statement(stack, upload_admin, db):
+    """The search worker searches the pointers it stored itself first (search/semantic_front.py): with
+    the pointer deleted from Postgres, the paraphrase is still a hit. The pointer only names an answer,
+    served by the exact cache's rule: once the document changes, the same paraphrase is a miss."""
+    tenant = new_tenant(stack, upload_admin, prefix="tp")
+    put_document(tenant, "bread", TEXT)
+    assert (await wait_document(tenant, "bread"))["status"] == "ready"
+    query = "how long should sourdough dough rise in a cool kitchen"
+    status, first = tenant.search.post("/search", {"query": query, "strategy": "hybrid"})
+    assert status == 200 and first["cache"] == "none", first
+    await wait_for(lambda: _remembered(db, query), timeout=10)
+    deleted = await db.execute("DELETE FROM vector_index WHERE index_name = 'query-cache' "
+                               "AND metadata->>'query' = %(q)s", {"q": query})
+    assert deleted == 1
+    paraphrase = {"query": "how long should sourdough dough rise in a cool kitchen please", "strategy": "hybrid"}
+    status, hit = tenant.search.post("/search", paraphrase)
+    assert status == 200 and hit["cache"] == "semantic", hit
+    assert hit["results"] == first["results"]
+
+    put_document(tenant, "bread", TEXT.replace("cool kitchen", "warm oven"))
+    assert (await wait_document(tenant, "bread", version=2))["status"] == "ready"
+    status, after = tenant.search.post("/search", paraphrase)
+    assert status == 200 and after["cache"] == "none", after
+    assert "warm oven" in after["results"][0]["text"]
+
+
 async def test_an_auto_semantic_hit_runs_no_search_statement(stack, upload_admin, db):
     """With no strategy named (the router decides, "auto"), the lookup still comes first: the
     semantic cache is keyed on "auto" and the model version, not on the per-query decision."""

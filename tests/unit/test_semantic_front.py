@@ -1,0 +1,119 @@
+"""The semantic cache's in-process front (search/semantic_front.py): the pointers this process stored,
+searched exactly, within their namespace, signature and expiry, and bounded in number."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from edgeindex.search.semantic_front import SemanticFront
+from hypothesis import given, settings, strategies as st
+
+LATER = time.time() + 3600
+
+
+def unit(*components: float) -> np.ndarray:
+    vector = np.zeros(4, dtype=np.float32)
+    vector[:len(components)] = components
+    return vector / np.linalg.norm(vector)
+
+
+def test_the_nearest_pointers_above_the_threshold_come_first():
+    front = SemanticFront(max_vectors=100)
+    front.remember("ns", "far", unit(0, 1), "s", LATER)
+    front.remember("ns", "near", unit(1, 0.1), "s", LATER)
+    front.remember("ns", "nearer", unit(1, 0.01), "s", LATER)
+    assert front.nearest("ns", unit(1), min_score=0.9, signature="s", k=3) == ["nearer", "near"]
+    assert front.nearest("ns", unit(1), min_score=0.9, signature="s", k=1) == ["nearer"]
+    # not normalized: cosine all the same
+    assert front.nearest("ns", 5 * unit(1), min_score=0.9, signature="s", k=3) == ["nearer", "near"]
+    assert front.nearest("ns", unit(1), min_score=0.9999, signature="s", k=3) == ["nearer"]
+
+
+def test_another_namespace_signature_or_an_expired_pointer_never_matches():
+    front = SemanticFront(max_vectors=100)
+    front.remember("ns", "invoice 4711", unit(1), "4711", LATER)
+    front.remember("ns", "gone", unit(1), "s", time.time() - 1)
+    assert front.nearest("ns", unit(1), min_score=0.5, signature="4712", k=3) == []
+    assert front.nearest("ns", unit(1), min_score=0.5, signature="s", k=3) == []
+    assert front.nearest("other", unit(1), min_score=0.5, signature="4711", k=3) == []
+    assert front.nearest("ns", unit(1), min_score=0.5, signature="4711", k=3) == ["invoice 4711"]
+
+
+def test_a_key_stored_again_replaces_its_pointer_and_a_forgotten_one_is_gone():
+    front = SemanticFront(max_vectors=100)
+    front.remember("ns", "key", unit(1), "s", LATER)
+    front.remember("ns", "key", unit(0, 1), "s", LATER)
+    assert len(front) == 1
+    assert front.nearest("ns", unit(1), min_score=0.5, signature="s", k=3) == []
+    assert front.nearest("ns", unit(0, 1), min_score=0.5, signature="s", k=3) == ["key"]
+    front.forget("key")
+    front.forget("key")   # twice: nothing left to forget
+    assert len(front) == 0 and front.nearest("ns", unit(0, 1), min_score=0.5, signature="s", k=3) == []
+
+
+def test_the_least_recently_searched_namespace_goes_first_at_the_bound():
+    front = SemanticFront(max_vectors=4)
+    front.remember("a", "a1", unit(1), "s", LATER)
+    front.remember("a", "a2", unit(1, 1), "s", LATER)
+    front.remember("b", "b1", unit(1), "s", LATER)
+    front.remember("c", "c1", unit(1), "s", LATER)
+    assert front.nearest("a", unit(1), min_score=0.5, signature="s", k=3) == ["a1", "a2"]   # a searched: b is oldest
+    front.remember("c", "c2", unit(0, 1), "s", LATER)
+    assert len(front) == 4
+    assert front.nearest("b", unit(1), min_score=0.5, signature="s", k=3) == []
+    assert front.nearest("a", unit(1), min_score=0.5, signature="s", k=3) == ["a1", "a2"]
+    assert front.nearest("c", unit(0, 1), min_score=0.5, signature="s", k=3) == ["c2"]
+
+
+def test_a_namespace_alone_at_the_bound_overwrites_its_oldest_pointers():
+    front = SemanticFront(max_vectors=3)
+    for i in range(5):
+        front.remember("ns", f"k{i}", unit(1, i / 100), "s", LATER)
+    assert len(front) == 3
+    assert sorted(front.nearest("ns", unit(1), min_score=0.5, signature="s", k=10)) == ["k2", "k3", "k4"]
+
+
+def test_off_at_zero():
+    front = SemanticFront(max_vectors=0)
+    front.remember("ns", "key", unit(1), "s", LATER)
+    assert len(front) == 0 and front.nearest("ns", unit(1), min_score=0.5, signature="s", k=3) == []
+
+
+operations = st.lists(st.tuples(
+    st.sampled_from(["remember", "forget", "nearest"]),
+    st.sampled_from(["a", "b", "c"]),                 # namespace
+    st.integers(0, 11),                               # key
+    st.lists(st.integers(-3, 3), min_size=3, max_size=3).filter(any),   # vector
+    st.sampled_from(["s", "t"])), max_size=60)
+
+
+@settings(max_examples=300, deadline=None)
+@given(ops=operations, bound=st.integers(1, 14))
+def test_answers_as_a_brute_force_search_of_what_it_still_holds(ops, bound):
+    """Against a plain dict of the pointers: every answer is exactly a brute-force search of the
+    pointers remembered, not forgotten and not displaced by the bound; the bound always holds; and
+    with room for everything, nothing is ever displaced."""
+    front = SemanticFront(max_vectors=bound)
+    model: dict[str, tuple[str, np.ndarray, str]] = {}   # key -> (namespace, unit vector, signature)
+    for op, namespace, key_number, components, sig in ops:
+        key, vector = f"k{key_number}", np.array(components, dtype=np.float32)
+        if op == "remember":
+            front.remember(namespace, key, vector, sig, LATER)
+            model[key] = (namespace, vector / np.linalg.norm(vector), sig)
+        elif op == "forget":
+            front.forget(key)
+            model.pop(key, None)
+        else:
+            found = front.nearest(namespace, vector, min_score=0.3, signature=sig, k=3)
+            query = vector / np.linalg.norm(vector)
+            held = {k: v for k, v in model.items() if k in front._where}
+            expected = sorted(((-float(v @ query), k) for k, (ns, v, s) in held.items()
+                               if ns == namespace and s == sig and float(v @ query) >= 0.3))
+            assert [k for _, k in expected[:3]] == found or (
+                # ties in score may come in either order
+                sorted(found) == sorted(k for _, k in expected[:3]))
+        assert len(front) <= bound
+        assert set(front._where) <= set(model)   # never a pointer forgotten or never stored
+        if len(model) <= bound:
+            assert set(front._where) == set(model)
