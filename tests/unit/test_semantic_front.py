@@ -107,12 +107,18 @@ def test_answers_as_a_brute_force_search_of_what_it_still_holds(ops, bound):
         else:
             found = front.nearest(namespace, vector, min_score=0.3, signature=sig, k=3)
             query = vector / np.linalg.norm(vector)
-            held = {k: v for k, v in model.items() if k in front._where}
-            expected = sorted(((-float(v @ query), k) for k, (ns, v, s) in held.items()
-                               if ns == namespace and s == sig and float(v @ query) >= 0.3))
-            assert [k for _, k in expected[:3]] == found or (
-                # ties in score may come in either order
-                sorted(found) == sorted(k for _, k in expected[:3]))
+            scores = {k: float(v @ query) for k, (ns, v, s) in model.items()
+                      if k in front._where and ns == namespace and s == sig}
+            # float32 rounding may put a score within 1e-5 of the threshold, or of a tie, either way
+            strict = {k for k, score in scores.items() if score >= 0.3 + 1e-5}
+            loose = {k for k, score in scores.items() if score >= 0.3 - 1e-5}
+            assert len(set(found)) == len(found) and set(found) <= loose
+            assert min(3, len(strict)) <= len(found) <= 3
+            assert all(scores[a] >= scores[b] - 1e-5 for a, b in zip(found, found[1:]))   # nearest first
+            if len(found) < 3:
+                assert strict <= set(found)
+            else:   # no key left out is nearer than one returned
+                assert all(scores[k] <= scores[found[-1]] + 1e-5 for k in loose - set(found))
         assert len(front) <= bound
         assert set(front._where) <= set(model)   # never a pointer forgotten or never stored
         if len(model) <= bound:
