@@ -36,22 +36,23 @@ FIRST_ROWS = 8   # a namespace's first allocation; it doubles as it fills, up to
 class _Scope:
     """One namespace's pointers: row i of ``vectors`` is the pointer to ``keys[i]`` (None: a free row)."""
 
-    __slots__ = ("vectors", "keys", "signatures", "until", "rows", "used", "free", "oldest")
+    __slots__ = ("vectors", "keys", "signatures", "until", "stored", "rows", "used", "free")
 
     def __init__(self, dimension: int) -> None:
         self.vectors = np.zeros((FIRST_ROWS, dimension), dtype=np.float32)
         self.keys: list[str | None] = [None] * FIRST_ROWS
         self.signatures: list[str | None] = [None] * FIRST_ROWS
         self.until = np.zeros(FIRST_ROWS)   # 0: a free row, which no lookup can match
+        self.stored = np.zeros(FIRST_ROWS, dtype=np.int64)   # when each row was written, in remember calls
         self.rows = 0                       # rows in use or freed (the high-water mark)
         self.used = 0                       # rows holding a pointer
         self.free: list[int] = []
-        self.oldest = 0                     # the next row to overwrite when the scope is alone at the bound
 
     def grow(self) -> None:
         more = len(self.keys)
         self.vectors = np.vstack([self.vectors, np.zeros_like(self.vectors)])
         self.until = np.concatenate([self.until, np.zeros(more)])
+        self.stored = np.concatenate([self.stored, np.zeros(more, dtype=np.int64)])
         self.keys.extend([None] * more)
         self.signatures.extend([None] * more)
 
@@ -61,6 +62,7 @@ class SemanticFront:
         self.max_vectors = max_vectors
         self._scopes: OrderedDict[str, _Scope] = OrderedDict()
         self._where: dict[str, tuple[str, int]] = {}   # exact key -> (namespace, row)
+        self._written = 0   # remember calls so far: the rows' age
 
     def __len__(self) -> int:
         return len(self._where)
@@ -84,6 +86,8 @@ class SemanticFront:
         scope.keys[row] = key
         scope.signatures[row] = signature
         scope.until[row] = until
+        self._written += 1
+        scope.stored[row] = self._written
         scope.used += 1
         self._where[key] = (namespace, row)
 
@@ -92,10 +96,9 @@ class SemanticFront:
         while len(self._where) >= self.max_vectors and len(self._scopes) > 1:
             self._drop_scope(*next(iter(self._scopes.items())))
         if len(self._where) >= self.max_vectors:
-            # alone at the bound (so every row holds a pointer): the rows are overwritten in turn,
-            # from the first, which is the order they were first filled in
-            row = scope.oldest % scope.rows
-            scope.oldest = row + 1
+            # alone at the bound, so every row holds a pointer (a row is added or a free one taken
+            # only below it): the oldest is overwritten
+            row = int(np.argmin(scope.stored[:scope.rows]))
             self._unset(scope, row)
             return row
         if scope.free:

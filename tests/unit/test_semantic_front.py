@@ -74,6 +74,16 @@ def test_a_namespace_alone_at_the_bound_overwrites_its_oldest_pointers():
     assert sorted(front.nearest("ns", unit(1), min_score=0.5, signature="s", k=10)) == ["k2", "k3", "k4"]
 
 
+def test_a_forgotten_pointers_row_is_taken_again_and_the_oldest_goes_at_the_bound():
+    front = SemanticFront(max_vectors=2)
+    front.remember("ns", "a", unit(1), "s", LATER)
+    front.remember("ns", "b", unit(1, 0.1), "s", LATER)
+    front.forget("a")
+    front.remember("ns", "c", unit(1, 0.2), "s", LATER)   # into a's row
+    front.remember("ns", "d", unit(1, 0.3), "s", LATER)   # b is the oldest now
+    assert front.nearest("ns", unit(1), min_score=0.5, signature="s", k=3) == ["c", "d"]
+
+
 def test_off_at_zero():
     front = SemanticFront(max_vectors=0)
     front.remember("ns", "key", unit(1), "s", LATER)
