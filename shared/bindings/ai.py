@@ -213,8 +213,8 @@ class LocalEmbedder:
                 self._queries = OnnxQueryEncoder.load(self._model, self.model_dir, cache=cache)
                 self._queries.wide_session()  # made now (~0.25 s, ~40 MiB), not in a long request's time
                 self._queries.second_session()  # the same for a long request's second half
-                # concurrent requests' queries share one ONNX call (bindings/query_batch.py), a call of
-                # three or more on two threads (encode_queries)
+                # concurrent requests' queries share one ONNX call (bindings/query_batch.py), on two
+                # threads (encode_queries)
                 self.query_batcher = QueryBatcher(self._queries.encode_queries)
 
     def prepare_select(self, graph: str) -> str:

@@ -57,9 +57,12 @@ MAX_DIFFERENCE = 1e-4  # per component, between the exported graph and torch on 
 WIDE_MIN_ROWS = 40
 WIDE_THREADS = 2
 # A query batch of at least this many texts runs on the wide session (encode_queries): 0.57-0.78x the
-# wall time for 1.04-1.36x the CPU per query in batches of 3-8 (batches of 2 gained less and cost more).
-# The one model thread is where concurrent searches queue (results/throughput, seventeenth session).
-WIDE_BATCH_MIN = 3
+# wall time for 1.04-1.36x the CPU per query in batches of 1-8 (seventeenth session's model-alone figures).
+# The one model thread is where concurrent searches queue. Three (the seventeenth session) left batches of one
+# and two, most of them at 4 agents, on one thread; every batch on two threads (the eighteenth) raised
+# semantic hits at 4 agents by 18% and uncached searches at 8 by 13% (means of four alternating runs each),
+# on a VM whose speed moved ~30% through them (results/throughput).
+WIDE_BATCH_MIN = 1
 # Ingestion's batches (encode_batches): a batch's cost is its padded token rows plus a fixed cost per run,
 # and per padded token it grows once a batch's activations outgrow the core's caches. Measured on one
 # ONNX Runtime thread (results/throughput, sixteenth session): in calls of 40 MS MARCO passages, batches
@@ -355,12 +358,11 @@ class OnnxQueryEncoder:
         return (session or self._session).run([OUTPUT], feeds)[0].astype(np.float32)
 
     def encode_queries(self, texts: list[str]) -> np.ndarray:
-        """``encode`` for the query batcher: a batch of at least WIDE_BATCH_MIN queries runs on the wide
-        session, a smaller one on the one thread. Concurrent searches queue for the batcher's one model
-        call at a time, so a batch that ends sooner lets the next start sooner: with one search process
-        at 8 agents, semantic hits rose 13-41% in four alternating pairs, uncached searches -9% to +19%
-        on a VM whose speed moved ~20% within the sitting (results/throughput, seventeenth session). The
-        other core's spare time pays for the second thread's extra CPU per query."""
+        """``encode`` for the query batcher: a batch of at least WIDE_BATCH_MIN queries (every batch, by
+        default) runs on the wide session, a smaller one on the one thread. Concurrent searches queue for
+        the batcher's one model call at a time, so a batch that ends sooner lets the next start sooner
+        (results/throughput, seventeenth and eighteenth sessions). The other core's spare time pays for
+        the second thread's extra CPU per query."""
         wide = len(texts) >= WIDE_BATCH_MIN and not self.solo
         return self.encode(texts, session=self.wide_session() if wide else None)
 
