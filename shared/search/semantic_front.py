@@ -39,7 +39,7 @@ FIRST_ROWS = 1
 class _Scope:
     """One namespace's pointers: row i of ``vectors`` is the pointer to ``keys[i]`` (None: a free row)."""
 
-    __slots__ = ("vectors", "keys", "signatures", "until", "stored", "rows", "used", "free")
+    __slots__ = ("vectors", "keys", "signatures", "until", "stored", "rows", "free")
 
     def __init__(self, dimension: int) -> None:
         self.vectors = np.zeros((FIRST_ROWS, dimension), dtype=np.float32)
@@ -48,8 +48,7 @@ class _Scope:
         self.until = np.zeros(FIRST_ROWS)   # 0: a free row, which no lookup can match
         self.stored = np.zeros(FIRST_ROWS, dtype=np.int64)   # when each row was written, in remember calls
         self.rows = 0                       # rows in use or freed (the high-water mark)
-        self.used = 0                       # rows holding a pointer
-        self.free: list[int] = []
+        self.free: list[int] = []           # the rows below it holding no pointer
 
     def grow(self) -> None:
         more = len(self.keys)
@@ -91,7 +90,6 @@ class SemanticFront:
         scope.until[row] = until
         self._written += 1
         scope.stored[row] = self._written
-        scope.used += 1
         self._where[key] = (namespace, row)
 
     def _row_for(self, namespace: str, scope: _Scope) -> int:
@@ -147,14 +145,12 @@ class SemanticFront:
         namespace, row = where
         scope = self._scopes[namespace]
         self._unset(scope, row)
-        if scope.used == 0:   # an empty namespace holds no memory beyond its dict entry's
+        scope.free.append(row)
+        if len(scope.free) == scope.rows:   # empty: a namespace holds memory only while it holds pointers
             del self._scopes[namespace]
-        else:
-            scope.free.append(row)
 
     def _unset(self, scope: _Scope, row: int) -> None:
         del self._where[scope.keys[row]]
         scope.keys[row] = scope.signatures[row] = None
         scope.until[row] = 0
         scope.vectors[row] = 0
-        scope.used -= 1
