@@ -95,6 +95,7 @@ class SearchContext:
     parsed: Parsed | None = None          # the remembered body (search_json): its keys per entity set
     encoded: bool = False                 # the caller takes a hit's JSON as bytes (search_json)
     hit_copy: Copy | None = None          # the exact front's copy that answered (search_json): its JSON, its row
+    signature: str | None = None          # the query's for the semantic guard: the lookup's, then its pointer's
 
     def response(self, payload: dict) -> dict:
         return {**payload, **self.answer_fields(payload)}
@@ -336,7 +337,7 @@ class SearchService:
         try:
             # Similar wording is not the same question: numbers, identifiers, quoted phrases and
             # rare words must match exactly ("invoice 4711" is not "invoice 4712").
-            wanted = signature(ctx.request.query, self.vocabulary)
+            wanted = self._signature(ctx)
             # this process's own pointers first (semantic_front.py): no statement when one answers
             for key in self.semantic_front.nearest(ctx.keys.namespace, ctx.embedding, signature=wanted,
                                                    min_score=self.settings.semantic_threshold,
@@ -354,6 +355,11 @@ class SearchService:
             return None
         finally:
             ctx.timings["semantic_lookup_ms"] = _since(mark)
+
+    def _signature(self, ctx: SearchContext) -> str:
+        if ctx.signature is None:
+            ctx.signature = signature(ctx.request.query, self.vocabulary)
+        return ctx.signature
 
     def _pointed_at(self, ctx: SearchContext, key: str, background: Any) -> dict | None:
         """The answer a semantic pointer names, if servable (the exact cache's rule); else the
@@ -501,7 +507,7 @@ class SearchService:
         its group (awaited, so the worker's drain at shutdown waits for it; a failed group is
         logged). Never wrong however late it lands: it names the exact key, whose entry carries
         the entity sequences it was computed at and is checked on every hit (cache.load)."""
-        wanted = signature(ctx.request.query, self.vocabulary)
+        wanted = self._signature(ctx)
         # here first: this process's next paraphrase of the query finds it without a statement
         self.semantic_front.remember(ctx.keys.namespace, ctx.keys.exact, ctx.embedding, wanted, time.time() + ttl)
         await self.semantic_writes.add(self.semantic_cache.upsert_params(
