@@ -1,8 +1,8 @@
 -- Searches keep their speed while documents keep arriving (issue 15).
 --
 -- A GIN index with `fastupdate` (Postgres's default) takes new entries into a pending list that
--- every scan of the index reads whole, until a vacuum or an insert past gin_pending_list_limit
--- (4 MB) merges it. The search statement scans the chunks' full-text index on every search
+-- every scan of the index reads whole, until a vacuum, an analyze or an insert past
+-- gin_pending_list_limit (4 MB) merges it. The search statement scans the chunks' full-text index on every search
 -- (shared/sql/search.sql, `lexical_candidates`), so between autovacuums a tenant that keeps
 -- writing made its searches slower: on 12,000 chunks, with 1,500 new chunks pending a search took
 -- 1.12-1.17x the time of the same search in a tenant whose writes left nothing pending, with 4,000
