@@ -10,17 +10,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import statistics
 import sys
-import tempfile
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(ROOT / "scripts"))
-
-import load_search  # noqa: E402
+import lab_postgres
+from lab_postgres import load_search
 
 
 async def measure(label: str, call, n: int) -> None:
@@ -35,21 +30,14 @@ async def measure(label: str, call, n: int) -> None:
 
 
 async def run(args) -> None:
-    import numpy as np
-    from edgeindex.bindings.database import Database
     from edgeindex.bindings.vectorize import PgVectorIndex
     from edgeindex.search import engine
     from edgeindex.search.request import parse_request
 
-    db = Database(args.dsn, max_size=2)
-    await db.migrate(ROOT / "infra" / "migrations", model_id=load_search.MODEL_ID, dimension=load_search.DIMENSION)
-    await db.open()
+    db = await lab_postgres.migrated_database(args.dsn)
     try:
         await load_search.load_chunks(args.dsn, args.chunks)
-        queries = [json.loads(line)["text"] for line in open(load_search.DATA / "queries.jsonl")]
-        rng = np.random.default_rng(7)
-        vectors = rng.standard_normal((len(queries), load_search.DIMENSION)).astype(np.float32)
-        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        queries, vectors = lab_postgres.queries()
         tuned = engine.tuned_connections()
         requests = [parse_request({"query": q, "k": 10, "alpha": 0.7}, max_k=100, max_query_chars=2000) for q in queries]
         index = PgVectorIndex(db, "semantic-cache", model_id=load_search.MODEL_ID, dimension=load_search.DIMENSION)
@@ -77,15 +65,8 @@ def main() -> int:
     parser.add_argument("--chunks", type=int, default=12_000)
     parser.add_argument("--calls", type=int, default=300)
     args = parser.parse_args()
-    from edgeindex.runtime.dev import EmbeddedPostgres
-
-    with tempfile.TemporaryDirectory(prefix="edgeindex-client-cpu-") as folder:
-        postgres = EmbeddedPostgres(Path(folder) / "pgdata")
-        args.dsn = postgres.start()
-        try:
-            asyncio.run(run(args))
-        finally:
-            postgres.stop()
+    with lab_postgres.embedded_postgres("edgeindex-client-cpu-") as args.dsn:
+        asyncio.run(run(args))
     return 0
 
 

@@ -12,19 +12,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import re
 import statistics
 import sys
-import tempfile
-import time
 from collections import defaultdict
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(ROOT / "scripts"))
-
-import load_search  # noqa: E402
+import lab_postgres
+from lab_postgres import load_search
 
 _NODE = re.compile(r"^(\s*)(?:->\s+)?(.*?)\s+\(cost=.*actual time=([\d.]+)\.\.([\d.]+) rows=[\d.]+ loops=(\d+)\)")
 
@@ -53,19 +47,13 @@ def own_times(plan: list[str]) -> list[tuple[str, float]]:
 
 async def run(args) -> None:
     import numpy as np
-    from edgeindex.bindings.database import Database
     from edgeindex.evaluation import explain as ex
     from edgeindex.search.request import parse_request
 
-    db = Database(args.dsn, max_size=2)
-    await db.migrate(ROOT / "infra" / "migrations", model_id=load_search.MODEL_ID, dimension=load_search.DIMENSION)
-    await db.open()
+    db = await lab_postgres.migrated_database(args.dsn)
     try:
         await load_search.load_chunks(args.dsn, args.chunks)
-        queries = [json.loads(line)["text"] for line in open(load_search.DATA / "queries.jsonl")][:args.queries]
-        rng = np.random.default_rng(7)  # the chunks' vectors are random too: the walk is what matters
-        vectors = rng.standard_normal((len(queries), load_search.DIMENSION)).astype(np.float32)
-        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        queries, vectors = lab_postgres.queries(args.queries)
         totals = defaultdict(float)
         statement_ms = []
         for i, (query, vector) in enumerate(zip(queries, vectors)):
@@ -94,15 +82,8 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=40)
     parser.add_argument("--show", type=int, default=1)
     args = parser.parse_args()
-    from edgeindex.runtime.dev import EmbeddedPostgres
-
-    with tempfile.TemporaryDirectory(prefix="edgeindex-explain-lab-") as folder:
-        postgres = EmbeddedPostgres(Path(folder) / "pgdata")
-        args.dsn = postgres.start()
-        try:
-            asyncio.run(run(args))
-        finally:
-            postgres.stop()
+    with lab_postgres.embedded_postgres("edgeindex-explain-lab-") as args.dsn:
+        asyncio.run(run(args))
     return 0
 
 

@@ -3,28 +3,23 @@ stop it? Paired, so that the VM's changing speed cancels: two tenants with the s
 (load_search.py's texts and random unit vectors), in two partitions, one of whose GIN indexes
 (full text, vocabulary trigrams) are set back to Postgres's default (`fastupdate` on, a 4 MB pending
 list: main before 0022) while the other's keep 0022's setting. Autovacuum off. More chunks go into
-both, in steps; after each step, and after a final VACUUM, every query is searched in both tenants
-one right after the other (the order alternating), and the medians and the median of the paired
-ratios are printed.
+both, in steps; after each step, and after a final VACUUM, every query (load_search.py's 50, or the
+first --queries) is searched in both tenants one right after the other (the order alternating), and
+the medians and the median of the paired ratios are printed.
 
-  .venv/bin/python results/throughput/session19/gin_pending_ab.py [--added 1500,2500] [--queries 300]
+  .venv/bin/python results/throughput/session19/gin_pending_ab.py [--added 1500,2500] [--queries 50]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import statistics
 import sys
-import tempfile
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(ROOT / "scripts"))
-
-import load_search  # noqa: E402
+import lab_postgres
+from lab_postgres import load_search
 
 TENANTS = {"pending": "gin-ab-a", "direct": "gin-ab-b"}
 
@@ -61,14 +56,10 @@ async def paired(db, queries, vectors, label: str) -> None:
 
 
 async def run(args) -> None:
-    import numpy as np
-    from edgeindex.bindings.database import Database
     from edgeindex.evaluation import loader
     from edgeindex.evaluation.explain import vacuum_analyze
 
-    db = Database(args.dsn, max_size=2)
-    await db.migrate(ROOT / "infra" / "migrations", model_id=load_search.MODEL_ID, dimension=load_search.DIMENSION)
-    await db.open()
+    db = await lab_postgres.migrated_database(args.dsn)
     try:
         await db.execute("CREATE EXTENSION IF NOT EXISTS pgstattuple")
         texts = loader.read_passages(load_search.DATA / "corpus.jsonl")
@@ -82,11 +73,8 @@ async def run(args) -> None:
                       f"term_stats_p{parts['pending'].removeprefix('chunks_p')}_term_idx"):
             await db.execute(f"ALTER INDEX {index} SET (fastupdate = on)")
         print(f"partitions {parts}; fastupdate back on for the 'pending' tenant's", flush=True)
-        queries = [json.loads(line)["text"] for line in open(load_search.DATA / "queries.jsonl")][:args.queries]
-        rng = np.random.default_rng(7)
-        vectors = rng.standard_normal((len(queries), load_search.DIMENSION)).astype(np.float32)
-        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-        await paired(db, queries[:50], vectors[:50], "warm-up")
+        queries, vectors = lab_postgres.queries(args.queries)
+        await paired(db, queries, vectors, "warm-up")
         await paired(db, queries, vectors, f"vacuumed, {args.chunks} chunks each")
         total = args.chunks
         for added in [int(a) for a in args.added.split(",")]:
@@ -106,21 +94,10 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--chunks", type=int, default=12_000)
     parser.add_argument("--added", default="1500,2500")
-    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--queries", type=int, default=None)
     args = parser.parse_args()
-    from edgeindex.runtime.dev import EmbeddedPostgres
-
-    with tempfile.TemporaryDirectory(prefix="edgeindex-gin-ab-") as folder:
-        postgres = EmbeddedPostgres(Path(folder) / "pgdata")
-        args.dsn = postgres.start()
-        try:
-            import psycopg
-            with psycopg.connect(args.dsn, autocommit=True) as conn:
-                conn.execute("ALTER SYSTEM SET autovacuum = off")
-                conn.execute("SELECT pg_reload_conf()")
-            asyncio.run(run(args))
-        finally:
-            postgres.stop()
+    with lab_postgres.embedded_postgres("edgeindex-gin-ab-", autovacuum=False) as args.dsn:
+        asyncio.run(run(args))
     return 0
 
 

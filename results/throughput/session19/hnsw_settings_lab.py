@@ -15,14 +15,10 @@ import argparse
 import asyncio
 import statistics
 import sys
-import tempfile
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(ROOT / "scripts"))
-
-import load_search  # noqa: E402
+import lab_postgres
+from lab_postgres import load_search
 
 WALK = ("SELECT id FROM chunks WHERE entity_id = ANY(%(e)s::text[]) "
         "ORDER BY embedding::halfvec(384) <=> %(q)s::halfvec(384) LIMIT 40")
@@ -31,11 +27,11 @@ WALK = ("SELECT id FROM chunks WHERE entity_id = ANY(%(e)s::text[]) "
 async def run(args) -> None:
     import numpy as np
     import psycopg
+    from edgeindex.evaluation.loader import random_unit_vectors
 
+    await (await lab_postgres.migrated_database(args.dsn, max_size=1)).close()
     await load_search.load_chunks(args.dsn, args.chunks)
-    rng = np.random.default_rng(7)
-    vectors = rng.standard_normal((args.queries, load_search.DIMENSION)).astype(np.float32)
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    vectors = random_unit_vectors(np.random.default_rng(7), args.queries, load_search.DIMENSION)
     texts = ["[" + ",".join(f"{x:.6f}" for x in v) + "]" for v in vectors]
     async with await psycopg.AsyncConnection.connect(args.dsn, autocommit=True) as conn:
         await conn.execute("SET hnsw.ef_search = 40")
@@ -44,7 +40,6 @@ async def run(args) -> None:
         for round_ in range(args.rounds):
             for setting in (("off", "relaxed_order") if round_ % 2 == 0 else ("relaxed_order", "off")):
                 await conn.execute(f"SET hnsw.iterative_scan = {setting}")
-                started = time.process_time()
                 wall = time.perf_counter()
                 for i, q in enumerate(texts):
                     rows = await (await conn.execute(WALK, {"e": [load_search.ENTITY], "q": q}, prepare=True)).fetchall()
@@ -63,22 +58,8 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=4)
     args = parser.parse_args()
-    from edgeindex.runtime.dev import EmbeddedPostgres
-
-    with tempfile.TemporaryDirectory(prefix="edgeindex-hnsw-lab-") as folder:
-        postgres = EmbeddedPostgres(Path(folder) / "pgdata")
-        args.dsn = postgres.start()
-        try:
-            from edgeindex.bindings.database import Database
-
-            async def migrate() -> None:
-                db = Database(args.dsn, max_size=1)
-                await db.migrate(ROOT / "infra" / "migrations", model_id=load_search.MODEL_ID,
-                                 dimension=load_search.DIMENSION)
-            asyncio.run(migrate())
-            asyncio.run(run(args))
-        finally:
-            postgres.stop()
+    with lab_postgres.embedded_postgres("edgeindex-hnsw-lab-") as args.dsn:
+        asyncio.run(run(args))
     return 0
 
 
