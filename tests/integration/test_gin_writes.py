@@ -32,10 +32,9 @@ async def _gin_indexes(db, table: str) -> list[dict]:
     return await db.fetch(
         "SELECT c.relname AS name, s.pending_tuples AS pending, s.pending_pages AS pages "
         "FROM pg_class c JOIN pg_am a ON a.oid = c.relam JOIN pg_index i ON i.indexrelid = c.oid "
+        "JOIN pg_class t ON t.oid = i.indrelid JOIN pg_inherits h ON h.inhrelid = t.oid "
         "CROSS JOIN LATERAL pgstatginindex(c.oid) s "
-        "WHERE a.amname = 'gin' AND c.relkind = 'i' AND i.indrelid IN "
-        "  (SELECT inhrelid FROM pg_inherits WHERE inhparent = %(table)s::regclass) "
-        "  AND (SELECT count(*) > 0 FROM pg_class t WHERE t.oid = i.indrelid AND t.reltuples <> 0) "
+        "WHERE a.amname = 'gin' AND c.relkind = 'i' AND h.inhparent = %(table)s::regclass AND t.reltuples <> 0 "
         "ORDER BY c.relname", {"table": table})
 
 
