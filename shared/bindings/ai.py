@@ -35,8 +35,23 @@ LOCAL_DIMENSION = 384
 LOCAL_LANGUAGES = frozenset({"en"})
 ANY_LANGUAGE = "*"
 SELECT_GRAPHS = ("fp32", "int8")  # what tool selection's requests may be embedded on (prepare_select)
+# Query batches packed into one token row without padding (packed_query.py); 0 pads them as before
+# (the A/B of the twentieth session)
+PACKED_QUERIES = os.environ.get("EDGEINDEX_PACKED_QUERIES", "1") != "0"
 
 log = logging.getLogger(__name__)
+
+
+def _packed_or_none(encoder: OnnxQueryEncoder):
+    """The packed graph for query batches, or None (logged) when it cannot be made or was refused:
+    padded batches are always right."""
+    from . import packed_query
+
+    try:
+        return packed_query.load(encoder)
+    except Exception as exc:  # an unfused export, onnx tooling missing, a graph that drifted
+        log.warning("query batches stay padded: %s: %s", type(exc).__name__, exc)
+        return None
 
 
 def model_identity(settings: AIService) -> tuple[str, int]:
@@ -213,8 +228,10 @@ class LocalEmbedder:
                 self._queries = OnnxQueryEncoder.load(self._model, self.model_dir, cache=cache)
                 self._queries.wide_session()  # made now (~0.25 s, ~40 MiB), not in a long request's time
                 self._queries.second_session()  # the same for a long request's second half
+                if PACKED_QUERIES:
+                    self._queries.packed = _packed_or_none(self._queries)
                 # concurrent requests' queries share one ONNX call (bindings/query_batch.py), on two
-                # threads (encode_queries)
+                # threads, packed without padding when the packed graph loaded (encode_queries)
                 self.query_batcher = QueryBatcher(self._queries.encode_queries)
 
     def prepare_select(self, graph: str) -> str:

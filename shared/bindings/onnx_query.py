@@ -344,6 +344,7 @@ class OnnxQueryEncoder:
         self._second: Any = None      # (session, one-thread executor) for a request's other half
         self._batch_session: Any = self._session  # encode_batches' (batch_session gives it its own)
         self.solo = solo
+        self.packed: Any = None  # query batches packed without padding (packed_query.py), once loaded
 
     def _tokenize(self, texts: list[str], **options: Any) -> Any:
         """``texts`` tokenized and truncated to the model's length (see the lock's comment in __init__)."""
@@ -362,7 +363,9 @@ class OnnxQueryEncoder:
         default) runs on the wide session, a smaller one on the one thread. Concurrent searches queue for
         the batcher's one model call at a time, so a batch that ends sooner lets the next start sooner
         (results/throughput, seventeenth and eighteenth sessions). The other core's spare time pays for
-        the second thread's extra CPU per query."""
+        the second thread's extra CPU per query. Packed (``self.packed``), a batch pads nothing."""
+        if self.packed is not None and not self.solo:
+            return self.packed.encode(texts)
         wide = len(texts) >= WIDE_BATCH_MIN and not self.solo
         return self.encode(texts, session=self.wide_session() if wide else None)
 
