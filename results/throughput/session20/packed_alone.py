@@ -1,7 +1,7 @@
 """Query batches on the model alone: padded to their longest query against packed into one token row
 (shared/bindings/packed_query.py), on one and two intra-op threads; CPU per query and wall per batch.
 
-  .venv/bin/python results/throughput/session20/packed_alone.py [SIZES, default 1,2,4,8]
+  .venv/bin/python results/throughput/session20/packed_alone.py [SIZES, default 1,2,4,8] [--rows-only]
 
 Batches are drawn at random from load_search's 50 MS MARCO queries (seeded), 40 per size, three rounds."""
 import json
@@ -38,9 +38,15 @@ def cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-for size in [int(s) for s in (sys.argv[1] if len(sys.argv) > 1 else "1,2,4,8").split(",")]:
+sizes = next((a for a in sys.argv[1:] if not a.startswith("--")), "1,2,4,8")
+for size in [int(s) for s in sizes.split(",")]:
     random.seed(size)
     batches = [random.sample(texts, size) for _ in range(40)]
+    lengths = [[len(row) for row in encoder._tokenize(batch)["input_ids"]] for batch in batches]
+    print(f"batch {size}  token rows per batch: padded {np.mean([len(b) * max(b) for b in lengths]):.1f}, "
+          f"real {np.mean([sum(b) for b in lengths]):.1f}", flush=True)
+    if "--rows-only" in sys.argv:
+        continue
     rows = {name: [] for name in arms}
     for _ in range(3):
         for name, encode in arms.items():
