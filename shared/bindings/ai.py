@@ -226,10 +226,13 @@ class LocalEmbedder:
         if self._queries is None:
             with self._lock:
                 self._queries = OnnxQueryEncoder.load(self._model, self.model_dir, cache=cache)
-                self._queries.wide_session()  # made now (~0.25 s, ~40 MiB), not in a long request's time
-                self._queries.second_session()  # the same for a long request's second half
                 if PACKED_QUERIES:
                     self._queries.packed = _packed_or_none(self._queries)
+                if self._queries.packed is None:
+                    # made now (~0.25 s, ~90 MiB), not in a long request's time; packed, a long text runs on
+                    # the packed graph's session (encode_request)
+                    self._queries.wide_session()
+                self._queries.second_session()  # the same for a long request's second half
                 # concurrent requests' queries share one ONNX call (bindings/query_batch.py), on two
                 # threads, packed without padding when the packed graph loaded (encode_queries)
                 self.query_batcher = QueryBatcher(self._queries.encode_queries)

@@ -402,6 +402,9 @@ class OnnxQueryEncoder:
         lengths = [len(row) for row in ids]
         if padded_rows(lengths, self._groups(lengths)) < WIDE_MIN_ROWS:
             done = self._run_groups(self._session, ids, types, list(range(len(ids))), spans is not None)
+        elif len(texts) == 1 and self.packed is not None and not self.solo:
+            vector, tokens = self.packed.run_one(ids[0], types[0])  # the same two threads, no session of its own
+            done = [([0], vector[None, :], tokens if spans is not None else None)]
         elif len(texts) == 1:
             done = self._run_groups(self.wide_session(), ids, types, [0], spans is not None)
         else:

@@ -126,6 +126,12 @@ class PackedQueries:
         self._tokenize = tokenize   # the query encoder's (its own copy of the tokenizer, under its lock)
         self._session = _session(path, threads=WIDE_THREADS)
 
+    def run_one(self, ids: np.ndarray, types: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """One tokenized text's pooled vector and token vectors: a run of one text is the padded graph's
+        run, so a long text of a request (onnx_query.encode_request) needs no padded two-thread session."""
+        tokens = self._session.run([TOKENS], packed_feeds([ids], [types]))[0][0]
+        return pooled(tokens, [len(ids)])[0], tokens
+
     def encode(self, texts: list[str]) -> np.ndarray:
         encoded = self._tokenize(texts)
         ids, types = encoded["input_ids"], encoded["token_type_ids"]

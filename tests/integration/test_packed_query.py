@@ -102,3 +102,24 @@ async def test_the_query_batcher_runs_packed_with_the_vectors_of_padded_runs(enc
     assert spy.rows == [(1, sum(len(row) for row in encoder._tokenize(texts)["input_ids"]))]
     assert np.abs(vectors - np.concatenate([encoder.encode([t]) for t in texts])).max() < 1e-5
     assert np.abs(await embedder.embed_query(texts[0]) - vectors[0]).max() < 1e-5
+
+
+def test_a_long_request_text_runs_on_the_packed_graph_with_the_same_vector_and_clauses(encoders, monkeypatch):
+    # tool and index selection's one long text (encode_request): with packing, on the packed graph's
+    # two-thread session instead of a padded session of its own, with the same vector and clause vectors
+    encoder, packed = encoders
+    text = ("I am planning a trip to Paris next month with my family of four, so first book a hotel near the "
+            "Louvre for three nights and then convert 5000 Japanese yen to euros at today's rate.")
+    spans = [(0, 60), (61, len(text))]
+    spy = Spy(packed._session)
+    monkeypatch.setattr(packed, "_session", spy)
+    vectors, parts = encoder.encode_request_spans([text], spans)
+    assert spy.rows == [(1, len(encoder._tokenize([text])["input_ids"][0]))]
+    assert spy.rows[0][1] >= onnx_query.WIDE_MIN_ROWS    # long enough for the two-thread path
+    assert np.abs(encoder.encode_request([text]) - vectors).max() < 1e-6 and len(spy.rows) == 2
+    monkeypatch.setattr(encoder, "packed", None)            # the padded two-thread session, as without packing
+    padded_vectors, padded_parts = encoder.encode_request_spans([text], spans)
+    assert len(spy.rows) == 2
+    assert np.abs(vectors - padded_vectors).max() < 1e-5
+    assert len(parts) == 2 and all(p is not None for p in parts)
+    assert max(np.abs(a - b).max() for a, b in zip(parts, padded_parts, strict=True)) < 1e-5
