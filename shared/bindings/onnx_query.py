@@ -199,6 +199,24 @@ def _write(target: Path, variant: str, export: Callable[[Path], None]) -> None:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+def derived_graph(reference: OnnxQueryEncoder, variant: str, purpose: str,
+                  make: Callable[[Path, Path], None]) -> Path:
+    """The folder of a graph made from the fused export ``reference`` runs (``make(source, scratch)`` writes
+    its ``model.onnx`` the first time, through ``_write``): beside the export, keyed by the export's folder,
+    ``variant`` and ONNX Runtime's version (quantized_query, packed_query). Raises BindingError for any
+    other export: the derived graphs rewrite the fused one's ops (``purpose`` names the caller's)."""
+    import onnxruntime
+
+    if reference.variant != FUSED_VARIANT:
+        raise BindingError(f"the query encoder is the {reference.variant} export; {purpose} needs the fused one")
+    source = Path(reference.path)
+    target = source.parent.parent / f"{source.parent.name}-{variant}-ort{onnxruntime.__version__}"
+    if not (target / "model.onnx").is_file():
+        log.info("making the query encoder's %s graph at %s (once per machine)", variant, target)
+        _write(target, variant, lambda scratch: make(source, scratch))
+    return target
+
+
 def _failures_path(fused: Path) -> Path:
     return fused.with_name(fused.name + ".fused-failed")
 

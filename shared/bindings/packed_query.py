@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import BindingError
-from .onnx_query import FUSED_VARIANT, MAX_DIFFERENCE, PROBES, TOKENS, WIDE_THREADS, _session, _write
+from .onnx_query import MAX_DIFFERENCE, PROBES, TOKENS, WIDE_THREADS, _session, derived_graph
 
 log = logging.getLogger(__name__)
 
@@ -111,12 +111,6 @@ def _pack_graph(source: Path, scratch: Path) -> None:
     full.unlink()
 
 
-def _key(source: Path) -> str:
-    import onnxruntime
-
-    return f"{source.parent.name}-{VARIANT}-ort{onnxruntime.__version__}"
-
-
 class PackedQueries:
     """Query batches on the packed graph, on WIDE_THREADS intra-op threads (the batcher's one model call
     at a time is where concurrent searches queue: a call that ends sooner lets the next start sooner)."""
@@ -126,10 +120,14 @@ class PackedQueries:
         self._tokenize = tokenize   # the query encoder's (its own copy of the tokenizer, under its lock)
         self._session = _session(path, threads=WIDE_THREADS)
 
+    def _tokens(self, ids: list, types: list) -> np.ndarray:
+        """The token vectors of tokenized texts run as one packed row: (their tokens, 384)."""
+        return self._session.run([TOKENS], packed_feeds(ids, types))[0][0]
+
     def run_one(self, ids: np.ndarray, types: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """One tokenized text's pooled vector and token vectors: a run of one text is the padded graph's
         run, so a long text of a request (onnx_query.encode_request) needs no padded two-thread session."""
-        tokens = self._session.run([TOKENS], packed_feeds([ids], [types]))[0][0]
+        tokens = self._tokens([ids], [types])
         return pooled(tokens, [len(ids)])[0], tokens
 
     def encode(self, texts: list[str]) -> np.ndarray:
@@ -138,8 +136,7 @@ class PackedQueries:
         lengths = [len(row) for row in ids]
         out: np.ndarray | None = None
         for run in packs(lengths):
-            tokens = self._session.run([TOKENS], packed_feeds([ids[i] for i in run], [types[i] for i in run]))[0][0]
-            vectors = pooled(tokens, [lengths[i] for i in run])
+            vectors = pooled(self._tokens([ids[i] for i in run], [types[i] for i in run]), [lengths[i] for i in run])
             if out is None:
                 out = np.zeros((len(texts), vectors.shape[1]), np.float32)
             out[run] = vectors
@@ -151,13 +148,7 @@ def load(reference: Any) -> PackedQueries:
 
     Raises BindingError when it cannot be made (a plain, unfused export; an unexpected graph) or when the
     probe texts packed together get vectors further than MAX_DIFFERENCE from their own padded runs."""
-    if reference.variant != FUSED_VARIANT:
-        raise BindingError(f"the query encoder is the {reference.variant} export; packing needs the fused one")
-    source = Path(reference.path)
-    target = source.parent.parent / _key(source)
-    if not (target / "model.onnx").is_file():
-        log.info("making the packed query graph at %s (once per machine)", target)
-        _write(target, VARIANT, lambda scratch: _pack_graph(source, scratch))
+    target = derived_graph(reference, VARIANT, "packing", _pack_graph)
     packed = PackedQueries(target / "model.onnx", reference._tokenize)
     texts = list(PROBES)
     difference = float(np.abs(packed.encode(texts) - np.concatenate([reference.encode([t]) for t in texts])).max())

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import BindingError
-from .onnx_query import FUSED_VARIANT, PROBES, OnnxQueryEncoder, _write, export_variant
+from .onnx_query import PROBES, OnnxQueryEncoder, derived_graph, export_variant
 
 log = logging.getLogger(__name__)
 
@@ -43,12 +43,6 @@ VARIANT = "int8-per-channel-mid4"
 KEEP_FP32 = re.compile(r"^Attention_(0|5)$|/layer\.(0|5)/")
 KEPT_NODES = 8           # what KEEP_FP32 must find in the fused export: 2 attentions + 2 x 3 MatMuls
 MIN_COSINE = 0.99        # per probe text, between this graph's pooled vector and the fp32 graph's
-
-
-def _key(source: Path) -> str:
-    import onnxruntime
-
-    return f"{source.parent.name}-{VARIANT}-ort{onnxruntime.__version__}"
 
 
 def _quantize(source: Path, scratch: Path) -> None:
@@ -81,13 +75,7 @@ def load(model: Any, reference: OnnxQueryEncoder) -> OnnxQueryEncoder:
 
     Raises BindingError when it cannot be made (a plain, unfused export; quantization failing) or when its
     vectors drifted from ``reference``'s beyond MIN_COSINE; the caller keeps fp32 then."""
-    if reference.variant != FUSED_VARIANT:
-        raise BindingError(f"the query encoder is the {reference.variant} export; int8 needs the fused one")
-    source = Path(reference.path)
-    target = source.parent.parent / _key(source)
-    if not (target / "model.onnx").is_file():
-        log.info("quantizing the query encoder for tool selection to %s (once per machine)", target)
-        _write(target, VARIANT, lambda scratch: _quantize(source, scratch))
+    target = derived_graph(reference, VARIANT, "int8", _quantize)
     encoder = OnnxQueryEncoder(model, target / "model.onnx", solo=True)
     encoder.variant = export_variant(target)
     cosines = probe_cosines(reference, encoder)

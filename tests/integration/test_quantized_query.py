@@ -70,7 +70,7 @@ def test_second_load_reuses_the_quantized_graph(encoders, monkeypatch):
     def no_quantize(*args, **kwargs):
         raise AssertionError("quantized again")
 
-    monkeypatch.setattr(quantized_query, "_write", no_quantize)
+    monkeypatch.setattr(onnx_query, "_write", no_quantize)  # every derived graph is written through it (derived_graph)
     again = quantized_query.load(embedder._model, fp32)
     assert again.path == int8.path and again.path.stat().st_mtime_ns == mtime
     assert again.variant == quantized_query.VARIANT
