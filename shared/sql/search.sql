@@ -68,10 +68,23 @@ docs AS MATERIALIZED (
       AND (%(updated_after)s::timestamptz IS NULL OR d.updated_at >= %(updated_after)s::timestamptz)
       AND (%(updated_before)s::timestamptz IS NULL OR d.updated_at < %(updated_before)s::timestamptz)
     LIMIT %(exact_max_docs)s + 1
-), scope AS (
-    SELECT count(*) > 0 AS nonempty,
-           count(*) <= %(exact_max_docs)s AND coalesce(sum(chunk_count), 0) <= %(exact_max_chunks)s AS exact
+), scope AS MATERIALIZED (
+    -- Without a document-level filter the scope is every chunk of the entities, and entity_stats keeps
+    -- their number (triggers on chunks, in the writing transaction: infra/migrations/0006_languages.sql).
+    -- Past the exact bound that number settles it, and `docs` is never read: the first branch's row ends
+    -- the LIMIT before the second starts (a big tenant's search read 501 document rows for this).
+    SELECT true AS nonempty, false AS exact
+    WHERE %(document_ids)s::text[] IS NULL AND %(exclude_document_ids)s::text[] IS NULL
+      AND %(sources)s::text[] IS NULL AND %(tags)s::text[] IS NULL AND %(collections)s::text[] IS NULL
+      AND %(created_after)s::timestamptz IS NULL AND %(created_before)s::timestamptz IS NULL
+      AND %(updated_after)s::timestamptz IS NULL AND %(updated_before)s::timestamptz IS NULL
+      AND (SELECT coalesce(sum(s.chunks), 0) FROM entity_stats s
+           WHERE s.entity_id = ANY(%(entity_ids)s::text[])) > %(exact_max_chunks)s
+    UNION ALL
+    SELECT count(*) > 0,
+           count(*) <= %(exact_max_docs)s AND coalesce(sum(chunk_count), 0) <= %(exact_max_chunks)s
     FROM docs
+    LIMIT 1
 )
 
 -- name: lexical_ctes

@@ -14,7 +14,7 @@ import uuid
 import numpy as np
 import pytest
 from edgeindex.evaluation import explain, loader
-from edgeindex.search import defaults
+from edgeindex.search import defaults, engine
 from edgeindex.search.request import parse_request
 
 from ..helpers import DATA
@@ -75,3 +75,54 @@ async def test_one_statement_takes_the_same_index_paths(db, big_tenant):
     used = await _kinds_used(db, big_tenant, {"query": "thermometer fahrenheit scale",
                                               "filters": {"document_ids": ["doc3", "doc4"]}}, one_statement=True)
     assert "hnsw" not in used and "fts_gin" in used, used
+
+
+def _document_scans(plan: list[str]) -> list[str]:
+    """The scans of the documents table under the plan's ``CTE docs`` (the scope's documents; not the
+    join that gives results their titles)."""
+    start = next(i for i, line in enumerate(plan) if line.strip() == "CTE docs")
+    depth = len(plan[start]) - len(plan[start].lstrip())
+    subtree = []
+    for line in plan[start + 1:]:
+        if len(line) - len(line.lstrip()) <= depth:
+            break
+        subtree.append(line)
+    return [line for line in subtree if " on documents" in line]
+
+
+async def test_an_unfiltered_big_tenant_settles_its_scope_without_reading_documents(db, big_tenant):
+    """Past the exact bound by entity_stats' count, no document row is read to decide the vector path
+    (it was 501 rows a search); with a document filter the documents are counted as before."""
+    request = parse_request({"query": "thermometer fahrenheit scale", "k": 10}, max_k=100, max_query_chars=2000)
+    plan = await explain.explain_one(db, request, [big_tenant], _embedding())
+    scans = _document_scans(plan)
+    assert scans and all("never executed" in line for line in scans), scans
+    filtered = parse_request({"query": "thermometer fahrenheit scale", "k": 10, "filters": {"tags": ["t3"]}},
+                             max_k=100, max_query_chars=2000)
+    scans = _document_scans(await explain.explain_one(db, filtered, [big_tenant], _embedding()))
+    assert any("never executed" not in line for line in scans), scans
+
+
+@pytest.mark.parametrize("statement", ["one", "lexical"])
+async def test_the_scope_verdict_for_small_big_filtered_and_empty_scopes(db, big_tenant, statement):
+    """Whether the scope holds anything and is small enough for exact vector search, as counted from the
+    documents: entity_stats' count only ever settles a big unfiltered scope (in both statements)."""
+    small = f"small-{uuid.uuid4().hex[:8]}"
+    texts = loader.read_passages(DATA / "msmarco" / "corpus.jsonl", limit=200)
+    assert await loader.load_synthetic(db, small, texts, 120, model_id=MODEL_ID, dimension=DIMENSION) == 120
+    tuned = engine.tuned_connections()
+
+    async def verdict(entities: list[str], filters: dict | None = None) -> tuple[bool, bool]:
+        request = parse_request({"query": "thermometer fahrenheit scale", "k": 10, "filters": filters or {}},
+                                max_k=100, max_query_chars=2000)
+        if statement == "one":
+            summary, _ = await engine.search(db, request, entities, _embedding(), tuned=tuned, limit=10)
+        else:
+            summary = await engine.lexical(db, request, entities, tuned=tuned, limit=10)
+        return summary.nonempty, summary.exact
+
+    assert await verdict([small]) == (True, True)
+    assert await verdict([big_tenant]) == (True, False)
+    assert await verdict([big_tenant], {"document_ids": ["doc3", "doc4"]}) == (True, True)
+    assert await verdict([big_tenant], {"document_ids": ["nope"]}) == (False, True)
+    assert await verdict([f"empty-{uuid.uuid4().hex[:8]}"]) == (False, True)
