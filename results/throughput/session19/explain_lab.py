@@ -3,9 +3,12 @@ EXPLAIN (ANALYZE) of the statement an uncached hybrid search runs (`engine.SEARC
 queries, with each plan node's own time (its actual total less its children's) summed over them.
 
   .venv/bin/python results/throughput/session19/explain_lab.py [--chunks 12000] [--queries 40] [--show 1]
+      [--query-vectors FILE]
 
-A fresh embedded Postgres in a temp folder; chunk and query vectors random unit
-vectors (load_search's chunks are).
+A fresh embedded Postgres in a temp folder; chunk and query vectors random unit vectors (load_search's
+chunks were until the twenty-first session). With --query-vectors (an .npy of the queries' real vectors,
+session21/embed_chunks.py), the chunks carry the real model's vectors (load_search.chunk_vectors) and the
+queries those.
 """
 
 from __future__ import annotations
@@ -52,8 +55,12 @@ async def run(args) -> None:
 
     db = await lab_postgres.migrated_database(args.dsn)
     try:
-        await load_search.load_chunks(args.dsn, args.chunks)
+        real = args.query_vectors is not None
+        await load_search.load_chunks(args.dsn, args.chunks,
+                                      load_search.chunk_vectors(args.chunks, "real" if real else "random"))
         queries, vectors = lab_postgres.queries(args.queries)
+        if real:
+            vectors = np.load(args.query_vectors)[:len(queries)]
         totals = defaultdict(float)
         statement_ms = []
         for i, (query, vector) in enumerate(zip(queries, vectors)):
@@ -81,6 +88,7 @@ def main() -> int:
     parser.add_argument("--chunks", type=int, default=12_000)
     parser.add_argument("--queries", type=int, default=40)
     parser.add_argument("--show", type=int, default=1)
+    parser.add_argument("--query-vectors", help="the queries' real vectors (.npy): real vectors for the chunks too")
     args = parser.parse_args()
     with lab_postgres.embedded_postgres("edgeindex-explain-lab-") as args.dsn:
         asyncio.run(run(args))

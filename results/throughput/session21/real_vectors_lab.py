@@ -28,32 +28,10 @@ WALK = ("SELECT id FROM chunks WHERE entity_id = ANY(%(e)s::text[]) "
         "ORDER BY embedding::halfvec(384) <=> %(q)s::vector::halfvec(384) LIMIT 40")
 
 
-async def load(dsn: str, vectors) -> None:
-    import numpy as np
-    from edgeindex.evaluation import loader
-    from edgeindex.evaluation.explain import vacuum_analyze
-
-    db = await lab_postgres.migrated_database(dsn)
-    try:
-        if vectors is None:
-            await load_search.load_chunks(dsn, len(np.load(ARGS.vectors)))
-            return
-        await loader.ensure_entity(db, load_search.ENTITY, "user")
-        texts = loader.read_passages(load_search.DATA / "corpus.jsonl")
-        docs = list(loader.synthetic_documents(texts, len(vectors)))
-        at = 0
-        for i in range(0, len(docs), 500):
-            batch = docs[i:i + 500]
-            await loader.upsert_documents(db, load_search.ENTITY, batch)
-            rows = []
-            for doc in batch:
-                rows.extend(loader.chunk_rows(load_search.ENTITY, doc, vectors[at:at + len(doc.chunks)],
-                                              load_search.MODEL_ID))
-                at += len(doc.chunks)
-            await loader.copy_chunks(db, rows)
-        await vacuum_analyze(db)
-    finally:
-        await db.close()
+async def load(dsn: str, chunks: int, vectors) -> None:
+    """load_search's chunks into the database at ``dsn``: with ``vectors``, or random unit vectors (None)."""
+    await (await lab_postgres.migrated_database(dsn)).close()
+    await load_search.load_chunks(dsn, chunks, vectors)
 
 
 async def measure(dsns: dict[str, str], queries: list[str], qvectors) -> None:
@@ -120,8 +98,8 @@ def main() -> int:
     queries = [json.loads(line)["text"] for line in open(load_search.DATA / "queries.jsonl", encoding="utf-8")]
     with lab_postgres.embedded_postgres("edgeindex-real-lab-a-") as random_dsn, \
             lab_postgres.embedded_postgres("edgeindex-real-lab-b-") as real_dsn:
-        asyncio.run(load(random_dsn, None))
-        asyncio.run(load(real_dsn, vectors))
+        asyncio.run(load(random_dsn, len(vectors), None))
+        asyncio.run(load(real_dsn, len(vectors), vectors))
         asyncio.run(measure({"random": random_dsn, "real": real_dsn}, queries, qvectors))
     return 0
 
