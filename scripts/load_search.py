@@ -452,6 +452,10 @@ def main() -> int:
                 raise
             try:
                 asyncio.run(load_chunks(stack.dsn, args.chunks, vectors))
+                log.flush()
+                for line in log_path.read_text().splitlines():
+                    if "search queries " in line:   # which weights the query vectors come from (bindings/ai.py)
+                        print(line.split(" - ", 1)[-1], flush=True)
                 import urllib.request
 
                 request = urllib.request.Request(

@@ -29,7 +29,7 @@ from edgeindex.selection import indices as ix
 from edgeindex.selection import tools as tl
 from edgeindex.selection.definitions import count_tokens, parse_tool
 
-CACHE = Path("/tmp/tune-select-vectors.pkl")
+CACHE = Path("/tmp/tune-select-vectors.pkl")  # per query graph: tune-select-vectors-{query_vectors}.pkl
 
 
 class MemoEmbedder:
@@ -42,13 +42,15 @@ class MemoEmbedder:
         self.model_id = self.inner.model_id
         self.docs: dict[str, np.ndarray] = {}
         self.queries: dict[str, np.ndarray] = {}
-        if CACHE.exists():
-            self.docs, self.queries = pickle.loads(CACHE.read_bytes())
+        # queries embedded on fp32 and on 8-bit weights (EDGEINDEX_QUERY_WEIGHTS) are memoised apart
+        self.cache = CACHE.with_name(f"{CACHE.stem}-{self.inner.query_vectors}{CACHE.suffix}")
+        if self.cache.exists():
+            self.docs, self.queries = pickle.loads(self.cache.read_bytes())
         self.dirty = False
 
     def save(self) -> None:
         if self.dirty:
-            CACHE.write_bytes(pickle.dumps((self.docs, self.queries)))
+            self.cache.write_bytes(pickle.dumps((self.docs, self.queries)))
 
     async def embed(self, texts: list[str]) -> np.ndarray:
         missing = [t for t in dict.fromkeys(texts) if t not in self.docs]

@@ -24,6 +24,7 @@ from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt,
 from ..config import AIService
 from ..errors import BindingError, ModelMismatchError
 from . import native_memory
+from . import query_weights
 from .onnx_query import OnnxQueryEncoder
 from .query_batch import QueryBatcher
 from .span_pooling import span_vectors
@@ -38,6 +39,9 @@ SELECT_GRAPHS = ("fp32", "int8")  # what tool selection's requests may be embedd
 # Query batches packed into one token row without padding (packed_query.py); 0 pads them as before
 # (the A/B of the twentieth session)
 PACKED_QUERIES = os.environ.get("EDGEINDEX_PACKED_QUERIES", "1") != "0"
+# What the query batcher's packed graph holds its MatMul weights in (query_weights.py): "8bit" (the default)
+# or "fp32"; an 8-bit graph that cannot be made or fails its checks is logged and queries stay on fp32
+QUERY_WEIGHTS = ("8bit", "fp32")
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +55,24 @@ def _packed_or_none(encoder: OnnxQueryEncoder):
         return packed_query.load(encoder)
     except Exception as exc:  # an unfused export, onnx tooling missing, a graph that drifted
         log.warning("query batches stay padded: %s: %s", type(exc).__name__, exc)
+        return None
+
+
+def query_weights_setting() -> str:
+    """``EDGEINDEX_QUERY_WEIGHTS``: what search queries' packed graph holds its MatMul weights in."""
+    value = os.environ.get("EDGEINDEX_QUERY_WEIGHTS", QUERY_WEIGHTS[0])
+    if value not in QUERY_WEIGHTS:
+        raise BindingError(f"EDGEINDEX_QUERY_WEIGHTS: one of {', '.join(QUERY_WEIGHTS)}, got {value!r}")
+    return value
+
+
+def _query_weights_or_none(encoder: OnnxQueryEncoder):
+    """The 8-bit packed graph for the query batcher, or None (logged) when it cannot be made or was
+    refused: fp32 is always right."""
+    try:
+        return query_weights.load(encoder)
+    except Exception as exc:  # quantization tooling missing, a graph that drifted or mixes queries
+        log.warning("search queries stay on fp32 weights: %s: %s", type(exc).__name__, exc)
         return None
 
 
@@ -228,6 +250,11 @@ class LocalEmbedder:
                 self._queries = OnnxQueryEncoder.load(self._model, self.model_dir, cache=cache)
                 if PACKED_QUERIES:
                     self._queries.packed = _packed_or_none(self._queries)
+                if self._queries.packed is not None and query_weights_setting() == "8bit":
+                    self._queries.queries_8bit = _query_weights_or_none(self._queries)
+                else:
+                    log.info("search queries on fp32 weights (EDGEINDEX_QUERY_WEIGHTS=%s, packed graph %s)",
+                             query_weights_setting(), "loaded" if self._queries.packed is not None else "refused")
                 if self._queries.packed is None:
                     # made now (~0.25 s, ~90 MiB), not in a long request's time; packed, a long text runs on
                     # the packed graph's session (encode_request)
@@ -236,6 +263,14 @@ class LocalEmbedder:
                 # concurrent requests' queries share one ONNX call (bindings/query_batch.py), on two
                 # threads, packed without padding when the packed graph loaded (encode_queries)
                 self.query_batcher = QueryBatcher(self._queries.encode_queries)
+
+    @property
+    def query_vectors(self) -> str:
+        """The weights a search's query is embedded on (a part of its cache keys: search/cache_keys.py):
+        "fp32" (torch and every fp32 ONNX graph give the same vectors), or the 8-bit graph's variant."""
+        if self._queries is not None and self._queries.queries_8bit is not None:
+            return query_weights.VARIANT
+        return "fp32"
 
     def prepare_select(self, graph: str) -> str:
         """The graph tool selection embeds its requests with (``SELECT_QUERY_GRAPH`` of the search worker):
@@ -271,7 +306,9 @@ class LocalEmbedder:
 
     def encode_query_sync(self, text: str) -> np.ndarray:
         if self._queries is not None:
-            return self._queries.encode([text])[0]  # thread-safe, and it releases the GIL: no lock
+            # the query batcher's graph, so a caller outside a search (the evaluation's baselines) gets the
+            # vector a search does; thread-safe, and it releases the GIL: no lock
+            return self._queries.encode_queries([text])[0]
         return self._encode([text])[0]
 
     async def embed_query(self, text: str) -> np.ndarray:

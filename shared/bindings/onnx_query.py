@@ -363,6 +363,7 @@ class OnnxQueryEncoder:
         self._batch_session: Any = self._session  # encode_batches' (batch_session gives it its own)
         self.solo = solo
         self.packed: Any = None  # query batches packed without padding (packed_query.py), once loaded
+        self.queries_8bit: Any = None  # the same on 8-bit weights (query_weights.py), once loaded
 
     def _tokenize(self, texts: list[str], **options: Any) -> Any:
         """``texts`` tokenized and truncated to the model's length (see the lock's comment in __init__)."""
@@ -381,7 +382,10 @@ class OnnxQueryEncoder:
         default) runs on the wide session, a smaller one on the one thread. Concurrent searches queue for
         the batcher's one model call at a time, so a batch that ends sooner lets the next start sooner
         (results/throughput, seventeenth and eighteenth sessions). The other core's spare time pays for
-        the second thread's extra CPU per query. Packed (``self.packed``), a batch pads nothing."""
+        the second thread's extra CPU per query. Packed (``self.packed``), a batch pads nothing; on 8-bit
+        weights (``self.queries_8bit``) once loaded."""
+        if self.queries_8bit is not None and not self.solo:
+            return self.queries_8bit.encode(texts)
         if self.packed is not None and not self.solo:
             return self.packed.encode(texts)
         wide = len(texts) >= WIDE_BATCH_MIN and not self.solo

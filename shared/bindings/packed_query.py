@@ -55,27 +55,44 @@ def packs(lengths: list[int], max_tokens: int = PACK_MAX_TOKENS) -> list[list[in
     return runs
 
 
-def packed_feeds(ids: list[list[int]], types: list[list[int]]) -> dict[str, np.ndarray]:
-    """One row of the texts' tokens end to end, their positions counted from 0 per text, and the mask that
-    lets a token attend to its own text's tokens only."""
-    lengths = [len(row) for row in ids]
-    total = sum(lengths)
-    mask = np.zeros((1, total, total), np.int32)
-    positions = np.empty((1, total), np.int32)
-    start = 0
+def starts(lengths: list[int], align: int = 1) -> tuple[list[int], int]:
+    """Where each text's rows start in a packed run, every start a multiple of ``align``, and the run's
+    row count. ``align`` > 1 leaves gap rows between texts (packed_feeds fills them; pooling skips them):
+    the 8-bit graph's MatMuls compute a row with arithmetic that depends on its index modulo 4
+    (query_weights.py), so a text that always starts at a multiple of 4 gets the vector it gets alone."""
+    out: list[int] = []
+    row = 0
     for length in lengths:
+        out.append(row)
+        row += -(-length // align) * align
+    return out, (out[-1] + lengths[-1]) if lengths else 0
+
+
+def packed_feeds(ids: list[list[int]], types: list[list[int]], align: int = 1) -> dict[str, np.ndarray]:
+    """One row of the texts' tokens end to end, their positions counted from 0 per text, and the mask that
+    lets a token attend to its own text's tokens only. A gap row (``align``) is a pad token at position 0
+    that attends to itself alone, and no text's token attends to it."""
+    lengths = [len(row) for row in ids]
+    begins, total = starts(lengths, align)
+    mask = np.zeros((1, total, total), np.int32)
+    np.fill_diagonal(mask[0], 1)   # gap rows attend to themselves (a text's own block covers its rows)
+    positions = np.zeros((1, total), np.int32)
+    input_ids = np.zeros((1, total), np.int64)    # gap rows: token 0, [PAD] in the model's vocabulary
+    token_types = np.zeros((1, total), np.int64)
+    for start, length, row_ids, row_types in zip(begins, lengths, ids, types):
         mask[0, start:start + length, start:start + length] = 1
         positions[0, start:start + length] = np.arange(length, dtype=np.int32)
-        start += length
-    return {"input_ids": np.fromiter((t for row in ids for t in row), np.int64, total)[None, :],
-            "token_type_ids": np.fromiter((t for row in types for t in row), np.int64, total)[None, :],
-            "position_ids": positions, "packed_mask": mask}
+        input_ids[0, start:start + length] = row_ids
+        token_types[0, start:start + length] = row_types
+    return {"input_ids": input_ids, "token_type_ids": token_types, "position_ids": positions,
+            "packed_mask": mask}
 
 
-def pooled(tokens: np.ndarray, lengths: list[int]) -> np.ndarray:
-    """Each text's unit mean of its rows of ``tokens`` (texts end to end, in order): the graph's pooling."""
-    starts = np.cumsum([0, *lengths[:-1]])
-    means = np.add.reduceat(tokens, starts, axis=0) / np.asarray(lengths, np.float32)[:, None]
+def pooled(tokens: np.ndarray, lengths: list[int], align: int = 1) -> np.ndarray:
+    """Each text's unit mean of its rows of ``tokens`` (texts end to end, in order, each starting at a
+    multiple of ``align``): the graph's pooling."""
+    begins, _ = starts(lengths, align)
+    means = np.stack([tokens[start:start + length].mean(axis=0) for start, length in zip(begins, lengths)])
     return (means / np.maximum(np.linalg.norm(means, axis=1, keepdims=True), 1e-12)).astype(np.float32)
 
 
@@ -113,16 +130,18 @@ def _pack_graph(source: Path, scratch: Path) -> None:
 
 class PackedQueries:
     """Query batches on the packed graph, on WIDE_THREADS intra-op threads (the batcher's one model call
-    at a time is where concurrent searches queue: a call that ends sooner lets the next start sooner)."""
+    at a time is where concurrent searches queue: a call that ends sooner lets the next start sooner).
+    ``align``: each text's rows start at a multiple of it (``starts``)."""
 
-    def __init__(self, path: Path, tokenize: Any) -> None:
+    def __init__(self, path: Path, tokenize: Any, *, align: int = 1) -> None:
         self.path = path
+        self.align = align
         self._tokenize = tokenize   # the query encoder's (its own copy of the tokenizer, under its lock)
         self._session = _session(path, threads=WIDE_THREADS)
 
     def _tokens(self, ids: list, types: list) -> np.ndarray:
-        """The token vectors of tokenized texts run as one packed row: (their tokens, 384)."""
-        return self._session.run([TOKENS], packed_feeds(ids, types))[0][0]
+        """The token vectors of tokenized texts run as one packed row: (its rows, 384)."""
+        return self._session.run([TOKENS], packed_feeds(ids, types, self.align))[0][0]
 
     def run_one(self, ids: np.ndarray, types: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """One tokenized text's pooled vector and token vectors: a run of one text is the padded graph's
@@ -135,8 +154,10 @@ class PackedQueries:
         ids, types = encoded["input_ids"], encoded["token_type_ids"]
         lengths = [len(row) for row in ids]
         out: np.ndarray | None = None
-        for run in packs(lengths):
-            vectors = pooled(self._tokens([ids[i] for i in run], [types[i] for i in run]), [lengths[i] for i in run])
+        # a run's bound counts its gap rows too
+        for run in packs([-(-length // self.align) * self.align for length in lengths]):
+            tokens = self._tokens([ids[i] for i in run], [types[i] for i in run])
+            vectors = pooled(tokens, [lengths[i] for i in run], self.align)
             if out is None:
                 out = np.zeros((len(texts), vectors.shape[1]), np.float32)
             out[run] = vectors

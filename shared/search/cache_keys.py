@@ -1,9 +1,11 @@
 """Cache keys of a search: the exact key and the semantic-cache namespace.
 
 The *scope* of a search is everything but the query text: sorted entity set,
-canonical filters, every parameter that changes the result. Two searches share
-a semantic namespace only if their scopes are equal, so a semantic hit can only
-return a result computed for the same entities, filters and options.
+canonical filters, every parameter that changes the result, and the graph the
+query vectors come from (an fp32 or 8-bit query encoder: bindings/query_weights.py
+ranks near-ties a little differently). Two searches share a semantic namespace only
+if their scopes are equal, so a semantic hit can only return a result computed for
+the same entities, filters and options, with the same query vectors.
 """
 
 from __future__ import annotations
@@ -31,16 +33,18 @@ def _digest(value: object) -> str:
     return hashlib.sha256(orjson.dumps(value, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
-def scope(request: SearchRequest, entity_ids: list[str]) -> dict:
+def scope(request: SearchRequest, entity_ids: list[str], query_vectors: str = "") -> dict:
     return {
         "v": KEY_VERSION,
+        "query_vectors": query_vectors,
         "entities": sorted(set(entity_ids)),
         "filters": request.filters.normalized(),
         "params": request.model_dump(mode="json", exclude={"query", "entity_ids", "filters", "cache"}),
     }
 
 
-def cache_keys(request: SearchRequest, entity_ids: list[str]) -> CacheKeys:
-    """``request.query`` is already normalized (see request.normalize_query)."""
-    namespace = _digest(scope(request, entity_ids))
+def cache_keys(request: SearchRequest, entity_ids: list[str], query_vectors: str = "") -> CacheKeys:
+    """``request.query`` is already normalized (see request.normalize_query); ``query_vectors`` names the
+    graph this process embeds queries with (LocalEmbedder.query_vectors; "" for a remote model)."""
+    namespace = _digest(scope(request, entity_ids, query_vectors))
     return CacheKeys(exact=_digest({"scope": namespace, "query": request.query}), namespace=namespace)

@@ -121,6 +121,7 @@ class SearchService:
         self.router = router
         self.enhancer = enhancer or QueryEnhancer(db=db, kv=kv, embedder=embedder)  # offline (PRF) only
         self.vocabulary: frozenset[str] | None = None  # the model's whole words (semantic_guard)
+        self.query_vectors = ""   # the graph queries are embedded with, part of every cache key (prepare)
         self._stores = itertools.count(1)
         self._tuned = engine.tuned_connections()
         self.exact_front = ExactFront()
@@ -137,6 +138,7 @@ class SearchService:
     def prepare(self) -> None:
         """Single queries through ONNX Runtime (bindings/onnx_query.py): ~3 ms instead of ~8."""
         prepare_query_embedding(self.embedder)
+        self.query_vectors = str(getattr(self.embedder, "query_vectors", ""))
         self.vocabulary = model_vocabulary(self.embedder)
         if self.router is not None:
             self.router.vocabulary = self.vocabulary
@@ -256,11 +258,11 @@ class SearchService:
     def _keys(self, ctx: SearchContext) -> CacheKeys:
         """The cache keys of the request for its entities (a remembered body's, when it has them)."""
         if ctx.parsed is None:
-            return cache_keys(ctx.request, ctx.entity_ids)
+            return cache_keys(ctx.request, ctx.entity_ids, self.query_vectors)
         entities = tuple(ctx.entity_ids)
         keys = ctx.parsed.keys.get(entities)
         if keys is None:
-            keys = cache_keys(ctx.request, ctx.entity_ids)
+            keys = cache_keys(ctx.request, ctx.entity_ids, self.query_vectors)
             if len(ctx.parsed.keys) < MAX_KEYED_SCOPES:
                 ctx.parsed.keys[entities] = keys
         return keys

@@ -71,8 +71,8 @@ def test_a_packed_graph_that_lets_queries_attend_to_each_other_is_refused(encode
     encoder, _ = encoders
     real = packed_query.packed_feeds
 
-    def one_block(ids, types):
-        feeds = real(ids, types)
+    def one_block(ids, types, align=1):
+        feeds = real(ids, types, align)
         feeds["packed_mask"][:] = 1   # every token attends to every query's tokens
         return feeds
 
@@ -95,6 +95,7 @@ async def test_the_query_batcher_runs_packed_with_the_vectors_of_padded_runs(enc
     encoder, _ = encoders
     embedder = local_embedder()
     assert embedder._queries is encoder
+    monkeypatch.setattr(encoder, "queries_8bit", None)   # fp32 weights (8-bit: test_query_weights.py)
     spy = Spy(encoder.packed._session)
     monkeypatch.setattr(encoder.packed, "_session", spy)
     texts = QUERIES[:5]

@@ -4,7 +4,7 @@ block-diagonal mask and restarted positions a run feeds, and the pooling of each
 from __future__ import annotations
 
 import numpy as np
-from edgeindex.bindings.packed_query import packed_feeds, packs, pooled
+from edgeindex.bindings.packed_query import packed_feeds, packs, pooled, starts
 from hypothesis import given, strategies as st
 
 lengths_lists = st.lists(st.integers(min_value=1, max_value=300), max_size=40)
@@ -52,3 +52,42 @@ def test_each_text_is_the_unit_mean_of_its_own_rows(lengths, seed):
         assert np.allclose(vectors[row], mean / np.linalg.norm(mean), atol=1e-5)
         start += length
     assert vectors.shape == (len(lengths), 5) and vectors.dtype == np.float32
+
+
+@given(st.lists(st.integers(min_value=1, max_value=40), max_size=12), st.sampled_from([1, 2, 4, 8]))
+def test_aligned_texts_start_at_multiples_of_the_alignment_in_order_without_overlap(lengths, align):
+    begins, total = starts(lengths, align)
+    assert len(begins) == len(lengths)
+    assert [b % align for b in begins] == [0] * len(lengths)
+    ends = [b + n for b, n in zip(begins, lengths)]
+    assert begins[:1] in ([], [0])
+    # each text starts at the first aligned row after the one before it: the fewest gap rows
+    assert [b - e for b, e in zip(begins[1:], ends)] == [(-n) % align for n in lengths[:-1]]
+    assert total == (ends[-1] if lengths else 0)
+
+
+@given(st.lists(st.integers(min_value=1, max_value=9), min_size=1, max_size=6))
+def test_gap_rows_attend_to_themselves_and_no_text_attends_to_them(lengths):
+    ids = [[100 * (t + 1) + j for j in range(length)] for t, length in enumerate(lengths)]
+    types = [[t % 2] * length for t, length in enumerate(lengths)]
+    feeds = packed_feeds(ids, types, 4)
+    begins, total = starts(lengths, 4)
+    owner = [-1] * total        # -1: a gap row
+    for t, (b, n) in enumerate(zip(begins, lengths)):
+        owner[b:b + n] = [t] * n
+    expected = [[int(a == b if owner[a] < 0 or owner[b] < 0 else owner[a] == owner[b]) for b in range(total)]
+                for a in range(total)]
+    assert feeds["packed_mask"].shape == (1, total, total) and feeds["packed_mask"][0].tolist() == expected
+    assert feeds["input_ids"][0].tolist() == [ids[o][r - begins[o]] if o >= 0 else 0 for r, o in enumerate(owner)]
+    assert feeds["position_ids"][0].tolist() == [r - begins[o] if o >= 0 else 0 for r, o in enumerate(owner)]
+    assert feeds["token_type_ids"][0].tolist() == [types[o][0] if o >= 0 else 0 for o in owner]
+
+
+@given(st.lists(st.integers(min_value=1, max_value=6), min_size=1, max_size=6), st.integers(0, 2**32 - 1))
+def test_aligned_pooling_skips_the_gap_rows(lengths, seed):
+    begins, total = starts(lengths, 4)
+    tokens = np.random.default_rng(seed).normal(size=(total, 5)).astype(np.float32)
+    vectors = pooled(tokens, lengths, 4)
+    for row, (b, n) in enumerate(zip(begins, lengths)):
+        mean = tokens[b:b + n].mean(axis=0)
+        assert np.allclose(vectors[row], mean / np.linalg.norm(mean), atol=1e-5)

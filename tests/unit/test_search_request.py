@@ -85,6 +85,10 @@ def test_cache_keys():
         changed = cache_keys(parse(other), ["e1", "e2"])
         assert changed.namespace != keys.namespace and changed.exact != keys.exact
     assert cache_keys(base, ["e1"]).namespace != keys.namespace
+    # another query graph (fp32 or 8-bit weights: bindings/query_weights.py) ranks near-ties differently
+    eight = cache_keys(base, ["e1", "e2"], "packed-8bit")
+    assert eight.namespace != keys.namespace and eight.exact != keys.exact
+    assert cache_keys(same, ["e2", "e1"], "packed-8bit") == eight
 
 
 def test_candidate_count():

@@ -89,3 +89,37 @@ async def test_the_answer_goes_before_its_store_and_a_repeat_waits_for_the_store
     assert second["cache"] == "exact" and second["results"] == first["results"]
     assert searches == ["autovacuum settings"]  # the repeat ran no search statement
     assert service.stores.entries == 1
+
+
+class EightBitEmbedder(Embedder):
+    query_vectors = "packed-8bit"   # as LocalEmbedder.query_vectors names an 8-bit query graph
+
+
+async def test_an_answer_made_with_other_query_weights_is_not_served(monkeypatch, kv):
+    # two processes on one KV, one embedding queries on fp32 weights and one on 8-bit (bindings/query_weights.py)
+    searches = []
+
+    async def search(db, request, entity_ids, embedding, *, tuned, limit=None, include_text=None):
+        searches.append(request.query)
+        return engine.LexicalResult(nonempty=True, exact=True), [dict(ROW)]
+
+    async def no_pointer(ctx, ttl):
+        return None
+
+    monkeypatch.setattr(engine, "search", search)
+    services = {}
+    for name, embedder in (("fp32", Embedder()), ("8bit", EightBitEmbedder())):
+        services[name] = SearchService(db=object(), kv=kv, embedder=embedder, semantic_cache=NoSemanticHits(),
+                                       settings=SETTINGS)
+        services[name].prepare()
+        monkeypatch.setattr(services[name], "_remember", no_pointer)
+    body = {"query": "autovacuum settings", "k": 3}
+    outcomes = []
+    for name in ("fp32", "8bit", "fp32", "8bit"):
+        ctx = ExecutionContext()
+        try:
+            outcomes.append((await services[name].search(USER, body, background=ctx))["cache"])
+        finally:
+            await ctx.drain()   # the store is written before the next search
+    assert outcomes == ["none", "none", "exact", "exact"]
+    assert len(searches) == 2

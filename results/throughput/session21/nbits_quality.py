@@ -1,6 +1,7 @@
 """Vector-only retrieval with 8-bit query weights against fp32 ones (the quality gate of session 20's lead).
 
   .venv/bin/python results/throughput/session21/nbits_quality.py /tmp/s20/packed_8b32a4.onnx
+  .venv/bin/python results/throughput/session21/nbits_quality.py   (the search worker's 8-bit graph, session 22)
 
 Documents: each dataset's corpus embedded by the fp32 model (what ingestion stores; cached in /tmp/s21).
 Queries: the packed fp32 graph the search worker runs, and the 8-bit weight-only copy of it (session20/nbits),
@@ -48,9 +49,12 @@ def main():
     emb = LocalEmbedder()
     emb.prepare_queries()
     enc = emb._queries
-    quantized = PackedQueries.__new__(PackedQueries)
-    quantized.path, quantized._tokenize = sys.argv[1], enc._tokenize
-    quantized._session = onnx_query._session(Path(sys.argv[1]), threads=2)
+    if len(sys.argv) > 1:   # a graph of session 20's script, its rows unaligned
+        quantized = PackedQueries.__new__(PackedQueries)
+        quantized.path, quantized._tokenize, quantized.align = sys.argv[1], enc._tokenize, 1
+        quantized._session = onnx_query._session(Path(sys.argv[1]), threads=2)
+    else:                   # the search worker's (bindings/query_weights.py, rows aligned; session 22)
+        quantized = enc.queries_8bit
     arms = {"fp32": enc.packed, "8-bit": quantized}
     for name in SETS:
         corpus, queries, qrels = read(name)
