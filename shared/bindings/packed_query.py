@@ -92,7 +92,11 @@ def pooled(tokens: np.ndarray, lengths: list[int], align: int = 1) -> np.ndarray
     """Each text's unit mean of its rows of ``tokens`` (texts end to end, in order, each starting at a
     multiple of ``align``): the graph's pooling."""
     begins, _ = starts(lengths, align)
-    means = np.stack([tokens[start:start + length].mean(axis=0) for start, length in zip(begins, lengths)])
+    # one reduceat over (begin, end) pairs: the even sums are the texts' rows, the odd ones the gaps between
+    # them (dropped); the last text ends the run, so its sum runs to the end
+    bounds = [i for start, length in zip(begins, lengths) for i in (start, start + length)][:-1]
+    sums = np.add.reduceat(tokens, bounds, axis=0)[0::2]
+    means = sums / np.asarray(lengths, np.float32)[:, None]
     return (means / np.maximum(np.linalg.norm(means, axis=1, keepdims=True), 1e-12)).astype(np.float32)
 
 
