@@ -254,7 +254,7 @@ class LocalEmbedder:
                     self._queries.queries_8bit = _query_weights_or_none(self._queries)
                 else:
                     log.info("search queries on fp32 weights (EDGEINDEX_QUERY_WEIGHTS=%s, packed graph %s)",
-                             query_weights_setting(), "loaded" if self._queries.packed is not None else "refused")
+                             query_weights_setting(), "loaded" if self._queries.packed is not None else "not loaded")
                 if self._queries.packed is None:
                     # made now (~0.25 s, ~90 MiB), not in a long request's time; packed, a long text runs on
                     # the packed graph's session (encode_request)
