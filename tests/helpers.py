@@ -250,3 +250,17 @@ def make_pdf(pages: list[list[str]], *, title: str | None = None) -> bytes:
     trailer = b"<< /Size %d /Root 1 0 R" % (len(objects) + 1) + info + b" >>"
     out += b"trailer\n" + trailer + b"\nstartxref\n%d\n%%%%EOF\n" % xref
     return bytes(out)
+
+
+# Query texts of the packed and 8-bit query graph tests (bindings/packed_query.py, query_weights.py): short and
+# long, one character, accents and CJK, an id; the sixth is past the model's 256 tokens, so it runs alone.
+QUERY_TEXTS = [
+    "what is theraderm used for",
+    "rotate the oncall schedule",
+    "x",
+    "Übergrößenträger — naïve café ☕ 東京 résumé",
+    "how many calories are in a cup of cooked quinoa compared with brown rice",
+    "long " * 400,
+    "define photosynthesis",
+    "ZX-4471-QK certificate rotation failed",
+]

@@ -250,11 +250,12 @@ class LocalEmbedder:
                 self._queries = OnnxQueryEncoder.load(self._model, self.model_dir, cache=cache)
                 if PACKED_QUERIES:
                     self._queries.packed = _packed_or_none(self._queries)
-                if self._queries.packed is not None and query_weights_setting() == "8bit":
+                weights = query_weights_setting()
+                if self._queries.packed is not None and weights == "8bit":
                     self._queries.queries_8bit = _query_weights_or_none(self._queries)
                 else:
                     log.info("search queries on fp32 weights (EDGEINDEX_QUERY_WEIGHTS=%s, packed graph %s)",
-                             query_weights_setting(), "loaded" if self._queries.packed is not None else "not loaded")
+                             weights, "loaded" if self._queries.packed is not None else "not loaded")
                 if self._queries.packed is None:
                     # made now (~0.25 s, ~90 MiB), not in a long request's time; packed, a long text runs on
                     # the packed graph's session (encode_request)

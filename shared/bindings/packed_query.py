@@ -55,6 +55,11 @@ def packs(lengths: list[int], max_tokens: int = PACK_MAX_TOKENS) -> list[list[in
     return runs
 
 
+def aligned(length: int, align: int) -> int:
+    """A text's rows with the gap rows after it: ``length`` rounded up to a multiple of ``align``."""
+    return -(-length // align) * align
+
+
 def starts(lengths: list[int], align: int = 1) -> tuple[list[int], int]:
     """Where each text's rows start in a packed run, every start a multiple of ``align``, and the run's
     row count. ``align`` > 1 leaves gap rows between texts (packed_feeds fills them; pooling skips them):
@@ -64,7 +69,7 @@ def starts(lengths: list[int], align: int = 1) -> tuple[list[int], int]:
     row = 0
     for length in lengths:
         out.append(row)
-        row += -(-length // align) * align
+        row += aligned(length, align)
     return out, (out[-1] + lengths[-1]) if lengths else 0
 
 
@@ -159,7 +164,7 @@ class PackedQueries:
         lengths = [len(row) for row in ids]
         out: np.ndarray | None = None
         # a run's bound counts its gap rows too
-        for run in packs([-(-length // self.align) * self.align for length in lengths]):
+        for run in packs([aligned(length, self.align) for length in lengths]):
             tokens = self._tokens([ids[i] for i in run], [types[i] for i in run])
             vectors = pooled(tokens, [lengths[i] for i in run], self.align)
             if out is None:

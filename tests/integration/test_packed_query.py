@@ -12,16 +12,7 @@ from edgeindex.bindings import ai, onnx_query, packed_query
 from edgeindex.bindings.ai import local_embedder
 from edgeindex.errors import BindingError
 
-QUERIES = [
-    "what is theraderm used for",
-    "rotate the oncall schedule",
-    "x",
-    "Übergrößenträger — naïve café ☕ 東京 résumé",
-    "how many calories are in a cup of cooked quinoa compared with brown rice",
-    "long " * 400,   # past the model's 256 tokens: truncated, and longer than a run, so alone
-    "define photosynthesis",
-    "ZX-4471-QK certificate rotation failed",
-]
+from ..helpers import QUERY_TEXTS as QUERIES
 
 
 @pytest.fixture(scope="module")

@@ -13,17 +13,9 @@ from edgeindex.bindings import ai, onnx_query, query_weights
 from edgeindex.bindings.ai import local_embedder
 from edgeindex.errors import BindingError
 
-QUERIES = [
-    "what is theraderm used for",
-    "rotate the oncall schedule",
-    "x",
-    "Übergrößenträger — naïve café ☕ 東京 résumé",
-    "how many calories are in a cup of cooked quinoa compared with brown rice",
-    "define photosynthesis",
-    "ZX-4471-QK certificate rotation failed",
-    "a b",
-    "long " * 400,   # past the model's 256 tokens: truncated, and longer than a run, so alone
-]
+from ..helpers import QUERY_TEXTS
+
+QUERIES = [*QUERY_TEXTS, "a b"]   # with "a b", every length modulo 4 occurs
 
 
 @pytest.fixture(scope="module")
