@@ -86,7 +86,7 @@ def cmd_migrate(args) -> int:
 
     async def run() -> list[int]:
         db = Database(cfg.services.database.dsn)
-        return await db.migrate(cfg.root / "infra" / "migrations", model_id=model_id, dimension=dimension)
+        return await db.migrate(model_id=model_id, dimension=dimension)
 
     applied = asyncio.run(run())
     print(f"applied migrations: {applied or 'none (up to date)'}")

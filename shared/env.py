@@ -131,7 +131,7 @@ async def open_env(config: Config, worker_name: str, *, migrate: bool = True,
                           max_size=max(h.pool_max or services.database.pool_max, services.database.pool_min),
                           name=h.binding)
             if migrate:
-                await db.migrate(config.root / "infra" / "migrations", model_id=model_id, dimension=dimension)
+                await db.migrate(model_id=model_id, dimension=dimension)
             await db.open()
             stack.push_async_callback(db.close)
             env.bind(h.binding, db)

@@ -51,6 +51,15 @@ _KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123
 MAX_KEY_CHARS = 512
 
 
+def resolve_entities(principal: Principal, requested: list[str] | None) -> list[str]:
+    """The entities to search: the requested ones (403 if any is outside the grant) or all granted."""
+    if requested is None:
+        if principal.is_admin:
+            raise ValidationError("an admin key must name the entities to search", field="entity_ids")
+        return sorted(principal.entity_ids)
+    return sorted(principal.check(requested))
+
+
 def bearer(headers) -> str:
     """The presented secret: ``Authorization: Bearer <key>`` or ``X-API-Key``; a 401 if it cannot be one."""
     value = headers.get("Authorization", "")

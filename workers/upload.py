@@ -19,7 +19,7 @@ from edgeindex.uploads.models import (
     UploadRequest,
     check_size,
 )
-from edgeindex.runtime.http import check_json_value
+from edgeindex.json_codec import check_json_value
 from edgeindex.uploads import bulk
 from edgeindex.uploads.service import UploadLimits, UploadService
 from edgeindex.uploads.signed_urls import UploadSigner

@@ -41,6 +41,14 @@ class Migration:
         return hashlib.sha256(self.path.read_bytes()).hexdigest()
 
 
+def migrations_folder() -> Path:
+    """Where the packaged migrations are: ``infra/migrations`` in a checkout, ``edgeindex/migrations``
+    in an installed wheel."""
+    from .. import migrations
+
+    return Path(migrations.__file__).parent
+
+
 def discover(folder: Path) -> list[Migration]:
     found = []
     for path in sorted(folder.glob("*.sql")):
@@ -149,9 +157,9 @@ class Database:
             cur = await conn.execute(sql, params)
             return cur.rowcount
 
-    async def migrate(self, folder: Path, *, model_id: str, dimension: int) -> list[int]:
+    async def migrate(self, folder: Path | None = None, *, model_id: str, dimension: int) -> list[int]:
         """Apply pending migrations and pin the embedding model; returns the versions applied."""
-        migrations = discover(folder)
+        migrations = discover(folder or migrations_folder())
         applied: list[int] = []
         # A dedicated connection: the pool's configure step may have run before
         # the vector extension existed.

@@ -13,7 +13,6 @@ under the same request id. Nothing reaches a client as a plain-text page.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import re
@@ -23,37 +22,19 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
 
-import orjson
 import psycopg
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
 from psycopg_pool import PoolTimeout
 
 from ..errors import EdgeIndexError, PayloadTooLarge, RateLimited, UnsupportedMediaType, ValidationError
+from ..json_codec import check_text, decode_json_object, encode_json
 
 log = logging.getLogger(__name__)
 Handler = Callable[..., Awaitable[Any]]
 _PARAM = re.compile(r"\{(\w+)\}")
-MAX_JSON_DEPTH = 32
 REQUEST_ID_HEADER = "X-Request-Id"
 REQUEST_ID = web.RequestKey("request_id", str) if hasattr(web, "RequestKey") else "request_id"
-
-
-# orjson encodes what json.dumps(default=str) did, byte for byte where it matters: datetimes and
-# dataclasses still go through str (not orjson's own forms), so answers keep their shape.
-_ORJSON_OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
-
-
-def _default(value: Any) -> Any:
-    # a float subclass (numpy's float64) is a number to json.dumps; orjson hands it here
-    return float(value) if isinstance(value, float) else str(value)
-
-
-def encode_json(body: Any) -> bytes:
-    try:
-        return orjson.dumps(body, default=_default, option=_ORJSON_OPTIONS)
-    except (orjson.JSONEncodeError, TypeError):  # what orjson refuses (ints over 64 bits, odd keys)
-        return json.dumps(body, default=str).encode()
 
 
 def json_response(body: Any, status: int = 200, *, headers: dict | None = None) -> web.Response:
@@ -125,32 +106,6 @@ def _check_json_content_type(request: web.BaseRequest) -> None:
                                    field="Content-Type")
 
 
-def check_json_value(value: Any, path: str = "", depth: int = 0) -> None:
-    """Refuse what JSON allows but nothing downstream can store: deep nesting, NUL, lone surrogates."""
-    if depth > MAX_JSON_DEPTH:
-        raise ValidationError(f"{path or 'body'}: nested more than {MAX_JSON_DEPTH} levels deep",
-                              field=path or "body")
-    if isinstance(value, str):
-        _check_string(value, path)
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            where = f"{path}.{key}" if path else str(key)
-            _check_string(key, where)
-            check_json_value(item, where, depth + 1)
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            check_json_value(item, f"{path}.{i}" if path else str(i), depth + 1)
-
-
-def _check_string(value: str, path: str) -> None:
-    if "\x00" in value:
-        raise ValidationError(f"{path or 'body'}: must not contain NUL characters", field=path or "body")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValidationError(f"{path or 'body'}: not valid Unicode (a lone surrogate)", field=path or "body") from None
-
-
 async def read_json(request: web.BaseRequest, *, max_bytes: int = 1_000_000) -> dict:
     """The body as a JSON object, or a 400/413/415 that says what is wrong."""
     return decode_json_object(await read_json_bytes(request, max_bytes=max_bytes))
@@ -161,25 +116,6 @@ async def read_json_bytes(request: web.BaseRequest, *, max_bytes: int = 1_000_00
     for a service that can tell a body it has seen before from its bytes (search/hit_path.py)."""
     _check_json_content_type(request)
     return await read_body(request, max_bytes=max_bytes)
-
-
-def decode_json_object(raw: bytes) -> dict:
-    try:
-        body = json.loads(raw or b"null")
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ValidationError(f"body is not valid JSON: {exc}", field="body") from None
-    except RecursionError:
-        raise ValidationError(f"body: nested more than {MAX_JSON_DEPTH} levels deep", field="body") from None
-    if not isinstance(body, dict):
-        raise ValidationError("body must be a JSON object", field="body")
-    check_json_value(body)
-    return body
-
-
-def check_text(value: str, field: str) -> str:
-    """A header, query or path value on its way to the database: no NUL, valid Unicode."""
-    _check_string(value, field)
-    return value
 
 
 # --- routes ----------------------------------------------------------------------------

@@ -36,7 +36,7 @@ import time
 from collections import OrderedDict
 from typing import Any
 
-from ..runtime.http import encode_json
+from ..json_codec import encode_json
 from .hit_path import encode_payload
 
 COPY_BYTES_PER_JSON_BYTE = 7   # a copy's memory over its JSON's length, at most (measured: see above)

@@ -26,7 +26,7 @@ from typing import Any
 
 import orjson
 
-from ..runtime.http import _ORJSON_OPTIONS, _default, encode_json
+from ..json_codec import ORJSON_OPTIONS, encode_default, encode_json
 from .cache_keys import CacheKeys
 
 MAX_BODY_BYTES = 4096   # longer bodies (many filters, long queries) are parsed every time
@@ -72,7 +72,7 @@ def encode_payload(payload: dict) -> bytes | None:
     """The payload's JSON kept for ``splice``, or None when it could not be spliced: what orjson
     refuses goes through the standard library's encoder (``encode_json``), whose separators differ."""
     try:  # encode_json's own call, without its fallback
-        body = orjson.dumps(payload, default=_default, option=_ORJSON_OPTIONS)
+        body = orjson.dumps(payload, default=encode_default, option=ORJSON_OPTIONS)
     except (orjson.JSONEncodeError, TypeError):
         return None
     return body if body[:1] == b"{" and body[-1:] == b"}" and len(body) > 2 else None

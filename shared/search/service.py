@@ -34,9 +34,9 @@ from ..bindings.database import Database
 from ..bindings.kv import KV
 from ..bindings.vectorize import UPSERT as SEMANTIC_UPSERT, PgVectorIndex
 from ..errors import ValidationError
-from ..runtime.http import decode_json_object
+from ..json_codec import decode_json_object
 from ..selection import collections
-from ..tenancy import Principal
+from ..tenancy import Principal, resolve_entities
 from . import defaults, engine
 from .cache_keys import CacheKeys, _digest, cache_keys
 from .exact_front import Copy, ExactFront
@@ -525,15 +525,6 @@ def prepare_query_embedding(embedder: Any) -> None:
     prepare = getattr(embedder, "prepare_queries", None)
     if prepare is not None:
         prepare()
-
-
-def resolve_entities(principal: Principal, requested: list[str] | None) -> list[str]:
-    """The entities to search: the requested ones (403 if any is outside the grant) or all granted."""
-    if requested is None:
-        if principal.is_admin:
-            raise ValidationError("an admin key must name the entities to search", field="entity_ids")
-        return sorted(principal.entity_ids)
-    return sorted(principal.check(requested))
 
 
 def _chunk_ids(results: list[dict]) -> list[str]:

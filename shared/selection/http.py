@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..search.service import resolve_entities
+from ..tenancy import resolve_entities
 from ..tenancy import Principal
 from ..validation import parse
 from . import collections, indices, tools

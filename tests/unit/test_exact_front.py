@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from edgeindex.runtime.http import encode_json
+from edgeindex.json_codec import encode_json
 from edgeindex.search.exact_front import COPY_BYTES_PER_JSON_BYTE, ExactFront
 
 

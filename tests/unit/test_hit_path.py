@@ -9,7 +9,7 @@ import time
 import numpy as np
 
 from edgeindex.routing.service import Decision
-from edgeindex.runtime.http import encode_json
+from edgeindex.json_codec import encode_json
 from edgeindex.search.exact_front import ExactFront
 from edgeindex.search.hit_path import ParsedMemo, encode_payload, splice
 

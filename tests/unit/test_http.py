@@ -9,10 +9,10 @@ import aiohttp
 import pytest
 from aiohttp import web
 from edgeindex.errors import ValidationError
+from edgeindex.json_codec import check_json_value
 from edgeindex.runtime.http import (
     JSONErrorServer,
     Routes,
-    check_json_value,
     error_middleware,
     read_body,
     read_json,

@@ -9,7 +9,8 @@ import uuid
 from dataclasses import dataclass
 
 import numpy as np
-from edgeindex.runtime.http import encode_json, json_response
+from edgeindex.json_codec import encode_json
+from edgeindex.runtime.http import json_response
 
 
 @dataclass

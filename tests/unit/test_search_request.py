@@ -124,7 +124,7 @@ def test_sql_params():
 
 def test_entities_default_to_the_grant_and_admins_must_name_them():
     from edgeindex.errors import Forbidden
-    from edgeindex.search.service import resolve_entities
+    from edgeindex.tenancy import resolve_entities
     from edgeindex.tenancy import Principal
 
     user = Principal("k1", False, frozenset({"u1", "g1"}))

@@ -1,0 +1,1 @@
+"""The schema, as numbered SQL migrations applied in order (``Database.migrate``)."""
