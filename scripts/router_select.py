@@ -4,7 +4,7 @@ LOO gain over the fixed blend per config, and a nested LOO (settings chosen on t
 usage: python scripts/router_select.py results/router/training.json results/router/training-msmarco.json
 """
 import sys, json, itertools, numpy as np
-from edgeindex.routing import train as T
+from edgeindex.evaluation import router_training as T
 from edgeindex.routing.features import NAMES
 data = [d for p in sys.argv[1:] for d in T.load(p)]
 EVID = ('matched_share','rare_share','best_idf','bm25_best','bm25_gap','lexical_hits')

@@ -19,7 +19,7 @@ import sys
 
 import numpy as np
 
-from edgeindex.routing import train as T
+from edgeindex.evaluation import router_training as T
 from edgeindex.routing.features import NAMES
 
 data = [d for p in sys.argv[1:] if not p.startswith("--") for d in T.load(p)]

@@ -4,7 +4,7 @@ wrangler.toml names no entry module here)."""
 from __future__ import annotations
 
 from edgeindex.bindings.ai import SELECT_GRAPHS
-from edgeindex.enhance import QueryEnhancer
+from edgeindex.search.enhance import QueryEnhancer
 from edgeindex.errors import ConfigError
 from edgeindex.routing.model import Bounds
 from edgeindex.routing.service import Router, RouterSettings

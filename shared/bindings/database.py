@@ -38,6 +38,14 @@ class Migration:
         return self.path.read_text(encoding="utf-8").replace("{{dimension}}", str(int(dimension)))
 
     def checksum(self) -> str:
+        """The digest of what the migration runs: whole-line comments and blank lines do not count, so
+        its explanation can be edited after it was applied."""
+        lines = self.path.read_text(encoding="utf-8").splitlines()
+        kept = [line.rstrip() for line in lines if line.strip() and not line.lstrip().startswith("--")]
+        return hashlib.sha256("\n".join(kept).encode()).hexdigest()
+
+    def file_checksum(self) -> str:
+        """The whole file's digest, which releases up to 0.1 recorded: still accepted."""
         return hashlib.sha256(self.path.read_bytes()).hexdigest()
 
 
@@ -175,7 +183,7 @@ class Database:
                 await _check_model(conn, model_id, dimension, schema_exists=bool(done))
                 for migration in migrations:
                     if migration.version in done:
-                        if done[migration.version] != migration.checksum():
+                        if done[migration.version] not in (migration.checksum(), migration.file_checksum()):
                             log.warning("migration %04d_%s changed after it was applied", migration.version,
                                         migration.name)
                         continue

@@ -32,7 +32,7 @@ def mode_params(mode: str, options: Options) -> dict:
     return {"strategy": MODE_STRATEGY[mode], "alpha": options.alpha if mode == "hybrid" else None,
             "fusion": options.fusion}
 # A mode may name query enhancements after its base mode: "text+prf", "hybrid+synonyms+hyde",
-# "hybrid+none" (no enhancement, whatever "auto" does on this deployment); see shared/enhance/.
+# "hybrid+none" (no enhancement, whatever "auto" does on this deployment); see shared/search/enhance/.
 ENHANCEMENTS = ("prf", "synonyms", "hyde", "none", "auto")
 SWEEPABLE = {"alpha": float, "vector_threshold": float, "text_threshold": float, "fusion": str}
 
@@ -102,7 +102,7 @@ class SystemRun:
 
 def enhancement_summary(reports: dict[str, dict], queries: dict[str, str]) -> dict:
     """How often each enhancement was applied or skipped (and why), and per query what was done and
-    the first pass's evidence (what the gates in shared/enhance/gates.py are chosen from)."""
+    the first pass's evidence (what the gates in shared/search/enhance/gates.py are chosen from)."""
     from ..search.request import normalize_query
 
     by_text = {normalize_query(text): qid for qid, text in queries.items()}

@@ -56,7 +56,7 @@ class IngestSettings:
     summary_sentences: int
     max_document_bytes: int
     max_retries: int           # of the queue consumer: delivery max_retries + 1 is the last one
-    enrich_chunks: bool = False  # LLM keywords and questions per new chunk (shared/enhance/enrich.py)
+    enrich_chunks: bool = False  # LLM keywords and questions per new chunk (shared/ingest/enrich.py)
     max_runs: int = 128        # runs in flight in one process (MAX_RUNS), across its queue batches
 
 

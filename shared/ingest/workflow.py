@@ -47,7 +47,7 @@ from .embedding import decode_vectors, encode_vectors
 from .extract import extract
 from .grouped import DocumentWrite
 from .summary import summarize
-from ..enhance.enrich import enrich_chunks
+from .enrich import enrich_chunks
 
 if TYPE_CHECKING:
     from .service import IngestService

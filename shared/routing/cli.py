@@ -35,14 +35,14 @@ def register(subparsers) -> None:
     train.add_argument("--out", type=Path, help="write the fitted model here as JSON")
     train.add_argument("--leave-one-out", action="store_true",
                        help="also train on all datasets but one and score on that one, for each")
-    train.add_argument("--l2", type=float, help="L2 penalty of the fit (default: edgeindex.routing.train.L2)")
+    train.add_argument("--l2", type=float, help="L2 penalty of the fit (default: edgeindex.evaluation.router_training.L2)")
     train.add_argument("--switch-cost", type=float,
                        help="prior toward the fixed blend: extra reward of its bin in the fit "
-                            "(default: edgeindex.routing.train.SWITCH_COST)")
+                            "(default: edgeindex.evaluation.router_training.SWITCH_COST)")
     train.add_argument("--bins", help="comma-separated alphas the model chooses among, each collected "
                        "(0 = text, 1 = vector; default: edgeindex.routing.model.DEFAULT_BINS)")
     train.add_argument("--features", help="comma-separated feature names to fit on (default: "
-                                          "edgeindex.routing.train.FEATURES)")
+                                          "edgeindex.evaluation.router_training.FEATURES)")
     train.add_argument("--k", type=int, default=10)
     train.add_argument("--upload-url")
     train.add_argument("--search-url")
@@ -93,7 +93,8 @@ async def _with_db(dsn: str, work):
 
 def cmd_train(args) -> int:
     from ..evaluation import beir
-    from . import store, train
+    from ..evaluation import router_training as train
+    from . import store
 
     collected = [row for path in args.data for row in train.load(path)]
     if args.dataset:
@@ -150,7 +151,7 @@ def _fit_args(args) -> dict:
 def _collect(args, datasets) -> list[dict]:
     from ..evaluation.stack import Endpoints, fresh_stack
     from .. import config as config_module
-    from . import train
+    from ..evaluation import router_training as train
 
     entities = dict(item.split("=", 1) for item in args.entity_for)
 

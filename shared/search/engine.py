@@ -125,7 +125,7 @@ def planned_once(name: str, params: dict[str, Any]) -> Statement:
 
 
 _WORD = re.compile(r"\w")
-# Query enhancement (shared/enhance/) adds terms to the lexical statement; none by default.
+# Query enhancement (shared/search/enhance/) adds terms to the lexical statement; none by default.
 NO_EXPANSION = {"expansion_configs": [], "expansion_terms": [], "expansion_weights": [],
                 "expansion_text": None, "expansion_text_weight": 0.0}
 DOCUMENT_FILTERS = ("sources", "tags", "created_after", "created_before", "updated_after", "updated_before")
@@ -285,7 +285,7 @@ async def lexical(db: Database, request: SearchRequest, entity_ids: list[str], *
                   limit: int | None = None, expansion: dict[str, Any] | None = None,
                   probe: int = 0) -> LexicalResult:
     """The half that needs no embedding: the scope's size, and BM25 (with typo stand-ins) over it.
-    ``expansion`` (keys of NO_EXPANSION) adds weighted terms: see shared/enhance/. ``probe``: how
+    ``expansion`` (keys of NO_EXPANSION) adds weighted terms: see shared/search/enhance/. ``probe``: how
     many of the best BM25 chunks come back with their language and vector (the router's)."""
     params = {**build_params(request, entity_ids, None, limit=limit or request.k), **(expansion or {}),
               "probe": probe}

@@ -123,7 +123,7 @@ class SearchRequest(_Strict):
     # "reverse": best last, for answer prompts that lose the middle of a long context (the best
     # result then sits next to the question); part of the cache scope like every other option
     order: Literal["best_first", "reverse"] = "best_first"
-    # query enhancement (shared/enhance/): "auto" applies what the evaluation chose for this
+    # query enhancement (shared/search/enhance/): "auto" applies what the evaluation chose for this
     # deployment, "none" nothing, or a list of "prf", "synonyms", "hyde"; part of the cache scope
     enhance: Literal["auto", "none"] | Annotated[
         list[Literal["prf", "synonyms", "hyde"]], Field(max_length=3)] = "auto"

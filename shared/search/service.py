@@ -46,7 +46,7 @@ from ..bindings.rerank import Reranker
 from ..routing.service import Decision, Router, new_search_id, scope_hash
 from ..routing.telemetry_writer import TelemetryWriter
 from ..routing.features import PROBE
-from ..enhance import QueryEnhancer
+from .enhance import QueryEnhancer
 from .semantic_front import SemanticFront
 from .semantic_guard import model_vocabulary, signature
 
@@ -391,7 +391,7 @@ class SearchService:
         ctx.timings["route_ms"] = _since(mark, 3)
 
     async def enhance(self, ctx: SearchContext) -> None:
-        """Query enhancement (shared/enhance/): PRF or synonym terms for a second lexical pass, a HyDE
+        """Query enhancement (shared/search/enhance/): PRF or synonym terms for a second lexical pass, a HyDE
         vector; each behind its gate. The semantic cache keeps the plain query's vector."""
         outcome = await self.enhancer.apply(ctx.request, ctx.entity_ids, ctx.lexical, ctx.embedding,
                                             limit=ctx.limit, tuned=self._tuned)

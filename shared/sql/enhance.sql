@@ -1,4 +1,4 @@
--- Query enhancement (shared/enhance/). Pseudo-relevance feedback in the style of RM3: the
+-- Query enhancement (shared/search/enhance/). Pseudo-relevance feedback in the style of RM3: the
 -- first pass's best chunks stand in for "relevant", and the terms they share weigh in.
 
 -- name: prf_terms

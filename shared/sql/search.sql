@@ -212,7 +212,7 @@ configs AS MATERIALIZED (
 
 -- name: expansion_cte
 , expanded AS MATERIALIZED (
-    -- Query enhancement (shared/enhance/): extra terms at a lower weight, either lexemes of a
+    -- Query enhancement (shared/search/enhance/): extra terms at a lower weight, either lexemes of a
     -- configuration (pseudo-relevance feedback picks them from chunks' tsvectors) or text parsed
     -- with every configuration in scope (an LLM's synonyms); never a word the query already has.
     -- Empty arrays and a NULL text (no enhancement) leave the statement as it was.

@@ -1,4 +1,4 @@
-"""Query enhancement (shared/enhance/): pseudo-relevance feedback over the tenant's own chunks,
+"""Query enhancement (shared/search/enhance/): pseudo-relevance feedback over the tenant's own chunks,
 through the search worker; LLM synonyms and HyDE against a small OpenAI-compatible server this
 test starts, through a SearchService built in this process over the stack's database (the
 shared stack's workers have no LLM configured, and a test never reconfigures them).
@@ -19,7 +19,7 @@ from aiohttp import web
 
 from edgeindex.bindings.ai import local_embedder
 from edgeindex.bindings.kv import DiskKV
-from edgeindex.enhance import EnhanceSettings, QueryEnhancer
+from edgeindex.search.enhance import EnhanceSettings, QueryEnhancer
 from edgeindex.search.service import SearchService, SearchSettings
 from edgeindex.tenancy import Principal
 
@@ -260,7 +260,7 @@ async def test_gate_skips_the_llm_where_it_cannot_gain(db, corpus, llm_server, t
 # --- chunk enrichment -----------------------------------------------------------------------------------
 
 async def test_chunk_enrichment_is_generated_and_indexed_at_a_lower_weight(db, stack, upload_admin, llm_server):
-    from edgeindex.enhance.enrich import ENRICH_PROMPT, enrich_chunks
+    from edgeindex.ingest.enrich import ENRICH_PROMPT, enrich_chunks
 
     fake, url = llm_server
     fake.passage = "- Kubernetes\n- how are pods moved off a draining node?"

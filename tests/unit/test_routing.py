@@ -82,7 +82,7 @@ def _rows(dataset: str, gains: list[tuple[float, float]]) -> dict:
 
 
 def test_switch_cost_keeps_the_blend_unless_another_bin_leads_clearly():
-    from edgeindex.routing import train
+    from edgeindex.evaluation import router_training as train
 
     # identifier-heavy queries: text leads the blend by 0.3; the rest: text leads by 0.02 (noise-sized)
     data = [_rows("a", [(0.9, 0.3)] * 50 + [(0.0, 0.02)] * 50)]
@@ -98,7 +98,7 @@ def test_switch_cost_keeps_the_blend_unless_another_bin_leads_clearly():
 
 
 def test_fit_on_a_feature_subset_uses_only_those_features():
-    from edgeindex.routing import train
+    from edgeindex.evaluation import router_training as train
 
     data = [_rows("a", [(0.9, 0.3)] * 50 + [(0.0, -0.3)] * 50)]
     model = train.fit(data, features=("identifier_share", "length"))
@@ -173,7 +173,7 @@ def test_the_default_fit_routes_a_language_the_model_does_not_know_to_the_text_l
     """The shipped fit's features: trained on one unknown language (German-like rows, where the
     text-leaning blend wins) and English rows (the fixed blend wins), it sends a query in a
     language it never saw (only the language features say so) to the text-leaning bin."""
-    from edgeindex.routing import train
+    from edgeindex.evaluation import router_training as train
 
     names = [n for n, _ in RouterModel.blank().bins]
 
@@ -198,7 +198,7 @@ def test_the_default_fit_routes_a_language_the_model_does_not_know_to_the_text_l
 def test_bins_option_and_rows_without_a_bin_are_named():
     import pytest
     from edgeindex.errors import ValidationError
-    from edgeindex.routing import train
+    from edgeindex.evaluation import router_training as train
     from edgeindex.routing.cli import _bins
 
     assert _bins("0, 0.2,0.8,1") == (("text", 0.0), ("hybrid-0.2", 0.2), ("hybrid-0.8", 0.8), ("vector", 1.0))

@@ -15,13 +15,13 @@ from typing import Any
 
 import numpy as np
 
-from .. import language, sqlfiles
-from ..bindings.ai import ChatModel, Embedder
-from ..bindings.database import Database
-from ..bindings.kv import KV
-from ..errors import ValidationError
-from ..search import engine
-from ..search.request import SearchRequest
+from ... import language, sqlfiles
+from ...bindings.ai import ChatModel, Embedder
+from ...bindings.database import Database
+from ...bindings.kv import KV
+from ...errors import ValidationError
+from .. import engine
+from ..request import SearchRequest
 from . import defaults, gates
 from .llm import LLMEnhancer
 

@@ -15,8 +15,8 @@ import logging
 import re
 from dataclasses import dataclass
 
-from ..bindings.ai import ChatModel
-from ..bindings.kv import KV
+from ...bindings.ai import ChatModel
+from ...bindings.kv import KV
 from . import defaults
 
 log = logging.getLogger(__name__)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..search.engine import LexicalResult
+from ..engine import LexicalResult
 from . import defaults
 
 _WORD = re.compile(r"\w+")
