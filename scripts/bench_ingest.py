@@ -225,7 +225,7 @@ def raw_model(texts: list[str], batch_size: int, threads: int, runtime: str = "t
 
     model = local_embedder(batch_size)
     model.set_threads(threads)
-    model.run_batches_on(runtime)  # the worker's MODEL_RUNTIME: the same model code on both sides
+    model.run_batches_on(runtime)  # the ingest worker's runtime: the same model code on both sides
     model.encode_sync(texts[:batch_size])  # warm-up
     with Meter() as meter:
         for start in range(0, len(texts), MODEL_CALL_TEXTS):
@@ -303,7 +303,7 @@ async def run(args, config, base: str, admin_key: str, cpu: StackCPU | None = No
     # the ingest worker's texts per forward pass (MODEL_BATCH_SIZE), else the configured one
     batch = int(config.worker("ingest").vars.get("MODEL_BATCH_SIZE") or config.services.ai.batch_size)
     threads = int(config.worker("ingest").vars.get("MODEL_THREADS") or 0)  # 0: torch's default
-    runtime = str(config.worker("ingest").vars.get("MODEL_RUNTIME") or "torch")
+    runtime = "onnx"  # where the ingest worker runs its batches
     print(f"corpus: {len(docs)} documents ({len(texts)} chunks) from {args.corpus}; route {args.route}"
           f"{f' ({args.bulk_size} documents per request)' if args.route == 'bulk' else ''}", flush=True)
     print("1) raw model throughput on the chunk texts, before", flush=True)

@@ -143,12 +143,13 @@ def _inject(stack, kind: str, load: Load, rng: random.Random) -> None:
 
 def _visibility_lapse(stack, slow_seconds: float) -> None:
     """A second ingest consumer, slow in embed and never extending visibility, for one slow step's time."""
+    from edgeindex.faults import Faults
     from edgeindex.runtime.dev import free_port
+    from edgeindex.testing.worker import WorkerHooks
 
-    env = {**stack.worker_environ(), "EDGEINDEX_INGEST_PORT": str(free_port()),
-           "EDGEINDEX_FAULT_SLOW_STEP": "embed", "EDGEINDEX_FAULT_SLOW_SECONDS": str(slow_seconds),
-           "EDGEINDEX_FAULT_NO_VISIBILITY_EXTENSION": "1"}
-    process = subprocess.Popen([sys.executable, "-m", "edgeindex.cli", "--config", str(stack.config.path.resolve()),
+    env = {**stack.worker_environ(), "EDGEINDEX_INGEST_PORT": str(free_port())}
+    hooks = WorkerHooks(faults=Faults(slow_step="embed", slow_seconds=slow_seconds, no_visibility_extension=True))
+    process = subprocess.Popen([*hooks.command(), "--config", str(stack.config.path.resolve()),
                                 "worker", "ingest"], env=env, stdout=stack.worker_output,
                                stderr=subprocess.STDOUT, cwd=str(stack.config.root))
     try:

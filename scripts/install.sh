@@ -10,9 +10,10 @@ fi
 # torch first and pinned: this machine keeps a CPU build of 2.13.0 on disk, and an
 # unpinned torch would pull several GB of CUDA packages instead.
 .venv/bin/pip install --quiet --disable-pip-version-check "torch==2.13.0"
-.venv/bin/pip install --quiet --disable-pip-version-check -e ".[test,eval]"
-# The Python SDK is its own distribution (no torch, no server code); the CLI and tests use it.
+# The Python SDK is its own distribution (no torch, no server code); the evaluation, the CLI's client
+# commands and the tests use it, so it goes in first and satisfies the [eval] extra's requirement.
 .venv/bin/pip install --quiet --disable-pip-version-check -e clients/python
+.venv/bin/pip install --quiet --disable-pip-version-check -e ".[test,eval,docs]"
 # The admin page's browser tests drive Debian's chromium through its chromium-driver (selenium); both
 # come from the system's packages, never downloaded by a test. Skipped when already there.
 if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then

@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from . import worker_vars
 from .errors import ConfigError
 
 BindingName = Annotated[str, Field(pattern=r"^[A-Z][A-Z0-9_]*$")]
@@ -105,6 +106,9 @@ class Worker(_Strict):
     processes: int = Field(1, ge=1, le=64)
     route: str = "/"
     vars: dict[str, str | int | float | bool] = {}
+    # ours: start from another worker's vars (its own vars then override), so workers that serve the same
+    # services (search and mcp) declare them once
+    vars_from: str | None = None
     r2_buckets: list[R2Bucket] = []
     kv_namespaces: list[KVNamespace] = []
     queues: Queues = Queues()
@@ -239,6 +243,8 @@ class Config(_Strict):
 
     # where it was read from; set by load()
     path: Path = Path("wrangler.toml")
+    # each worker's vars as its schema checked them (worker_vars.py), filled by parse()
+    checked_vars: dict[str, Any] = Field(default_factory=dict, exclude=True)
 
     @field_validator("workers")
     @classmethod
@@ -344,9 +350,11 @@ def apply_env(data: dict, environ: dict[str, str]) -> dict:
             for variable, key in (("EDGEINDEX_RERANK_URL", "url"), ("EDGEINDEX_RERANK_MODEL", "model")):
                 if environ.get(variable) is not None:
                     worker["rerank"][key] = environ[variable]
-        for var in list((worker.get("vars") or {}).keys()):
+        schema = _vars_schema(worker.get("main"))
+        declared = set(schema.model_fields) if schema else set()
+        for var in sorted(declared | set((worker.get("vars") or {}).keys())):
             override = environ.get(f"EDGEINDEX_VAR_{var}")
-            if override is not None:
+            if override is not None and isinstance(worker.setdefault("vars", {}), dict):
                 worker["vars"][var] = override
     return data
 
@@ -363,16 +371,56 @@ def _describe(error: dict) -> tuple[str, str]:
     return key, f"{error['msg']}{shown}"
 
 
+def inherit_vars(data: dict, *, path: Path) -> dict:
+    """Each ``vars_from`` worker's vars: those of the worker it names, then its own on top."""
+    workers = data.get("workers") or {}
+    for name, worker in workers.items():
+        if not isinstance(worker, dict) or worker.get("vars_from") is None:
+            continue
+        source = worker["vars_from"]
+        other = workers.get(source) if isinstance(source, str) else None
+        if not isinstance(other, dict) or source == name:
+            raise ConfigError(f"no other worker named {source!r} to take vars from", file=str(path),
+                              key=f"workers.{name}.vars_from")
+        if other.get("vars_from") is not None:
+            raise ConfigError(f"workers.{source} takes its own vars from another worker: name that one",
+                              file=str(path), key=f"workers.{name}.vars_from")
+        worker["vars"] = {**(other.get("vars") or {}), **(worker.get("vars") or {})}
+    return data
+
+
+def _vars_schema(main: Any) -> type[BaseModel] | None:
+    """The vars schema of a worker's entry module (``workers/search.py`` → search's); None for a module of
+    the deployment's own, whose vars stay free-form."""
+    if not isinstance(main, str):
+        return None
+    return worker_vars.SCHEMAS.get(Path(main).stem) if Path(main).parent.name == "workers" else None
+
+
+def _problem(exc: ValidationError, prefix: str = "") -> tuple[str, str]:
+    key, message = _describe(exc.errors()[0])
+    extra = len(exc.errors()) - 1
+    if extra:
+        message += f" (and {extra} more problem{'s' if extra > 1 else ''})"
+    return prefix + key, message
+
+
 def parse(data: dict, *, path: Path, environ: dict[str, str] | None = None) -> Config:
-    data = apply_env(data, dict(os.environ if environ is None else environ))
+    data = apply_env(inherit_vars(data, path=path), dict(os.environ if environ is None else environ))
     try:
         config = Config.model_validate({**data, "path": path})
     except ValidationError as exc:
-        key, message = _describe(exc.errors()[0])
-        extra = len(exc.errors()) - 1
-        if extra:
-            message += f" (and {extra} more problem{'s' if extra > 1 else ''})"
+        key, message = _problem(exc)
         raise ConfigError(message, file=str(path), key=key) from None
+    for name, worker in config.workers.items():
+        schema = _vars_schema(worker.main)
+        if schema is None:
+            continue
+        try:
+            config.checked_vars[name] = schema.model_validate(worker.vars)
+        except ValidationError as exc:
+            key, message = _problem(exc, f"workers.{name}.vars.")
+            raise ConfigError(message, file=str(path), key=key) from None
     return config
 
 

@@ -46,7 +46,14 @@ class Env:
         setattr(self, name, value)
 
     def var(self, name: str, cast: type = str) -> Any:
-        """A var, converted (env overrides arrive as strings); a bad value names the key."""
+        """A var: as its schema checked it (worker_vars.py), or, for a worker of the deployment's own,
+        converted here (env overrides arrive as strings); a bad value names the key."""
+        checked = self.config.checked_vars.get(self.worker_name)
+        if checked is not None:
+            if name not in type(checked).model_fields:
+                raise ConfigError("no such var", file=str(self.config.path),
+                                  key=f"workers.{self.worker_name}.vars.{name}")
+            return getattr(checked, name)
         try:
             raw = self.worker.vars[name]
         except KeyError:

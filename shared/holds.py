@@ -4,8 +4,9 @@ Races (a PUT against a DELETE of the same document, a DELETE against a running i
 PUTs) are tested by stopping one side at a named point while the other completes, not by
 sleeping and hoping. A point is an advisory lock keyed by ``<point>:<entity>/<document>``: the
 test takes it exclusively (``hold``), a worker passing the point takes it shared and lets go at
-once, so it waits exactly as long as the test holds it. Live only when the worker's environment
-has ``EDGEINDEX_TEST_HOLDS=1`` (the test stacks set it); otherwise a point costs nothing.
+once, so it waits exactly as long as the test holds it. Live only in a worker started with holds
+on (``python -m edgeindex.testing.worker --holds``, as the test stacks do); otherwise a point costs
+nothing.
 
 Points: ``upload:stored-version`` (a direct or worker-URL upload: its version row exists, its
 bytes are not stored yet), ``upload:confirm`` (bytes stored, not yet confirmed against the row),
@@ -17,13 +18,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 
 from . import sqlfiles
 from .bindings.database import Database
 
 SQL = sqlfiles.load("holds.sql")
-ENABLED = os.environ.get("EDGEINDEX_TEST_HOLDS") == "1"
+_enabled = False
+
+
+def enable() -> None:
+    """Make this process's hold points live (the test launcher does, before the worker starts)."""
+    global _enabled
+    _enabled = True
 
 
 def point_key(point: str, entity_id: str, document_id: str) -> str:
@@ -32,7 +38,7 @@ def point_key(point: str, entity_id: str, document_id: str) -> str:
 
 async def point(db: Database, point: str, entity_id: str, document_id: str) -> None:
     """Wait here while a test holds this point for this document (no-op unless enabled)."""
-    if not ENABLED:
+    if not _enabled:
         return
     key = {"point": point_key(point, entity_id, document_id)}
     async with db.connection() as conn:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from edgeindex.bindings.database import Database
+from edgeindex.testing.worker import WorkerHooks
 
 from .helpers import Client, new_tenant, running_stack
 
@@ -18,7 +19,7 @@ def stack_fixtures(scope: str):
     @pytest.fixture(scope=scope)
     def stack(tmp_path_factory):
         # hold points on: race tests stop one writer at a named point while another completes
-        with running_stack(tmp_path_factory.mktemp("state"), EDGEINDEX_TEST_HOLDS="1") as started:
+        with running_stack(tmp_path_factory.mktemp("state"), hooks=WorkerHooks(holds=True)) as started:
             yield started
 
     @pytest.fixture(scope=scope)

@@ -17,6 +17,7 @@ from psycopg.conninfo import make_conninfo
 from edgeindex import config as config_module
 from edgeindex.bindings.database import Database
 from edgeindex.runtime.dev import DevStack, free_port
+from edgeindex.testing.worker import WorkerHooks
 from edgeindex_client import Client as SDKClient
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -162,14 +163,15 @@ async def chunks(db, entity_id: str, document_id: str) -> list[dict]:
 
 
 @contextlib.contextmanager
-def running_stack(state: Path, **extra_env: str):
+def running_stack(state: Path, hooks: WorkerHooks | None = None, **extra_env: str):
     """A whole stack on free ports under ``state``; its workers' output goes to ``state/workers.log``.
-    ``extra_env`` goes to the workers (the test stacks turn on hold points: ``edgeindex.holds``)."""
+    ``hooks``: hold points and faults of its workers (the test stacks turn on hold points: ``edgeindex.holds``);
+    ``extra_env`` goes to the workers."""
     cfg = make_config(state)
     log_path = state / "workers.log"
     with open(log_path, "w") as log:
-        stack = DevStack(cfg, worker_output=log, environ={**os.environ, "EDGEINDEX_ADMIN_KEY": "test-admin-key",
-                                                          **extra_env})
+        stack = DevStack(cfg, worker_output=log, hooks=hooks,
+                         environ={**os.environ, "EDGEINDEX_ADMIN_KEY": "test-admin-key", **extra_env})
         try:
             stack.start()
         except Exception:

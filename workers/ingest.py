@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from edgeindex import api_models, language
 from edgeindex.errors import NotFound, ValidationError
 from edgeindex.ingest.reconciler import Reconciler, ReconcileSettings
-from edgeindex.ingest.service import IngestService, IngestSettings
+from edgeindex.ingest.service import IngestService
+from edgeindex.ingest.workflow import IngestSettings
 from edgeindex.bindings import native_memory
 from edgeindex.runtime import memtrace
 from edgeindex.runtime.http import Routes
@@ -38,16 +39,15 @@ async def startup(env) -> Services:
                               max_retries=env.worker.queues.consumers[0].max_retries,
                               enrich_chunks=env.var("ENRICH_CHUNKS", bool),
                               max_runs=env.var("MAX_RUNS", int))
-    if threads := env.worker.vars.get("MODEL_THREADS"):  # torch's threads per model call (bindings.ai)
-        getattr(env.AI.embedder, "set_threads", lambda n: None)(int(threads))
-    if runtime := env.worker.vars.get("MODEL_RUNTIME"):  # torch or onnx: where batches run (bindings.ai)
-        run_on = getattr(env.AI.embedder, "run_batches_on", None)
-        if run_on is not None:
-            await asyncio.to_thread(run_on, str(runtime))  # a first load exports the graph (seconds)
-    if batch := env.worker.vars.get("MODEL_BATCH_SIZE"):  # texts per forward pass (bindings.ai)
-        getattr(env.AI.embedder, "set_batch_size", lambda n: None)(int(batch))
-    if first := env.worker.vars.get("MODEL_FIRST"):  # the rest of the process below the model (runtime/model_first.py)
-        getattr(env.AI.embedder, "put_first", lambda n: None)(int(first))
+    embedder = env.AI.embedder  # the local model has these knobs; a remote provider has none of them
+    if threads := env.var("MODEL_THREADS"):
+        getattr(embedder, "set_threads", lambda n: None)(threads)
+    run_on = getattr(embedder, "run_batches_on", None)
+    if run_on is not None:  # batches on ONNX Runtime: ~0.67x torch's CPU per passage (bindings/ai.py)
+        await asyncio.to_thread(run_on, "onnx")  # a first load exports the graph (seconds)
+    getattr(embedder, "set_batch_size", lambda n: None)(env.var("MODEL_BATCH_SIZE"))
+    if first := env.var("MODEL_FIRST"):  # the rest of the process below the model (runtime/model_first.py)
+        getattr(embedder, "put_first", lambda n: None)(first)
     # py3langid's model, loaded now rather than by the first document's upsert
     await asyncio.to_thread(language.preload)
     ingest = IngestService(db=env.DB, bucket=env.BUCKET, kv=env.KV, embedder=env.AI.embedder,
@@ -56,7 +56,10 @@ async def startup(env) -> Services:
     # Versions whose queue message was lost are queued again (RECONCILE_*; edgeindex.ingest.reconciler).
     if (queue := env.bindings.get("INGEST_QUEUE")) is not None:
         services.reconciler = Reconciler(db=env.DB, bucket=env.BUCKET, queue=queue,
-                                         settings=ReconcileSettings.from_vars(env.worker.vars),
+                                         settings=ReconcileSettings(every=env.var("RECONCILE_EVERY_SECONDS"),
+                                                                    after=env.var("RECONCILE_AFTER_SECONDS"),
+                                                                    lease=env.var("RECONCILE_LEASE_SECONDS"),
+                                                                    per_sweep=env.var("RECONCILE_MAX")),
                                          received=ingest.receiving)
     else:
         log.warning("no INGEST_QUEUE producer binding: lost queue messages are not re-sent while running")

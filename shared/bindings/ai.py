@@ -36,13 +36,6 @@ LOCAL_DIMENSION = 384
 LOCAL_LANGUAGES = frozenset({"en"})
 ANY_LANGUAGE = "*"
 SELECT_GRAPHS = ("fp32", "int8")  # what tool selection's requests may be embedded on (prepare_select)
-# Query batches packed into one token row without padding (packed_query.py); 0 pads them as before
-# (the A/B of the twentieth session)
-PACKED_QUERIES = os.environ.get("EDGEINDEX_PACKED_QUERIES", "1") != "0"
-# What the query batcher's packed graph holds its MatMul weights in (query_weights.py): "8bit" (the default)
-# or "fp32"; an 8-bit graph that cannot be made or fails its checks is logged and queries stay on fp32
-QUERY_WEIGHTS = ("8bit", "fp32")
-
 log = logging.getLogger(__name__)
 
 
@@ -56,14 +49,6 @@ def _packed_or_none(encoder: OnnxQueryEncoder):
     except Exception as exc:  # an unfused export, onnx tooling missing, a graph that drifted
         log.warning("query batches stay padded: %s: %s", type(exc).__name__, exc)
         return None
-
-
-def query_weights_setting() -> str:
-    """``EDGEINDEX_QUERY_WEIGHTS``: what search queries' packed graph holds its MatMul weights in."""
-    value = os.environ.get("EDGEINDEX_QUERY_WEIGHTS", QUERY_WEIGHTS[0])
-    if value not in QUERY_WEIGHTS:
-        raise BindingError(f"EDGEINDEX_QUERY_WEIGHTS: one of {', '.join(QUERY_WEIGHTS)}, got {value!r}")
-    return value
 
 
 def _query_weights_or_none(encoder: OnnxQueryEncoder):
@@ -127,7 +112,7 @@ class LocalEmbedder:
     """sentence-transformers on CPU; the model loads once per process.
 
     Batches run on torch unless ``run_batches_on("onnx")`` moved them to the ONNX Runtime export of the same
-    weights (the ingest worker does: ``MODEL_RUNTIME``). Single queries too, unless ``prepare_queries`` switched
+    weights (the ingest worker does). Single queries too, unless ``prepare_queries`` switched
     them to that export (the search worker does: see onnx_query).
     """
 
@@ -155,7 +140,7 @@ class LocalEmbedder:
         self._queries: OnnxQueryEncoder | None = None
         self._select: OnnxQueryEncoder | None = None  # tool selection's request texts (prepare_select)
         self.select_graph = "fp32"
-        self._batches: OnnxQueryEncoder | None = None  # batches on ONNX Runtime (MODEL_RUNTIME = "onnx")
+        self._batches: OnnxQueryEncoder | None = None  # batches on ONNX Runtime (run_batches_on)
         self.threads = 0  # set_threads' (0: torch's default)
         self.query_batcher: QueryBatcher | None = None
 
@@ -195,21 +180,19 @@ class LocalEmbedder:
             self.threads = threads
 
     def run_batches_on(self, runtime: str, cache: Path | None = None) -> None:
-        """Where batches of passages run (``MODEL_RUNTIME`` of the ingest worker): ``torch`` (sentence-transformers)
+        """Where batches of passages run (the ingest worker: ``onnx``): ``torch`` (sentence-transformers)
         or ``onnx``, the query encoder's exported graph (onnx_query.py; same weights, same vectors within
         ``MAX_DIFFERENCE``, checked at load) on ``MODEL_THREADS`` intra-op threads (one if unset).
 
         ONNX: one ``run`` per batch holds no GIL, where torch takes the GIL back after each of its ~100 operators
-        per forward pass while the worker's event loop and bucket threads hold it often (py-spy: 13% of the model
-        thread's call time spent waiting for it), and it spends ~0.67x the CPU per MS MARCO passage. The default
-        (wrangler.toml): on a quiet machine it gave 1.6x the end-to-end chunks/s of torch and a higher ratio to the
-        model alone (results/throughput, fifteenth session); at load 10 the ratio had fallen (0.474 against
-        0.562, fourteenth session) while end to end chunks/s rose (10.2 against 7.1)."""
+        per forward pass while the worker's event loop and bucket threads hold it often, and it spends ~0.67x the
+        CPU per MS MARCO passage: 1.6x the end-to-end chunks/s of torch on a quiet machine (docs/benchmarks.md).
+        The ingest worker's."""
         if runtime == "torch":
             self._batches = None
             return
         if runtime != "onnx":
-            raise BindingError(f"MODEL_RUNTIME: 'torch' or 'onnx', got {runtime!r}")
+            raise BindingError(f"batches run on 'torch' or 'onnx', got {runtime!r}")
         with self._lock:
             if self._batches is None:
                 encoder = self._queries or OnnxQueryEncoder.load(self._model, self.model_dir, cache=cache)
@@ -248,14 +231,12 @@ class LocalEmbedder:
         if self._queries is None:
             with self._lock:
                 self._queries = OnnxQueryEncoder.load(self._model, self.model_dir, cache=cache)
-                if PACKED_QUERIES:
-                    self._queries.packed = _packed_or_none(self._queries)
-                weights = query_weights_setting()
-                if self._queries.packed is not None and weights == "8bit":
+                # the fast path: queries packed without padding, on 8-bit weights (~1.2x the searches per
+                # second of fp32 at 1 agent: docs/benchmarks.md); a graph that cannot be made or is
+                # refused by its checks leaves padded fp32 batches, which are always right
+                self._queries.packed = _packed_or_none(self._queries)
+                if self._queries.packed is not None:
                     self._queries.queries_8bit = _query_weights_or_none(self._queries)
-                else:
-                    log.info("search queries on fp32 weights (EDGEINDEX_QUERY_WEIGHTS=%s, packed graph %s)",
-                             weights, "loaded" if self._queries.packed is not None else "not loaded")
                 if self._queries.packed is None:
                     # made now (~0.25 s, ~90 MiB), not in a long request's time; packed, a long text runs on
                     # the packed graph's session (encode_request)

@@ -52,21 +52,16 @@ TOKENS = "token_embeddings"   # (batch, seq, 384): the contextual token vectors 
 GRAPH_OUTPUTS = f"{OUTPUT}+{TOKENS}"
 MAX_DIFFERENCE = 1e-4  # per component, between the exported graph and torch on the probe texts
 # A request's texts padded to WIDE_MIN_ROWS token rows or more take a second core (encode_request): below
-# it a single query, where a second thread measured no faster. Several texts go as two halves at once, one
+# it a single query, where a second thread is no faster. Several texts go as two halves at once, one
 # per single-thread session (a thread hand-off per call); one long text runs on WIDE_THREADS intra-op threads.
 WIDE_MIN_ROWS = 40
 WIDE_THREADS = 2
-# A query batch of at least this many texts runs on the wide session (encode_queries): 0.57-0.78x the
-# wall time for 1.04-1.36x the CPU per query in batches of 1-8 (seventeenth session's model-alone figures).
-# The one model thread is where concurrent searches queue. Three (the seventeenth session) left batches of one
-# and two, most of them at 4 agents, on one thread; every batch on two threads (the eighteenth) raised
-# semantic hits at 4 agents by 18% and uncached searches at 8 by 13% (means of four alternating runs each),
-# on a VM whose speed moved ~30% through them (results/throughput).
-WIDE_BATCH_MIN = 1
+# A padded query batch (encode_queries) runs on the wide session: 0.57-0.78x the wall time for 1.04-1.36x
+# the CPU per query in batches of 1-8, and the one model thread is where concurrent searches queue.
 # Ingestion's batches (encode_batches): a batch's cost is its padded token rows plus a fixed cost per run,
-# and per padded token it grows once a batch's activations outgrow the core's caches. Measured on one
-# ONNX Runtime thread (results/throughput, sixteenth session): in calls of 40 MS MARCO passages, batches
-# of 8 sorted by length cost 23.7-24.7 ms of CPU per passage, padded_batches' 21.1-21.3; ~190-token chunks
+# and per padded token it grows once a batch's activations outgrow the core's caches. On one ONNX Runtime
+# thread, in calls of 40 MS MARCO passages, batches of 8 sorted by length cost 23.7-24.7 ms of CPU per
+# passage, padded_batches' 21.1-21.3; ~190-token chunks
 # cost 47-49 ms in batches of 8 (no padding at all) and 44 in batches of 2.
 BATCH_RUN_TOKENS = 16      # the fixed cost of one run, in padded tokens
 BATCH_MAX_TOKENS = 512     # padded tokens a batch may hold (a longer text runs alone)
@@ -378,18 +373,15 @@ class OnnxQueryEncoder:
         return (session or self._session).run([OUTPUT], feeds)[0].astype(np.float32)
 
     def encode_queries(self, texts: list[str]) -> np.ndarray:
-        """``encode`` for the query batcher: a batch of at least WIDE_BATCH_MIN queries (every batch, by
-        default) runs on the wide session, a smaller one on the one thread. Concurrent searches queue for
-        the batcher's one model call at a time, so a batch that ends sooner lets the next start sooner
-        (results/throughput, seventeenth and eighteenth sessions). The other core's spare time pays for
-        the second thread's extra CPU per query. Packed (``self.packed``), a batch pads nothing; on 8-bit
-        weights (``self.queries_8bit``) once loaded."""
+        """``encode`` for the query batcher: on the 8-bit packed graph when it loaded (``self.queries_8bit``),
+        else the packed fp32 graph (``self.packed``: a batch pads nothing), else padded on the wide session
+        (two threads: concurrent searches queue for the batcher's one model call at a time, so a batch that
+        ends sooner lets the next start sooner; the other core's spare time pays for the extra CPU)."""
         if self.queries_8bit is not None and not self.solo:
             return self.queries_8bit.encode(texts)
         if self.packed is not None and not self.solo:
             return self.packed.encode(texts)
-        wide = len(texts) >= WIDE_BATCH_MIN and not self.solo
-        return self.encode(texts, session=self.wide_session() if wide else None)
+        return self.encode(texts, session=None if self.solo else self.wide_session())
 
     def encode_request(self, texts: list[str]) -> np.ndarray:
         """Several texts of one request (tool selection: the request and its sentences), same vectors.
@@ -401,9 +393,8 @@ class OnnxQueryEncoder:
         selection latency and takes a second core: several texts are cut in two halves of about equal
         tokens (``halves``), run at once on two one-thread sessions, each half in its own length buckets;
         one long text runs on two intra-op threads. Two intra-op threads that sleep between operators are
-        woken ~100 times a call, two halves hand off once: 0.89-0.90x the mean and 0.77-0.79x the p99 of the
-        intra-op run on tools-bfcl's multi-sentence requests at load ~2.5, 0.88x / 0.70x at load 6-10
-        (results/selection, thirteenth session). Short
+        woken ~100 times a call, two halves hand off once: ~0.9x the mean and ~0.78x the p99 of the intra-op
+        run on tools-bfcl's multi-sentence requests. Short
         single queries stay on one thread, where a second only adds hand-off cost.
         """
         return self._run_request(texts, None)[0]
@@ -478,8 +469,7 @@ class OnnxQueryEncoder:
 
         One ``run`` holds no GIL for the whole batch. torch releases and takes back the GIL around each of its
         ~100 operators per forward pass; in the ingest worker, where the event loop and the bucket's threads
-        hold it often, the model thread spent 13% of its calls' wall time waiting to take it back (py-spy,
-        results/throughput, fourteenth session)."""
+        hold it often, the model thread spends ~13% of its calls' wall time waiting to take it back."""
         if not texts:
             return np.zeros((0, 0), np.float32)
         encoded = self._tokenize(texts)

@@ -14,8 +14,7 @@ as one sequence instead:
 So a query meets exactly the arithmetic it meets alone (vectors within ~1e-7 of the padded graph's); only
 the masked attention scores between queries are computed and dropped, which grows with the square of the
 packed length: runs hold at most PACK_MAX_TOKENS tokens (at 128, ~5% of a run is such scores).
-Measured on the model alone (results/throughput, twentieth session): 2.6-3.4 ms of CPU per query in packed
-batches of eight against 3.3-4.9 padded.
+On the model alone: 2.6-3.4 ms of CPU per query in packed batches of eight against 3.3-4.9 padded.
 
 The graph is made from the fused export once per machine (a few seconds), atomically, into the same cache
 folder as the export, keyed by the export and ONNX Runtime's version. Every load packs the probe texts into

@@ -1,12 +1,11 @@
 """An int8 copy of the fused query encoder for tool selection's request texts.
 
 Tool selection embeds a whole agent request (often 20-60 words), its sentences and its clauses on every
-call, and that model time is nearly all of a select's latency (results/selection, fourteenth and fifteenth
-sessions). ONNX Runtime's dynamic quantization (int8 weights per output channel, activations quantized per
+call, and that model time is nearly all of a select's latency. ONNX Runtime's dynamic quantization (int8 weights per output channel, activations quantized per
 call) of layers 1-4 of the six, with the first and the last layer kept in fp32 (``mid4``), costs ~0.62x the
 CPU per text of the fp32 graph, with a pooled vector within cosine ~0.997 of it (0.993 at worst on
 tools-bfcl's requests). Quantizing every layer costs 0.56x but lost requests on the tuning half of
-tools-bfcl; ``mid4`` lost none on either half (selectlat14).
+tools-bfcl; ``mid4`` loses none on either half.
 
 Only the query side is quantized: catalogue vectors stay fp32, under the same model id (a query vector
 within cosine 0.99 of the fp32 one ranks against them as the fp32 one does, which the gate measured).

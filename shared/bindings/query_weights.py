@@ -4,8 +4,7 @@ A single short query is not compute-bound on this model: its MatMuls stream ~42 
 more than a 2-core VM's L3 holds, on every run. ONNX Runtime's weight-only quantizer
 (``MatMulNBitsQuantizer``: 8 bits, blocks of 32 along the input dimension, symmetric) stores them in a
 quarter of that, and at accuracy level 4 the MatMuls run in int8 arithmetic with each row's activations
-quantized per block of 32. Measured (results/throughput, twentieth to twenty-second sessions): ~0.72x the
-CPU of the fp32 packed graph for one query, query vectors within cosine ~0.9995 of fp32, nDCG@10 and
+quantized per block of 32: ~0.72x the CPU of the fp32 packed graph for one query, query vectors within cosine ~0.9995 of fp32, nDCG@10 and
 recall@10 of exact vector search unchanged on four datasets in three languages.
 
 A query's vector must not depend on what it is batched with. These MatMuls compute a row with
@@ -17,7 +16,7 @@ a query batched with anything gets the vector it gets alone.
 The graph is made from the packed graph once per machine (~2 s), beside it, keyed like it. Every load
 checks both properties on the probe texts: each probe packed among the others, at every offset, against
 its own run (BATCH_DIFFERENCE), and against the fp32 graph (MIN_COSINE). A graph that fails either is
-refused, logged, and search queries stay on fp32 (``EDGEINDEX_QUERY_WEIGHTS``).
+refused, logged, and search queries stay on fp32.
 """
 
 from __future__ import annotations

@@ -15,13 +15,13 @@ import asyncio
 import contextlib
 import json
 import logging
-import os
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..config import QueueConsumer
+from .. import faults
 from ..errors import BindingError, ObjectStoreError
 from . import aws
 
@@ -243,8 +243,8 @@ class Consumer:
     async def _heartbeat(self, batch: MessageBatch) -> None:
         """Keep unsettled messages hidden while the handler works on them. The visibility timeout can
         then be short: when a worker dies, its messages come back within one timeout, not hours."""
-        if os.environ.get("EDGEINDEX_FAULT_NO_VISIBILITY_EXTENSION") == "1":
-            return  # test hook (scripts/chaos.py): let the timeout lapse under a slow step
+        if faults.active().no_visibility_extension:
+            return  # a fault point (edgeindex.faults): the timeout lapses under a slow step
         interval = max(1.0, self.settings.visibility_timeout / 3)
         while True:
             await asyncio.sleep(interval)

@@ -4,7 +4,7 @@ all-MiniLM-L6-v2's vector of a text is the unit mean of its contextual token vec
 ``token_embeddings``, [CLS] and [SEP] included). The unit mean over only the tokens of a part (a
 clause of a tool-selection request), picked by the tokenizer's character offsets, is a vector for
 that part that costs no model time: the part's tokens saw the whole text, so it is not the vector the
-part gets alone (cosine ~0.74 mean on tools-bfcl's clauses, results/selection/session11), but it
+part gets alone (cosine ~0.74 mean on tools-bfcl's clauses), but it
 scores like one for picking a clause's tool. The mean over every token row is the text's own vector.
 """
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import faults
+from .. import faults
 
 log = logging.getLogger(__name__)
 

@@ -55,15 +55,6 @@ class ReconcileSettings:
     lease: float = 300.0     # RECONCILE_LEASE_SECONDS: a processing run unmoved this long, its lock free
     per_sweep: int = 200     # RECONCILE_MAX: versions looked at per sweep
 
-    @classmethod
-    def from_vars(cls, values: dict) -> ReconcileSettings:
-        """From a worker's vars (strings when overridden by ``EDGEINDEX_VAR_*``); absent ones keep the default."""
-        d = cls()
-        return cls(every=float(values.get("RECONCILE_EVERY_SECONDS", d.every)),
-                   after=float(values.get("RECONCILE_AFTER_SECONDS", d.after)),
-                   lease=float(values.get("RECONCILE_LEASE_SECONDS", d.lease)),
-                   per_sweep=int(values.get("RECONCILE_MAX", d.per_sweep)))
-
 
 @dataclass(frozen=True)
 class Candidate:

@@ -40,24 +40,13 @@ from .chunking import Chunker
 from .embedding import CALL_FILL, MODEL_CALL_TEXTS, EmbeddingBatcher
 from .grouped import GroupedWriter
 from .events import object_refs
-from .workflow import IngestParams
+from .workflow import IngestParams, IngestSettings, JobResources
 
 log = logging.getLogger(__name__)
 SQL = sqlfiles.load("ingest.sql")
 # A copy of a message whose run another consumer holds comes back after about one visibility
 # timeout: time for that run to finish (the copy then acks at once) or for its holder to be gone.
 IN_PROGRESS_RETRY_SECONDS = 30.0
-
-
-@dataclass(frozen=True)
-class IngestSettings:
-    chunk_tokens: int
-    chunk_overlap_tokens: int
-    summary_sentences: int
-    max_document_bytes: int
-    max_retries: int           # of the queue consumer: delivery max_retries + 1 is the last one
-    enrich_chunks: bool = False  # LLM keywords and questions per new chunk (shared/ingest/enrich.py)
-    max_runs: int = 128        # runs in flight in one process (MAX_RUNS), across its queue batches
 
 
 @dataclass(frozen=True)
@@ -111,7 +100,9 @@ class IngestService:
         # (entity, document, version) of every message this process holds, from its receipt (before a
         # run slot) to its outcome: the reconciler does not re-send what is on its way here already
         self._received: Counter[tuple[str, str, int]] = Counter()
-        workflow.provide(self)
+        workflow.provide(JobResources(db=db, bucket=bucket, kv=kv, embedder=embedder, llm=llm, settings=settings,
+                                      chunker=self.chunker, batcher=self.batcher, writer=self.writer,
+                                      record_executed=self.record_executed))
 
     def receiving(self, key: tuple[str, str, int]) -> bool:
         """Whether this process holds a queue message about this version (reconciler.py)."""

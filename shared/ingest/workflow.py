@@ -29,7 +29,8 @@ import logging
 import uuid
 from dataclasses import asdict, dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -39,18 +40,20 @@ from ..cache import Invalidation
 from ..errors import IngestError, ModelMismatchError, ValidationError
 from ..validation import content_hash
 from ..workflow import RetryPolicy, Step, Workflow
-from . import faults
+from .. import faults
+from ..bindings.ai import ChatModel, Embedder
+from ..bindings.bucket import Bucket
+from ..bindings.database import Database
+from ..bindings.kv import KV
 from .artifacts import ArtifactStore
-from .chunking import Chunk
+from .chunking import Chunk, Chunker
 from .diff import DiffPlan, StoredChunk, plan
-from .embedding import decode_vectors, encode_vectors
+from .embedding import EmbeddingBatcher, decode_vectors, encode_vectors
 from .extract import extract
-from .grouped import DocumentWrite
+from .grouped import DocumentWrite, GroupedWriter
 from .summary import summarize
 from .enrich import enrich_chunks
 
-if TYPE_CHECKING:
-    from .service import IngestService
 
 log = logging.getLogger(__name__)
 T = TypeVar("T", bound="StepOutput")
@@ -183,18 +186,46 @@ def chunk_id(p: IngestParams, position: int) -> str:
     return str(uuid.uuid5(_CHUNK_NAMESPACE, f"{p.entity_id}/{p.document_id}/{p.generation}/{p.version}/{position}"))
 
 
+@dataclass(frozen=True)
+class IngestSettings:
+    chunk_tokens: int
+    chunk_overlap_tokens: int
+    summary_sentences: int
+    max_document_bytes: int
+    max_retries: int           # of the queue consumer: delivery max_retries + 1 is the last one
+    enrich_chunks: bool = False  # LLM keywords and questions per new chunk (shared/ingest/enrich.py)
+    max_runs: int = 128        # runs in flight in one process (MAX_RUNS), across its queue batches
+
+
+
+@dataclass(frozen=True)
+class JobResources:
+    """What a run's steps work with, given once by the ingest worker's start-up (``IngestService``)."""
+
+    db: Database
+    bucket: Bucket
+    kv: KV
+    embedder: Embedder
+    llm: ChatModel | None
+    settings: IngestSettings
+    chunker: Chunker
+    batcher: EmbeddingBatcher
+    writer: GroupedWriter
+    record_executed: Callable[[str, list[str]], None]  # run id, the steps that really ran here (GET /runs)
+
+
 class IngestJob:
     """The step bodies for one run; each returns its step's typed output (a StepOutput)."""
 
-    def __init__(self, service: IngestService, p: IngestParams) -> None:
-        self.service = service
-        self.settings = service.settings
+    def __init__(self, resources: JobResources, p: IngestParams) -> None:
+        self.resources = resources
+        self.settings = resources.settings
         self.p = p
-        self.db = service.db
-        self.bucket = service.bucket
-        self.embedder = service.embedder
-        self.artifacts = ArtifactStore(service.bucket, keys.run_artifacts_prefix(p.entity_id, p.document_id,
-                                                                                p.version, p.generation))
+        self.db = resources.db
+        self.bucket = resources.bucket
+        self.embedder = resources.embedder
+        self.artifacts = ArtifactStore(resources.bucket, keys.run_artifacts_prefix(p.entity_id, p.document_id,
+                                                                                  p.version, p.generation))
         self.where = {"entity_id": p.entity_id, "document_id": p.document_id}
 
     async def extract(self) -> Extracted:
@@ -228,7 +259,7 @@ class IngestJob:
 
     async def chunk(self, extracted: Extracted) -> Chunked:
         text = await self.artifacts.load_text(extracted.text)
-        chunks = await asyncio.to_thread(self.service.chunker.split, text,
+        chunks = await asyncio.to_thread(self.resources.chunker.split, text,
                                          markdown=self.p.content_type == "text/markdown")
         if not chunks:
             raise IngestError("the document's text produced no chunks")
@@ -256,7 +287,7 @@ class IngestJob:
             text = await self.artifacts.load_text(extracted.text)
             chunks = await self.load_chunks(chunked)
             texts = [chunks[pos].content(text) for pos in result.embed]
-            batcher = self.service.batcher
+            batcher = self.resources.batcher
             parts = []
             for start in range(0, len(texts), batcher.max_texts):  # big documents go in slices, others interleave
                 parts.append(await batcher.embed(texts[start:start + batcher.max_texts]))
@@ -269,14 +300,14 @@ class IngestJob:
 
     async def summarize(self, extracted: Extracted, chunked: Chunked, diffed: Diffed) -> Summarized:
         text = await self.artifacts.load_text(extracted.text)
-        summary, method = await summarize(text, n=self.settings.summary_sentences, llm=self.service.llm,
+        summary, method = await summarize(text, n=self.settings.summary_sentences, llm=self.resources.llm,
                                           title=extracted.title or "")
         enrichment = None
-        if self.settings.enrich_chunks and self.service.llm is not None:
+        if self.settings.enrich_chunks and self.resources.llm is not None:
             # keywords and questions for the chunks this version adds (reused ones keep theirs)
             result = DiffPlan.from_json(await self.artifacts.load_json(diffed.plan))
             chunks = await self.load_chunks(chunked)
-            generated = await enrich_chunks(self.service.llm, [chunks[pos].content(text) for pos in result.embed])
+            generated = await enrich_chunks(self.resources.llm, [chunks[pos].content(text) for pos in result.embed])
             enrichment = await self.artifacts.save_json("enrichment.json", {
                 str(pos): value for pos, value in zip(result.embed, generated, strict=True) if value})
         return Summarized(summary=summary, method=method, enrichment=enrichment)
@@ -322,7 +353,7 @@ class IngestJob:
                   "end": chunks[pos].end} for pos, cid in enumerate(result.ids) if cid in moved]
         # Committed with the upserts of the other runs in flight in this process (grouped.py); the
         # outcome is still this document's alone.
-        committed = await self.service.writer.commit(DocumentWrite(
+        committed = await self.resources.writer.commit(DocumentWrite(
             entity_id=p.entity_id, document_id=p.document_id, version=p.version, generation=p.generation,
             ids=result.ids, embedded_ids={result.ids[pos] for pos in result.embed}, rows=new_rows, moves=moves,
             finish={"chunk_count": len(result.ids), "embedded": len(result.embed), "reused": result.reused,
@@ -338,7 +369,7 @@ class IngestJob:
         p = self.p
         ids: list[str] = []
         replaced: dict = {}
-        async with Invalidation(self.service.kv) as invalidation:
+        async with Invalidation(self.resources.kv) as invalidation:
             async with self.db.transaction() as conn:
                 row, gone = await self._lock_current(conn)
                 if gone is not None:
@@ -382,7 +413,8 @@ class IngestJob:
 class IngestDocument(Workflow):
     async def run(self, event: dict, step: Step) -> Any:
         p = IngestParams(**event)
-        job = IngestJob(self.service, p)
+        resources: JobResources = self.service
+        job = IngestJob(resources, p)
 
         async def do(step_name: StepName, body, output: type[T]) -> T:
             name = str(step_name)  # its value, as checkpoints, faults and logs name it
@@ -394,7 +426,7 @@ class IngestDocument(Workflow):
                 faults.exit_in(name, p.document_id)
                 return result.to_json()  # the checkpoint: what a replay hands back
 
-            await holds.point(self.service.db, f"ingest:{name}", p.entity_id, p.document_id)
+            await holds.point(resources.db, f"ingest:{name}", p.entity_id, p.document_id)
             stored = await step.do(name, attempt, retries=POLICIES[name])
             faults.exit_after(name, p.document_id, executed=name in step.executed)
             return output.from_json(stored)
@@ -402,14 +434,14 @@ class IngestDocument(Workflow):
         try:
             extracted = await do(StepName.EXTRACT, job.extract, Extracted)
             if extracted.unchanged:
-                self.service.batcher.arrived()  # nothing to embed: the batcher need not wait for it
+                self.resources.batcher.arrived()  # nothing to embed: the batcher need not wait for it
                 upserted = await do(StepName.UPSERT, lambda: job.reuse_live(extracted), Upserted)
                 await do(StepName.DELETE_STALE, lambda: job.delete_stale(upserted, []), StaleDeleted)
                 return upserted.to_json()
             chunked = await do(StepName.CHUNK, lambda: job.chunk(extracted), Chunked)
             diffed = await do(StepName.DIFF, lambda: job.diff(chunked), Diffed)
             embedded = await do(StepName.EMBED, lambda: job.embed(extracted, chunked, diffed), Embedded)
-            self.service.batcher.arrived()  # replayed, or nothing new to embed: not coming any more
+            self.resources.batcher.arrived()  # replayed, or nothing new to embed: not coming any more
             summarized = await do(StepName.SUMMARIZE, lambda: job.summarize(extracted, chunked, diffed), Summarized)
             upserted = await do(StepName.UPSERT, lambda: job.upsert(extracted, chunked, diffed, embedded, summarized),
                                 Upserted)
@@ -417,5 +449,5 @@ class IngestDocument(Workflow):
                        for key in output.artifact_keys()]
             await do(StepName.DELETE_STALE, lambda: job.delete_stale(upserted, written), StaleDeleted)
         finally:
-            self.service.record_executed(p.run_id, list(step.executed))
+            resources.record_executed(p.run_id, list(step.executed))
         return upserted.to_json()

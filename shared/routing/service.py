@@ -38,7 +38,7 @@ from .telemetry_writer import TelemetryWriter, dumps
 
 SQL = sqlfiles.load("routing.sql")
 log = logging.getLogger(__name__)
-TELEMETRY_GROUP_ROWS = int(os.environ.get("EDGEINDEX_TELEMETRY_GROUP_ROWS", "128"))
+TELEMETRY_GROUP_ROWS = 128
 PRUNE_EVERY = 500        # telemetry rows between two prunes of expired ones
 
 

@@ -29,13 +29,16 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 from urllib.parse import quote
 
 from ..config import Config
 from ..errors import BindingError
 from . import model_first as priorities
 from .provision import provision
+
+if TYPE_CHECKING:
+    from ..testing.worker import WorkerHooks
 
 log = logging.getLogger(__name__)
 
@@ -203,12 +206,14 @@ class DevStack:
 
     def __init__(self, config: Config, *, workers: list[str] | None = None,
                  worker_output: IO | None = None, environ: dict[str, str] | None = None,
-                 ingest_processes: int = 1, model_first: int = 0) -> None:
+                 ingest_processes: int = 1, model_first: int = 0, hooks: WorkerHooks | None = None) -> None:
         """``ingest_processes``: consumers of the ingest queue to run (``ingest``, ``ingest-2``, ...); they
         share its messages (visibility timeout) and each run (advisory lock), each on its own port.
         ``model_first``: Postgres, moto's threads and the workers other than ingest at nice +N, so that
-        the ingest worker's model thread wins a contended core (runtime/model_first.py)."""
+        the ingest worker's model thread wins a contended core (runtime/model_first.py).
+        ``hooks``: hold points and faults for every worker (tests: ``edgeindex.testing.worker``)."""
         self.config = config
+        self.hooks = hooks
         self.ingest_processes = max(1, ingest_processes)
         self.ports: dict[str, int] = {}  # extra processes of a worker: "ingest-2" → its HTTP port
         self.state = config.state_path
@@ -323,15 +328,19 @@ class DevStack:
             env[f"EDGEINDEX_{name.upper()}_PORT"] = str(worker.port)
         return env
 
-    def start_worker(self, name: str, *, extra_env: dict[str, str] | None = None) -> subprocess.Popen:
-        """Start (or restart) one worker process; ``extra_env`` adds variables for this process only.
+    def start_worker(self, name: str, *, extra_env: dict[str, str] | None = None,
+                     hooks: WorkerHooks | None = None) -> subprocess.Popen:
+        """Start (or restart) one worker process; ``extra_env`` adds variables for this process only, ``hooks``
+        its hold points and faults (instead of the stack's).
         ``<worker>-<n>`` starts another process of that worker on its own port (``self.ports``)."""
         kind = name.rsplit("-", 1)[0] if name in self.ports else name
         self.config.worker(kind)  # names an unknown worker clearly
         out = self.worker_output
         own = {f"EDGEINDEX_{kind.upper()}_PORT": str(self.ports[name])} if name in self.ports else {}
+        chosen = hooks or self.hooks
+        launcher = chosen.command() if chosen else [sys.executable, "-m", "edgeindex.cli"]
         self.processes[name] = subprocess.Popen(
-            [sys.executable, "-m", "edgeindex.cli", "--config", str(self.config.path.resolve()), "worker", kind],
+            [*launcher, "--config", str(self.config.path.resolve()), "worker", kind],
             env={**self.worker_environ(), **own, **(extra_env or {})}, stdout=out,
             stderr=subprocess.STDOUT if out else None,
             preexec_fn=_die_with_parent, cwd=str(self.config.root))

@@ -66,7 +66,10 @@ def _check_handlers(config: Config, name: str, module: ModuleType) -> None:
 
 def build_app(module: ModuleType, env: Env, services, ctx: ExecutionContext, *,
               consumers: list[Consumer]) -> web.Application:
-    max_body = int(env.worker.vars.get("MAX_UPLOAD_BYTES", 1_048_576)) + 65_536
+    # a worker that takes uploads reads bodies up to its MAX_UPLOAD_BYTES (and a request's envelope)
+    checked = env.config.checked_vars.get(env.worker_name)
+    uploads = getattr(checked, "MAX_UPLOAD_BYTES", None) or int(env.worker.vars.get("MAX_UPLOAD_BYTES", 1_048_576))
+    max_body = uploads + 65_536
     app = web.Application(client_max_size=max_body, middlewares=[error_middleware])
     app[ENV_KEY] = env
     started = time.time()
@@ -183,9 +186,7 @@ def run(config: Config, name: str, *, host: str | None = None) -> None:
     worker = config.worker(name)
     copies: list[subprocess.Popen] = []
     if worker.processes > 1 and not os.environ.get(PROCESS_VARIABLE):
-        command = [sys.executable, "-m", "edgeindex.cli", "--config", str(config.path.resolve()), "worker", name]
-        if host:
-            command += ["--host", host]
+        command = [sys.executable, *sys.orig_argv[1:]]  # this process's own command line, launcher included
         for index in range(1, worker.processes):
             copies.append(subprocess.Popen(command, env={**os.environ, PROCESS_VARIABLE: str(index)},
                                            preexec_fn=_die_with_parent))

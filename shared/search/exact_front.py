@@ -31,7 +31,6 @@ payload's, so they are served under the same rule and dropped with it.
 
 from __future__ import annotations
 
-import os
 import time
 from collections import OrderedDict
 from typing import Any
@@ -40,7 +39,7 @@ from ..json_codec import encode_json
 from .hit_path import encode_payload
 
 COPY_BYTES_PER_JSON_BYTE = 7   # a copy's memory over its JSON's length, at most (measured: see above)
-MAX_BYTES = int(float(os.environ.get("EDGEINDEX_SEARCH_FRONT_MB", "24")) * 1024 * 1024)
+MAX_BYTES = 24 * 1024 * 1024   # ~500 copies of 10 results with their text
 MAX_ENTRIES = 16_384           # a bound on the count too: tiny answers (k = 1) are ~1 KiB of JSON
 
 

@@ -26,7 +26,6 @@ back: two statements more per search, ~0.9 ms of worker CPU at 8 agents.)
 
 from __future__ import annotations
 
-import os
 import re
 from collections import OrderedDict
 from typing import Any
@@ -38,8 +37,6 @@ from psycopg.rows import dict_row
 
 from .statements import Statement
 
-# An operator's switch back to custom plans at every search (and the A/B switch of the benchmarks).
-ENABLED = os.environ.get("EDGEINDEX_SEARCH_PLAN_REUSE", "1") != "0"
 # Parameters of the prepared statement: values the planner never reads for a choice of plan. The
 # query's embedding and its text (see above), and the numbers that only weigh, gate or shape scores
 # above the scans (a fusion's weights and thresholds, BM25's constants, whether text and summary

@@ -24,13 +24,12 @@ thread only (no lock).
 
 from __future__ import annotations
 
-import os
 import time
 from collections import OrderedDict
 
 import numpy as np
 
-MAX_VECTORS = int(os.environ.get("EDGEINDEX_SEMANTIC_FRONT_VECTORS", "4096"))
+MAX_VECTORS = 4096   # query vectors kept in process (1.5 MiB at 384 dimensions)
 # A namespace's first allocation, doubled as it fills: with many namespaces of one or two pointers each
 # (a scope per tenant and filters), a larger first allocation would multiply the memory the bound allows.
 FIRST_ROWS = 1

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import os
 import time
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
@@ -54,9 +53,6 @@ SQL = sqlfiles.load("search.sql")
 T = TypeVar("T")
 PRUNE_EVERY = 200  # semantic-cache stores between two prunes of expired pointers
 SEMANTIC_CANDIDATES = 3  # nearest past queries checked against the guard
-# POST /search remembers the bodies it parsed and serves an exact hit's JSON as encoded once
-# (hit_path.py); 0 parses and encodes every request as before (the A/B of the eighth session)
-HIT_PATH = os.environ.get("EDGEINDEX_SEARCH_HIT_PATH", "1") != "0"
 MAX_KEYED_SCOPES = 8  # entity sets whose cache keys one remembered body keeps
 
 
@@ -127,7 +123,6 @@ class SearchService:
         self.exact_front = ExactFront()
         self.semantic_front = SemanticFront()   # the pointers this process stored, searched first
         self.parsed = ParsedMemo()
-        self.hit_path = HIT_PATH
         # Semantic-cache pointers go in groups, after the answer (as telemetry rows do): one
         # transaction for all stored within a window, not a checkout, statement and commit each.
         self.semantic_writes = TelemetryWriter(db, SEMANTIC_UPSERT)
@@ -162,8 +157,6 @@ class SearchService:
         A body seen before (hit_path.ParsedMemo) skips its decode, parse, resolution and cache
         keys; everything a request must check each time still runs (the grant, the entity
         sequences, the entry's validity)."""
-        if not self.hit_path:
-            return await self.search(principal, decode_json_object(raw), background=background)
         parsed = self.parsed.get(raw)
         if parsed is None:
             ctx = SearchContext(principal, decode_json_object(raw))
@@ -366,7 +359,7 @@ class SearchService:
     def _pointed_at(self, ctx: SearchContext, key: str, background: Any) -> dict | None:
         """The answer a semantic pointer names, if servable (the exact cache's rule); else the
         pointer is forgotten, here and in Postgres."""
-        hit = self._cached(ctx, key) if self.hit_path else cache.load(self.kv, key, ctx.sequences)
+        hit = self._cached(ctx, key)
         if hit is None:
             # Invalidated, expired or computed before a change: forget the pointer.
             self.semantic_front.forget(key)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from urllib.parse import quote
 
-from edgeindex.ingest import faults
+from edgeindex.faults import Faults
 from edgeindex.runtime.dev import free_port
 
 from ..helpers import TOPICS, Client, chunks, wait_document, wait_for
@@ -54,7 +54,7 @@ async def assert_each_ingested_once(db, tenant, docs: dict[str, str]) -> None:
 async def test_a_poison_document_fails_alone_in_a_shared_embedding_batch(stack, tenant, db):
     docs = texts("poison", 6)
     docs["poison-3"] += " POISON-MARKER"
-    with ingest_worker(stack, {faults.POISON_TEXT: "POISON-MARKER"}):
+    with ingest_worker(stack, Faults(poison_text="POISON-MARKER")):
         bulk(tenant, docs)
         poisoned = await wait_document(tenant, "poison-3", statuses=("failed",), timeout=180)
         good = {d: t for d, t in docs.items() if d != "poison-3"}
@@ -68,7 +68,7 @@ async def test_a_poison_document_fails_alone_in_a_shared_embedding_batch(stack, 
 
 async def test_a_crash_in_a_shared_batch_resumes_every_document_once(stack, tenant, db):
     docs = texts("crash", 8)
-    with ingest_worker(stack, {faults.EXIT_AFTER_STEP: "embed@crash-5"}) as process:
+    with ingest_worker(stack, Faults(exit_after_step="embed@crash-5")) as process:
         bulk(tenant, docs)
         assert await wait_exit(process) == 137  # died with the other runs of its batches in flight
     # The normal worker is back: it resumes the unfinished runs and settles the redelivered messages.

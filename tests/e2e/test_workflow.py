@@ -1,8 +1,8 @@
 """Durability of the ingestion workflow with a real ingest process: killed between steps, killed inside
 a step after its commit, a step that keeps failing (dead-letter queue), a file over the size limit.
 
-The crash hooks are the test-only ``EDGEINDEX_FAULT_*`` variables of ``edgeindex.ingest.faults``; each
-test restarts the session's ingest worker with them and restores a normal one afterwards.
+The crashes are fault points (``edgeindex.faults``): each test restarts the session's ingest worker with a
+``Faults`` armed (``edgeindex.testing.worker``) and restores a normal one afterwards.
 """
 
 from __future__ import annotations
@@ -11,10 +11,11 @@ import contextlib
 import json
 
 from edgeindex.bindings import aws
-from edgeindex.ingest import faults
+from edgeindex.faults import Faults
 from edgeindex.ingest.events import object_created, object_refs
 from edgeindex.ingest.recovery import LOST, requeue_unfinished_sync
 from edgeindex.object_keys import artifacts_prefix, object_key
+from edgeindex.testing.worker import WorkerHooks
 
 from ..helpers import (
     TOPICS,
@@ -32,10 +33,12 @@ TEXT = document([paragraph(t) for t in TOPICS[:3]])  # three chunks
 
 
 @contextlib.contextmanager
-def ingest_worker(stack, extra_env: dict[str, str]):
-    """The ingest worker restarted with ``extra_env``; a normal one is back when the block ends."""
+def ingest_worker(stack, faults: Faults, extra_env: dict[str, str] | None = None):
+    """The ingest worker restarted with ``faults`` armed (and ``extra_env``); the stack's own is back when
+    the block ends."""
     stack.stop_worker("ingest")
-    process = stack.start_worker("ingest", extra_env=extra_env)
+    holds = bool(stack.hooks and stack.hooks.holds)
+    process = stack.start_worker("ingest", extra_env=extra_env, hooks=WorkerHooks(holds=holds, faults=faults))
     try:
         stack.wait_healthy("ingest")
         yield process
@@ -70,7 +73,7 @@ async def step_names(db, run_id: str) -> list[str]:
 
 
 async def test_killed_between_steps_resumes_from_the_last_checkpoint(stack, tenant, db):
-    with ingest_worker(stack, {faults.EXIT_AFTER_STEP: "embed@wf-kill"}) as process:
+    with ingest_worker(stack, Faults(exit_after_step="embed@wf-kill")) as process:
         put_document(tenant, "wf-kill", TEXT)
         assert await wait_exit(process) == 137
         row = await document_row(db, tenant.entity_id, "wf-kill")
@@ -94,7 +97,7 @@ async def test_killed_between_steps_resumes_from_the_last_checkpoint(stack, tena
 async def test_killed_after_the_commit_and_delivered_twice_leaves_the_same_rows(stack, tenant, db):
     put_document(tenant, "wf-idem", document([paragraph(t) for t in TOPICS[3:]]))  # v1, normal run
     await wait_document(tenant, "wf-idem")
-    with ingest_worker(stack, {faults.EXIT_IN_STEP: "upsert@wf-idem"}) as process:
+    with ingest_worker(stack, Faults(exit_in_step="upsert@wf-idem")) as process:
         put_document(tenant, "wf-idem", TEXT)  # v2 reuses nothing from v1
         assert await wait_exit(process) == 137
         row = await document_row(db, tenant.entity_id, "wf-idem")
@@ -129,7 +132,7 @@ async def test_a_step_that_keeps_failing_ends_in_the_dead_letter_queue(stack, te
     sqs = aws.client("sqs", endpoint=stack.sqs_endpoint, region="us-east-1", access_key_id="edgeindex",
                      secret_access_key="edgeindex")
     dlq = sqs.get_queue_url(QueueName="edgeindex-ingest-dlq")["QueueUrl"]
-    with ingest_worker(stack, {faults.FAIL_STEP: "chunk@wf-dlq", "EDGEINDEX_VAR_MAX_DOCUMENT_BYTES": "100000"}):
+    with ingest_worker(stack, Faults(fail_step="chunk@wf-dlq"), {"EDGEINDEX_VAR_MAX_DOCUMENT_BYTES": "100000"}):
         put_document(tenant, "wf-dlq", TEXT + "\n\nA new paragraph that never makes it.")
         put_document(tenant, "wf-huge", "All work and no play. " * 5000)  # 110,000 bytes
         doc = await wait_document(tenant, "wf-dlq", version=2, statuses=("failed",), timeout=120)

@@ -78,23 +78,3 @@ def test_a_second_load_reuses_the_8bit_graph(encoder, monkeypatch):
 
     monkeypatch.setattr(onnx_query, "_write", no_write)  # every derived graph is written through it
     assert query_weights.load(encoder).path == encoder.queries_8bit.path
-
-
-def test_the_weights_setting(monkeypatch):
-    monkeypatch.delenv("EDGEINDEX_QUERY_WEIGHTS", raising=False)
-    assert ai.query_weights_setting() == "8bit"
-    monkeypatch.setenv("EDGEINDEX_QUERY_WEIGHTS", "fp32")
-    assert ai.query_weights_setting() == "fp32"
-    monkeypatch.setenv("EDGEINDEX_QUERY_WEIGHTS", "int4")
-    with pytest.raises(BindingError, match="EDGEINDEX_QUERY_WEIGHTS"):
-        ai.query_weights_setting()
-
-
-def test_fp32_weights_keep_queries_on_the_packed_fp32_graph(encoder, monkeypatch):
-    monkeypatch.setenv("EDGEINDEX_QUERY_WEIGHTS", "fp32")
-    embedder = ai.LocalEmbedder()       # a second embedder of its own: the process's is prepared on 8-bit
-    embedder.prepare_queries(cache=Path(encoder.path).parents[2])   # the same export, not made again
-    fp32 = embedder._queries
-    assert fp32.packed is not None and fp32.queries_8bit is None
-    assert np.array_equal(fp32.encode_queries(QUERIES[:4]), fp32.packed.encode(QUERIES[:4]))
-    assert embedder.query_vectors == "fp32"

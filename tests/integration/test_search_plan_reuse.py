@@ -156,14 +156,13 @@ async def test_the_large_tenants_vector_branch_walks_the_hnsw_index(db, tenants)
 
 
 @pytest.mark.parametrize("scope", ["large", "small", "both"])
-async def test_searches_with_the_reused_plan_return_what_custom_plans_return(db, tenants, scope, monkeypatch):
+async def test_searches_with_the_reused_plan_return_what_custom_plans_return(db, tenants, scope):
     tuned = engine.tuned_connections()
     for body in REQUESTS:
         request = parse_request({"k": 10, **body}, max_k=100, max_query_chars=2000)
         embedding = _embedding(len(body["query"]))
-        monkeypatch.setattr(plan_reuse, "ENABLED", False)
-        custom = await engine.search(db, request, tenants[scope], embedding, tuned=tuned, limit=request.k)
-        monkeypatch.setattr(plan_reuse, "ENABLED", True)
+        custom = await engine.search(db, request, tenants[scope], embedding, tuned=tuned, limit=request.k,
+                                     plan_once=False)
         for _ in range(2):  # planned, then planned no more
             assert await engine.search(db, request, tenants[scope], embedding, tuned=tuned,
                                        limit=request.k) == custom, body

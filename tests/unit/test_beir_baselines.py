@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
-from edgeindex.evaluation.baselines import BM25Baseline, ChromaBaseline, ChunkVectors
+import pytest
+
+pytest.importorskip("bm25s", reason="the baselines belong to the [eval] extra")
+pytest.importorskip("chromadb", reason="the baselines belong to the [eval] extra")
+
+from edgeindex.evaluation.baselines import BM25Baseline, ChromaBaseline, ChunkVectors  # noqa: E402
 
 
 def test_bm25_ranks_by_stemmed_terms_and_returns_nothing_without_a_match():

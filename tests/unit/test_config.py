@@ -130,3 +130,56 @@ def test_embedding_model_languages_local_declared_or_any(tmp_path):
     assert model_languages(env.services.ai) == {"fr", "es"}
     # the local model ships English only, whatever a file claims
     assert model_languages(load_with(tmp_path, BASE + '[services.ai]\nlanguages = ["*"]\n').services.ai) == {"en"}
+
+
+SHARED = BASE.replace('port = 9001', 'port = 9001\nvars = { MAX_K = 100, CACHE_TTL_SECONDS = 60 }') + """
+[workers.mcp]
+main = "workers/mcp.py"
+port = 9002
+vars_from = "search"
+vars = { MAX_K = 20 }
+"""
+
+
+def test_vars_from_takes_another_workers_vars_then_its_own(tmp_path):
+    config = load_with(tmp_path, SHARED, environ={"EDGEINDEX_VAR_CACHE_TTL_SECONDS": "5"})
+    assert config.workers["mcp"].vars == {"MAX_K": 20, "CACHE_TTL_SECONDS": "5"}
+    assert config.workers["search"].vars == {"MAX_K": 100, "CACHE_TTL_SECONDS": "5"}
+
+
+def test_project_mcp_serves_the_search_workers_vars():
+    config = cfg.load(ROOT / "wrangler.toml", environ={})
+    search, mcp = config.workers["search"].vars, config.workers["mcp"].vars
+    assert {k: v for k, v in mcp.items() if k != "MAX_UPLOAD_BYTES"} == search
+
+
+@pytest.mark.parametrize("source", ['"nobody"', '"mcp"'])
+def test_vars_from_must_name_another_worker(tmp_path, source):
+    with pytest.raises(ConfigError) as err:
+        load_with(tmp_path, SHARED.replace('vars_from = "search"', f"vars_from = {source}"))
+    assert err.value.key == "workers.mcp.vars_from"
+
+
+def test_a_workers_vars_are_checked_against_its_schema(tmp_path):
+    with pytest.raises(ConfigError) as err:
+        load_with(tmp_path, BASE.replace('port = 9001', 'port = 9001\nvars = { MAX_KK = 10 }'))
+    assert err.value.key == "workers.search.vars.MAX_KK" and "unknown key" in err.value.message
+    with pytest.raises(ConfigError) as err:
+        load_with(tmp_path, BASE.replace('port = 9001', 'port = 9001\nvars = { MAX_K = 0 }'))
+    assert err.value.key == "workers.search.vars.MAX_K"
+    with pytest.raises(ConfigError) as err:
+        load_with(tmp_path, BASE, environ={"EDGEINDEX_VAR_ROUTER_DEFAULT": "sometimes"})
+    assert err.value.key == "workers.search.vars.ROUTER_DEFAULT" and "sometimes" in err.value.message
+
+
+def test_vars_take_their_defaults_and_overrides_of_keys_the_file_leaves_out(tmp_path):
+    config = load_with(tmp_path, BASE, environ={"EDGEINDEX_VAR_CACHE_TTL_SECONDS": "12.5"})
+    checked = config.checked_vars["search"]
+    assert checked.CACHE_TTL_SECONDS == 12.5 and checked.MAX_K == 100 and checked.ROUTER_DEFAULT == "auto"
+
+
+def test_a_worker_of_the_deployments_own_keeps_free_form_vars(tmp_path):
+    text = BASE.replace('main = "workers/search.py"', 'main = "custom/echo.py"').replace(
+        'port = 9001', 'port = 9001\nvars = { ANYTHING = "x" }')
+    config = load_with(tmp_path, text)
+    assert config.workers["search"].vars == {"ANYTHING": "x"} and "search" not in config.checked_vars
