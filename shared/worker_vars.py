@@ -70,8 +70,6 @@ class SearchVars(RateLimited):
     ROUTER_MAX_STEP: float = Field(0.05, ge=0, le=1, description="largest change of a weight per update")
     ROUTER_MAX_DRIFT: float = Field(0.5, ge=0, le=10, description="largest distance from the trained version")
     ROUTER_MIN_EVIDENCE: int = Field(20, ge=1, description="feedback events before the first update")
-    SELECT_QUERY_GRAPH: Literal["int8", "fp32"] = Field("int8", description="tool selection's requests on the "
-                                                        "int8 copy of the query encoder, or on fp32")
 
 
 class MCPVars(SearchVars):

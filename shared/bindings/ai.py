@@ -255,12 +255,12 @@ class LocalEmbedder:
         return "fp32"
 
     def prepare_select(self, graph: str) -> str:
-        """The graph tool selection embeds its requests with (``SELECT_QUERY_GRAPH`` of the search worker):
+        """The graph tool selection embeds its requests with (the search worker asks for ``int8``):
         ``fp32``, the query encoder's, or ``int8``, its quantized copy (quantized_query.py; ~0.62x the CPU per
         text). Returns the graph in use: an int8 graph that cannot be made or that drifted from fp32 is
         logged and selection stays on fp32."""
         if graph not in SELECT_GRAPHS:
-            raise BindingError(f"SELECT_QUERY_GRAPH: 'fp32' or 'int8', got {graph!r}")
+            raise BindingError(f"tool selection's graph: 'fp32' or 'int8', got {graph!r}")
         self._select, self.select_graph = None, "fp32"
         if graph == "fp32" or self._queries is None:
             return self.select_graph

@@ -99,7 +99,7 @@ def test_an_unfused_export_is_not_quantized(encoders):
 
 
 def test_a_bad_select_graph_names_the_choices():
-    with pytest.raises(BindingError, match="SELECT_QUERY_GRAPH: 'fp32' or 'int8'"):
+    with pytest.raises(BindingError, match="graph: 'fp32' or 'int8'"):
         local_embedder().prepare_select("int4")
 
 

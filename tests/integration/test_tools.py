@@ -381,9 +381,8 @@ def test_an_ambiguous_request_still_gets_k(neighbourhoods):
     assert unsure["fallback"] == "not_confident_shortlist" and unsure["count"] == 4
 
 
-def test_the_search_worker_selects_tools_on_the_int8_graph_its_config_names(stack, shop):
-    """SELECT_QUERY_GRAPH = "int8" (wrangler.toml): the worker made the quantized encoder at start-up and
-    says so; a select still finds the tool a plain request asks for (bindings/quantized_query.py)."""
+def test_the_search_worker_selects_tools_on_the_int8_graph(stack, shop):
+    """The worker made the quantized encoder at start-up and says so; a select still finds the tool a plain request asks for (bindings/quantized_query.py)."""
     import json
     import urllib.request
 
