@@ -46,7 +46,7 @@ async def startup(env) -> Services:
             await asyncio.to_thread(run_on, str(runtime))  # a first load exports the graph (seconds)
     if batch := env.worker.vars.get("MODEL_BATCH_SIZE"):  # texts per forward pass (bindings.ai)
         getattr(env.AI.embedder, "set_batch_size", lambda n: None)(int(batch))
-    if first := env.worker.vars.get("MODEL_FIRST"):  # the rest of the process below the model (runtime/model_first.py)
+    if first := env.worker.vars.get("MODEL_FIRST"):  # the rest of the process below the model (runtime/thread_priority.py)
         getattr(env.AI.embedder, "put_first", lambda n: None)(int(first))
     # py3langid's model, loaded now rather than by the first document's upsert
     await asyncio.to_thread(language.preload)

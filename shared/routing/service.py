@@ -286,7 +286,7 @@ class Router:
 class AnswerColumns:
     """The columns of a telemetry row that its answer fixes: the decision it was made with and its
     results, the JSON encoded. A cached answer's are the same for every search it serves, so they
-    are made once per in-memory copy (search/exact_front.py) and not per hit (the results' JSON
+    are made once per in-memory copy (search/local_exact_cache.py) and not per hit (the results' JSON
     alone was ~12 µs of a hit: ninth session, telemetry9)."""
 
     strategy: str

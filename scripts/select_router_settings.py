@@ -13,7 +13,7 @@ fit that passes at one L2 and fails at the next is fitted to this table, not to 
 domains behind it. (The first rule, without it, picked lang+probe+evid at L2 1e-2 / cost 0, whose
 neighbours lose up to 0.29 NDCG@10 on held-out Chinese: results/router/README.md.)
 
-usage: python scripts/router_select2.py results/router/training-v2.json [> results/router/select-v2.txt]
+usage: python scripts/select_router_settings.py results/router/training-v2.json [> results/router/select-v2.txt]
 """
 import sys
 

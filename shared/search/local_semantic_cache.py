@@ -59,7 +59,7 @@ class _Scope:
         self.signatures.extend([None] * more)
 
 
-class SemanticFront:
+class LocalSemanticCache:
     def __init__(self, *, max_vectors: int = MAX_VECTORS) -> None:
         self.max_vectors = max_vectors
         self._scopes: OrderedDict[str, _Scope] = OrderedDict()

@@ -24,7 +24,7 @@ test's semantic phase (~750-970 answers cycled) no longer misses it, showed no g
 (CPU per semantic hit within the noise; results/throughput/README.md, twelfth session, hits12).
 
 A copy also keeps what is made from its payload alone, once: its JSON (``encoded``, for
-``hit_path.splice``) and the columns of the telemetry row it fixes (``telemetry``: the decision it
+``request_memo.splice``) and the columns of the telemetry row it fixes (``telemetry``: the decision it
 was made with, its results' JSON; routing/service.py ``answer_columns``). Both are the same
 payload's, so they are served under the same rule and dropped with it.
 """
@@ -37,7 +37,7 @@ from collections import OrderedDict
 from typing import Any
 
 from ..runtime.http import encode_json
-from .hit_path import encode_payload
+from .request_memo import encode_payload
 
 COPY_BYTES_PER_JSON_BYTE = 7   # a copy's memory over its JSON's length, at most (measured: see above)
 MAX_BYTES = int(float(os.environ.get("EDGEINDEX_SEARCH_FRONT_MB", "24")) * 1024 * 1024)
@@ -53,8 +53,8 @@ class Copy:
         self.sequences = sequences
         self.until = until
         self.payload = payload
-        # The payload's JSON, for hit_path.splice (None if it cannot be spliced: see
-        # hit_path.encode_payload). Made now: it weighs the copy, and the hit that brought the copy
+        # The payload's JSON, for request_memo.splice (None if it cannot be spliced: see
+        # request_memo.encode_payload). Made now: it weighs the copy, and the hit that brought the copy
         # in sends it at once.
         self.encoded = encode_payload(payload)
         self.size = COPY_BYTES_PER_JSON_BYTE * len(self.encoded if self.encoded is not None
@@ -62,7 +62,7 @@ class Copy:
         self.telemetry: Any = None   # the row's answer columns, made on the first hit (SearchService.telemetry)
 
 
-class ExactFront:
+class LocalExactCache:
     def __init__(self, *, max_bytes: int = MAX_BYTES, max_entries: int = MAX_ENTRIES,
                  max_seconds: float = 60.0) -> None:
         self.max_bytes = max_bytes

@@ -66,7 +66,7 @@ def nice_process(pid: int, increment: int, *, skip: set[int] | frozenset[int] = 
             nice_thread(tid, increment)
 
 
-def put_first(increment: int, model_thread: Executor) -> int | None:
+def lower_other_threads(increment: int, model_thread: Executor) -> int | None:
     """Every thread of this process but the model's executor thread ``increment`` lower. Returns the
     model thread's id, or None where it does not apply (``increment`` <= 0, not Linux)."""
     if increment <= 0 or not supported():

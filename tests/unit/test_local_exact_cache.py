@@ -1,4 +1,4 @@
-"""The exact cache's in-process front (search/exact_front.py): a copy is served only at the
+"""The exact cache's in-process front (search/local_exact_cache.py): a copy is served only at the
 sequences it was computed at, never past its expiry, and the front stays bounded."""
 
 from __future__ import annotations
@@ -6,11 +6,11 @@ from __future__ import annotations
 import time
 
 from edgeindex.runtime.http import encode_json
-from edgeindex.search.exact_front import COPY_BYTES_PER_JSON_BYTE, ExactFront
+from edgeindex.search.local_exact_cache import COPY_BYTES_PER_JSON_BYTE, LocalExactCache
 
 
 def test_a_copy_is_served_only_at_its_sequences_and_retired_by_any_other():
-    front = ExactFront()
+    front = LocalExactCache()
     front.put("k", (3, 7), {"results": ["a"]}, time.time() + 100)
     assert front.get("k", (3, 7)) == {"results": ["a"]}
     assert front.get("k", (3, 8)) is None      # an entity changed: retired ...
@@ -19,16 +19,16 @@ def test_a_copy_is_served_only_at_its_sequences_and_retired_by_any_other():
 
 
 def test_a_copy_expires_with_its_kv_entry_and_after_max_seconds():
-    front = ExactFront(max_seconds=100.0)
+    front = LocalExactCache(max_seconds=100.0)
     front.put("k", (1,), {"results": []}, time.time() - 0.001)  # the KV entry's expiry has passed
     assert front.get("k", (1,)) is None
-    front = ExactFront(max_seconds=0.0)
+    front = LocalExactCache(max_seconds=0.0)
     front.put("k", (1,), {"results": []}, time.time() + 100)
     assert front.get("k", (1,)) is None
 
 
 def test_the_front_keeps_the_most_recently_served_copies_only():
-    front = ExactFront(max_entries=2)
+    front = LocalExactCache(max_entries=2)
     until = time.time() + 100
     front.put("a", (1,), {"n": 1}, until)
     front.put("b", (1,), {"n": 2}, until)
@@ -43,17 +43,17 @@ def test_the_front_is_bounded_by_the_memory_its_copies_take():
     until = time.time() + 100
     small = {"results": [{"text": "x" * 100}]}
     large = {"results": [{"text": "x" * 1000}]}
-    probe = ExactFront()
+    probe = LocalExactCache()
     probe.put("s", (1,), small, until)
     small_size = probe.bytes
     assert small_size == COPY_BYTES_PER_JSON_BYTE * len(encode_json(small))
-    front = ExactFront(max_bytes=3 * small_size)
+    front = LocalExactCache(max_bytes=3 * small_size)
     for key in "abc":
         front.put(key, (1,), small, until)
     assert len(front) == 3 and front.bytes == 3 * small_size
     front.put("big", (1,), large, until)      # weighs more than the three together: they go, oldest first
     assert len(front) == 1 and front.get("a", (1,)) is None and front.get("big", (1,)) == large
-    front = ExactFront(max_bytes=3 * small_size)
+    front = LocalExactCache(max_bytes=3 * small_size)
     for key in "abc":
         front.put(key, (1,), small, until)
     assert front.get("a", (2,)) is None       # retired: its bytes are no longer counted ...

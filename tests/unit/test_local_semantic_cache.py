@@ -1,4 +1,4 @@
-"""The semantic cache's in-process front (search/semantic_front.py): the pointers this process stored,
+"""The semantic cache's in-process front (search/local_semantic_cache.py): the pointers this process stored,
 searched exactly, within their namespace, signature and expiry, and bounded in number."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from edgeindex.search.semantic_front import SemanticFront
+from edgeindex.search.local_semantic_cache import LocalSemanticCache
 from hypothesis import given, settings, strategies as st
 
 LATER = time.time() + 3600
@@ -19,7 +19,7 @@ def unit(*components: float) -> np.ndarray:
 
 
 def test_the_nearest_pointers_above_the_threshold_come_first():
-    front = SemanticFront(max_vectors=100)
+    front = LocalSemanticCache(max_vectors=100)
     front.remember("ns", "far", unit(0, 1), "s", LATER)
     front.remember("ns", "near", unit(1, 0.1), "s", LATER)
     front.remember("ns", "nearer", unit(1, 0.01), "s", LATER)
@@ -31,7 +31,7 @@ def test_the_nearest_pointers_above_the_threshold_come_first():
 
 
 def test_another_namespace_signature_or_an_expired_pointer_never_matches():
-    front = SemanticFront(max_vectors=100)
+    front = LocalSemanticCache(max_vectors=100)
     front.remember("ns", "invoice 4711", unit(1), "4711", LATER)
     front.remember("ns", "gone", unit(1), "s", time.time() - 1)
     assert front.nearest("ns", unit(1), min_score=0.5, signature="4712", k=3) == []
@@ -41,7 +41,7 @@ def test_another_namespace_signature_or_an_expired_pointer_never_matches():
 
 
 def test_a_key_stored_again_replaces_its_pointer_and_a_forgotten_one_is_gone():
-    front = SemanticFront(max_vectors=100)
+    front = LocalSemanticCache(max_vectors=100)
     front.remember("ns", "key", unit(1), "s", LATER)
     front.remember("ns", "key", unit(0, 1), "s", LATER)
     assert len(front) == 1
@@ -53,7 +53,7 @@ def test_a_key_stored_again_replaces_its_pointer_and_a_forgotten_one_is_gone():
 
 
 def test_the_least_recently_searched_namespace_goes_first_at_the_bound():
-    front = SemanticFront(max_vectors=4)
+    front = LocalSemanticCache(max_vectors=4)
     front.remember("a", "a1", unit(1), "s", LATER)
     front.remember("a", "a2", unit(1, 1), "s", LATER)
     front.remember("b", "b1", unit(1), "s", LATER)
@@ -67,7 +67,7 @@ def test_the_least_recently_searched_namespace_goes_first_at_the_bound():
 
 
 def test_a_namespace_alone_at_the_bound_overwrites_its_oldest_pointers():
-    front = SemanticFront(max_vectors=3)
+    front = LocalSemanticCache(max_vectors=3)
     for i in range(5):
         front.remember("ns", f"k{i}", unit(1, i / 100), "s", LATER)
     assert len(front) == 3
@@ -75,7 +75,7 @@ def test_a_namespace_alone_at_the_bound_overwrites_its_oldest_pointers():
 
 
 def test_a_forgotten_pointers_row_is_taken_again_and_the_oldest_goes_at_the_bound():
-    front = SemanticFront(max_vectors=2)
+    front = LocalSemanticCache(max_vectors=2)
     front.remember("ns", "a", unit(1), "s", LATER)
     front.remember("ns", "b", unit(1, 0.1), "s", LATER)
     front.forget("a")
@@ -85,7 +85,7 @@ def test_a_forgotten_pointers_row_is_taken_again_and_the_oldest_goes_at_the_boun
 
 
 def test_off_at_zero():
-    front = SemanticFront(max_vectors=0)
+    front = LocalSemanticCache(max_vectors=0)
     front.remember("ns", "key", unit(1), "s", LATER)
     assert len(front) == 0 and front.nearest("ns", unit(1), min_score=0.5, signature="s", k=3) == []
 
@@ -104,7 +104,7 @@ def test_answers_as_a_brute_force_search_of_what_it_still_holds(ops, bound):
     """Against a plain dict of the pointers: every answer is exactly a brute-force search of the
     pointers remembered, not forgotten and not displaced by the bound; the bound always holds; and
     with room for everything, nothing is ever displaced."""
-    front = SemanticFront(max_vectors=bound)
+    front = LocalSemanticCache(max_vectors=bound)
     model: dict[str, tuple[str, np.ndarray, str]] = {}   # key -> (namespace, unit vector, signature)
     ever: set[str] = set()   # every key remembered at some point
     for op, namespace, key_number, components, sig in ops:
