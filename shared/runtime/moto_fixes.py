@@ -1,57 +1,34 @@
-"""Fixes to the embedded moto's SQS and request dispatch, for the dev stack (``edgeindex dev``, the test and
-bench stacks). They patch moto's in-process backend and server, which only the dev stack starts; a real S3 or
-SQS is never touched, and what they remove is the emulator's own overhead, not work S3 or SQS would do.
+"""Fixes to the embedded moto's SQS, S3 key store and request dispatch, for the dev stack (``edgeindex dev``,
+the test and bench stacks). They patch moto's in-process backend and server, which only the dev stack
+starts; a real S3 or SQS is never touched, and what they remove is the emulator's own overhead or races,
+not work S3 or SQS would do.
 
 1. A lost message. moto's ``Queue.add_message`` appends under the queue's ``_messages_lock``, but
-   ``Queue.delete_message`` rebuilds the list without it (``self._messages = [every other message]``):
-   a message another request thread sends between the rebuild and its assignment is dropped. The bucket's
-   notifications (a PUT's thread) and the ingest worker's deletes (another thread) meet there under load;
-   the likely cause of a full ``scripts/bench_ingest.py`` run that left two bulk-uploaded versions pending
-   forever, their messages never delivered (2026-11-24). The delete now holds the same lock (a
-   ``Condition`` over an ``RLock``, so moto's own nested calls still take it).
-
-2. Speed: a delivery's retention.
-
-moto checks each message it is about to deliver against the queue's retention period, and reads
-that one attribute through ``get_queue_attributes``, which computes every attribute of the queue
-three times over: the approximate counts among them, each a walk over every message in the queue
-(in flight ones included) that asks the clock for each. A receive of ten messages from a queue
-holding a hundred in flight thus cost thousands of clock reads. py-spy of the process running
-moto during ``scripts/bench_ingest.py --limit 1000`` (17:24 UTC): 33% of its samples were
-``Queue.attributes`` under ``receive_message``.
-
-The replacement reads ``queue.message_retention_period`` itself: the same value (moto stores it as
-an int when the queue is created or its attributes set), the same comparison.
-
-3. Speed: a send's one flag. ``send_message`` (every bucket notification of a PUT, every reconciler
-re-send) reads ``queue.attributes.get("ContentBasedDeduplication")`` (twice more for a FIFO queue),
-which again computes every attribute and walks every queued message with the clock, to read one flag
-that exists on FIFO queues only. py-spy of the bench process during ``scripts/bench_ingest.py --limit
-1000`` (2026-11-25, 01:33 UTC): 23% of its samples were ``Queue.attributes`` under the S3 PUT's
-notification. While a send runs in a thread, ``Queue.attributes`` answers that thread with the flag
-alone, rendered as moto renders it (``_send_flags``); every other caller, ``GetQueueAttributes``
-included, still gets every attribute.
-
-4. A failed receive. moto's ``receive_message`` copies the queue's pending message groups (a set
-   comprehension over ``_pending_messages``) and adds to and removes from that set without any lock,
-   while another request thread's delete (``discard``), receive or visibility change mutates it:
-   ``RuntimeError: Set changed size during iteration``, answered as a 500 (seen once in a full
-   ``scripts/bench_ingest.py`` run, 2026-11-25). The receive's scan and a visibility change now hold the
-   queue's ``_messages_lock`` too; a long poll's wait (``wait_for_messages``, a ``Condition.wait``)
-   still releases it, so sends and deletes go on while a consumer polls.
-
-5. Speed: which backend a request is for. Per request, moto's ``DomainDispatcherApplication`` asks
-``get_backend_for_host`` for its Host, which lists moto's package folder (``os.listdir`` and an
-``isdir`` per entry, ~200) and then tries every service's URL patterns: 7.7% of the same profile.
-The answer depends on the host alone (the folder and the patterns do not change while it runs), so it
-is kept per host (up to ``HOST_MEMO`` hosts; past that, computed as before).
-
-6. A failed listing. moto's S3 key store (``_VersionedKeyStore``) iterates over a copy of its keys, to
-   survive concurrent changes, but then looks each key up again in the live store: a key deleted by
-   another request thread between the copy and the lookup raises ``KeyError``, answered as a 500 (58
-   times in a 4-minute ``scripts/soak.py``, 2026-11-25; botocore retried each). Its ``items`` and
-   ``values`` now read the versions from the same copy, so a listing is the store as it was when the
-   listing began, which is what S3's own listings promise no more than.
+   ``Queue.delete_message`` rebuilds the list without it, so a message another request thread sends
+   between the rebuild and its assignment is dropped (bucket notifications and the ingest worker's
+   deletes meet there under load). The delete holds the same lock (a ``Condition`` over an ``RLock``,
+   so moto's own nested calls still take it).
+2. A delivery's retention. moto reads the queue's retention period through ``get_queue_attributes``,
+   which computes every attribute, each approximate count a walk over every message with a clock read:
+   the largest cost of a receive under load. The replacement reads ``queue.message_retention_period``
+   itself (the same value, the same comparison).
+3. A send's one flag. ``send_message`` reads ``queue.attributes.get("ContentBasedDeduplication")``
+   (twice more for a FIFO queue), again computing every attribute, for a flag that exists on FIFO queues
+   only. While a send runs in a thread, ``Queue.attributes`` answers that thread with the flag alone,
+   rendered as moto renders it (``_send_flags``); every other caller, ``GetQueueAttributes`` included,
+   still gets every attribute.
+4. A failed receive. moto's ``receive_message`` iterates over and mutates the queue's pending message
+   groups without any lock while another thread's delete, receive or visibility change mutates them
+   (``RuntimeError: Set changed size during iteration``, answered as a 500). The receive's scan and a
+   visibility change hold the queue's ``_messages_lock`` too; a long poll's wait (``wait_for_messages``,
+   a ``Condition.wait``) still releases it, so sends and deletes go on while a consumer polls.
+5. Which backend a request is for. Per request, moto's ``DomainDispatcherApplication`` lists its package
+   folder (~200 entries) and tries every service's URL patterns for the Host. The answer depends on the
+   host alone, so it is kept per host (up to ``HOST_MEMO`` hosts; past that, computed each time).
+6. A failed listing. moto's S3 key store (``_VersionedKeyStore``) iterates over a copy of its keys but
+   looks each key up again in the live store: a key deleted meanwhile raises ``KeyError`` (a 500). Its
+   ``items`` and ``values`` read the versions from the same copy, so a listing is the store as it was
+   when the listing began, which is no less than S3's own listings promise.
 """
 
 from __future__ import annotations

@@ -1,32 +1,23 @@
-"""An in-process front for the exact cache: recent hits kept as objects, checked like the KV's.
+"""The exact cache's in-process tier: recent hits kept as objects, checked like the KV's entries.
 
-An exact hit used to unpickle its whole entry from the KV (SQLite, shared by every process) on
-each request: about a sixth of a hit's CPU. The front keeps the entries this process served
-recently, each with the entity sequences it was computed at and its expiry, and serves one
-only when the sequences the request has just read from the KV (``cache.read_sequences``, as
-before, every request) are exactly those. Every change to an entity's chunks or documents, by
-any process, bumps its sequence (``cache.Invalidation``), so a copy here can never outlive the
-change: the same rule that makes the KV entry servable makes the copy servable. A copy also
-lives no longer than its KV entry's expiry, and at most ``max_seconds`` (so a sequence key
-evicted from the KV and counted up again cannot meet an old copy), and the front is bounded by the
-memory its copies take (``max_bytes``, and at most ``max_entries`` copies; least recently served
-dropped first).
+Unpickling a whole entry from the KV (SQLite, shared by every process) is about a sixth of an exact
+hit's CPU, so this tier keeps the entries this process served recently, each with the entity
+sequences it was computed at and its expiry, and serves one only when the sequences the request has
+just read from the KV (``cache.read_sequences``, every request) are exactly those. Every change to
+an entity's chunks or documents, by any process, bumps its sequence (``cache.Invalidation``), so a
+copy here cannot outlive the change: the rule that makes the KV entry servable makes the copy
+servable. A copy lives no longer than its KV entry and at most ``max_seconds`` (so a sequence key
+evicted from the KV and counted up again cannot meet an old copy).
 
-The bound is memory, not a count: a copy's size is that of its payload as unpickled, with its JSON
-and its telemetry columns. Measured (results/throughput/session12/hits12/front_memory.py, tracemalloc)
-at 4.5-7.1 times its JSON's length: 35.5 KiB for 10 results with their text (JSON 6.8 KiB), 22.7
-without text (3.2), 152 for 50 results with text (33.6). So a copy counts ``COPY_BYTES_PER_JSON_BYTE``
-times its JSON, the upper end. It was 512 copies whatever their size: ~18 MiB of copies of 10
-results with text, ~76 MiB of 50. The default, 24 MiB (``EDGEINDEX_SEARCH_FRONT_MB``), keeps what
-512 copies of 10 results with text took (~500 copies), and a front of larger answers now holds fewer.
-A front of 64 MiB (~1,400 such copies, the search worker's RSS +23 MB), large enough that the load
-test's semantic phase (~750-970 answers cycled) no longer misses it, showed no gain in two A/B pairs
-(CPU per semantic hit within the noise; results/throughput/README.md, twelfth session, hits12).
+The tier is bounded by memory (``max_bytes``; ``max_entries`` copies at most; least recently served
+dropped first). A copy, unpickled with its JSON and telemetry columns, takes 4.5 to 7 times its
+JSON's length (tracemalloc), so it counts ``COPY_BYTES_PER_JSON_BYTE`` times its JSON. The default,
+24 MiB (``EDGEINDEX_SEARCH_FRONT_MB``), holds ~500 answers of 10 results with their text; a larger
+tier did not lower the CPU per semantic hit.
 
 A copy also keeps what is made from its payload alone, once: its JSON (``encoded``, for
-``request_memo.splice``) and the columns of the telemetry row it fixes (``telemetry``: the decision it
-was made with, its results' JSON; routing/service.py ``answer_columns``). Both are the same
-payload's, so they are served under the same rule and dropped with it.
+``request_memo.splice``) and the columns of the telemetry row it fixes (``telemetry``; routing/service.py
+``answer_columns``). Both are served under the same rule and dropped with it.
 """
 
 from __future__ import annotations
@@ -39,13 +30,13 @@ from typing import Any
 from ..runtime.http import encode_json
 from .request_memo import encode_payload
 
-COPY_BYTES_PER_JSON_BYTE = 7   # a copy's memory over its JSON's length, at most (measured: see above)
+COPY_BYTES_PER_JSON_BYTE = 7   # a copy's memory over its JSON's length, at most (see above)
 MAX_BYTES = int(float(os.environ.get("EDGEINDEX_SEARCH_FRONT_MB", "24")) * 1024 * 1024)
 MAX_ENTRIES = 16_384           # a bound on the count too: tiny answers (k = 1) are ~1 KiB of JSON
 
 
 class Copy:
-    """One cached answer held by the front (``payload``: never mutated), and what is made from it."""
+    """One cached answer held by the tier (``payload``: never mutated), and what is made from it."""
 
     __slots__ = ("sequences", "until", "payload", "encoded", "size", "telemetry")
 

@@ -94,7 +94,7 @@ class SearchContext:
     version: Any = None                   # the router model version that decides (auto, shadow)
     parsed: Parsed | None = None          # the remembered body (search_json): its keys per entity set
     encoded: bool = False                 # the caller takes a hit's JSON as bytes (search_json)
-    hit_copy: Copy | None = None          # the exact front's copy that answered (search_json): its JSON, its row
+    hit_copy: Copy | None = None          # the local exact cache's copy that answered (search_json): its JSON, its row
     signature: str | None = None          # the query's for the semantic guard: the lookup's, then its pointer's
 
     def response(self, payload: dict) -> dict:

@@ -1,4 +1,4 @@
-"""The semantic cache's in-process front (search/local_semantic_cache.py): the pointers this process stored,
+"""The semantic cache's in-process tier (search/local_semantic_cache.py): the pointers this process stored,
 searched exactly, within their namespace, signature and expiry, and bounded in number."""
 
 from __future__ import annotations
@@ -19,75 +19,75 @@ def unit(*components: float) -> np.ndarray:
 
 
 def test_the_nearest_pointers_above_the_threshold_come_first():
-    front = LocalSemanticCache(max_vectors=100)
-    front.remember("ns", "far", unit(0, 1), "s", LATER)
-    front.remember("ns", "near", unit(1, 0.1), "s", LATER)
-    front.remember("ns", "nearer", unit(1, 0.01), "s", LATER)
-    assert front.nearest("ns", unit(1), min_score=0.9, signature="s", k=3) == ["nearer", "near"]
-    assert front.nearest("ns", unit(1), min_score=0.9, signature="s", k=1) == ["nearer"]
+    local = LocalSemanticCache(max_vectors=100)
+    local.remember("ns", "far", unit(0, 1), "s", LATER)
+    local.remember("ns", "near", unit(1, 0.1), "s", LATER)
+    local.remember("ns", "nearer", unit(1, 0.01), "s", LATER)
+    assert local.nearest("ns", unit(1), min_score=0.9, signature="s", k=3) == ["nearer", "near"]
+    assert local.nearest("ns", unit(1), min_score=0.9, signature="s", k=1) == ["nearer"]
     # not normalized: cosine all the same
-    assert front.nearest("ns", 5 * unit(1), min_score=0.9, signature="s", k=3) == ["nearer", "near"]
-    assert front.nearest("ns", unit(1), min_score=0.9999, signature="s", k=3) == ["nearer"]
+    assert local.nearest("ns", 5 * unit(1), min_score=0.9, signature="s", k=3) == ["nearer", "near"]
+    assert local.nearest("ns", unit(1), min_score=0.9999, signature="s", k=3) == ["nearer"]
 
 
 def test_another_namespace_signature_or_an_expired_pointer_never_matches():
-    front = LocalSemanticCache(max_vectors=100)
-    front.remember("ns", "invoice 4711", unit(1), "4711", LATER)
-    front.remember("ns", "gone", unit(1), "s", time.time() - 1)
-    assert front.nearest("ns", unit(1), min_score=0.5, signature="4712", k=3) == []
-    assert front.nearest("ns", unit(1), min_score=0.5, signature="s", k=3) == []
-    assert front.nearest("other", unit(1), min_score=0.5, signature="4711", k=3) == []
-    assert front.nearest("ns", unit(1), min_score=0.5, signature="4711", k=3) == ["invoice 4711"]
+    local = LocalSemanticCache(max_vectors=100)
+    local.remember("ns", "invoice 4711", unit(1), "4711", LATER)
+    local.remember("ns", "gone", unit(1), "s", time.time() - 1)
+    assert local.nearest("ns", unit(1), min_score=0.5, signature="4712", k=3) == []
+    assert local.nearest("ns", unit(1), min_score=0.5, signature="s", k=3) == []
+    assert local.nearest("other", unit(1), min_score=0.5, signature="4711", k=3) == []
+    assert local.nearest("ns", unit(1), min_score=0.5, signature="4711", k=3) == ["invoice 4711"]
 
 
 def test_a_key_stored_again_replaces_its_pointer_and_a_forgotten_one_is_gone():
-    front = LocalSemanticCache(max_vectors=100)
-    front.remember("ns", "key", unit(1), "s", LATER)
-    front.remember("ns", "key", unit(0, 1), "s", LATER)
-    assert len(front) == 1
-    assert front.nearest("ns", unit(1), min_score=0.5, signature="s", k=3) == []
-    assert front.nearest("ns", unit(0, 1), min_score=0.5, signature="s", k=3) == ["key"]
-    front.forget("key")
-    front.forget("key")   # twice: nothing left to forget
-    assert len(front) == 0 and front.nearest("ns", unit(0, 1), min_score=0.5, signature="s", k=3) == []
+    local = LocalSemanticCache(max_vectors=100)
+    local.remember("ns", "key", unit(1), "s", LATER)
+    local.remember("ns", "key", unit(0, 1), "s", LATER)
+    assert len(local) == 1
+    assert local.nearest("ns", unit(1), min_score=0.5, signature="s", k=3) == []
+    assert local.nearest("ns", unit(0, 1), min_score=0.5, signature="s", k=3) == ["key"]
+    local.forget("key")
+    local.forget("key")   # twice: nothing left to forget
+    assert len(local) == 0 and local.nearest("ns", unit(0, 1), min_score=0.5, signature="s", k=3) == []
 
 
 def test_the_least_recently_searched_namespace_goes_first_at_the_bound():
-    front = LocalSemanticCache(max_vectors=4)
-    front.remember("a", "a1", unit(1), "s", LATER)
-    front.remember("a", "a2", unit(1, 1), "s", LATER)
-    front.remember("b", "b1", unit(1), "s", LATER)
-    front.remember("c", "c1", unit(1), "s", LATER)
-    assert front.nearest("a", unit(1), min_score=0.5, signature="s", k=3) == ["a1", "a2"]   # a searched: b is oldest
-    front.remember("c", "c2", unit(0, 1), "s", LATER)
-    assert len(front) == 4
-    assert front.nearest("b", unit(1), min_score=0.5, signature="s", k=3) == []
-    assert front.nearest("a", unit(1), min_score=0.5, signature="s", k=3) == ["a1", "a2"]
-    assert front.nearest("c", unit(0, 1), min_score=0.5, signature="s", k=3) == ["c2"]
+    local = LocalSemanticCache(max_vectors=4)
+    local.remember("a", "a1", unit(1), "s", LATER)
+    local.remember("a", "a2", unit(1, 1), "s", LATER)
+    local.remember("b", "b1", unit(1), "s", LATER)
+    local.remember("c", "c1", unit(1), "s", LATER)
+    assert local.nearest("a", unit(1), min_score=0.5, signature="s", k=3) == ["a1", "a2"]   # a searched: b is oldest
+    local.remember("c", "c2", unit(0, 1), "s", LATER)
+    assert len(local) == 4
+    assert local.nearest("b", unit(1), min_score=0.5, signature="s", k=3) == []
+    assert local.nearest("a", unit(1), min_score=0.5, signature="s", k=3) == ["a1", "a2"]
+    assert local.nearest("c", unit(0, 1), min_score=0.5, signature="s", k=3) == ["c2"]
 
 
 def test_a_namespace_alone_at_the_bound_overwrites_its_oldest_pointers():
-    front = LocalSemanticCache(max_vectors=3)
+    local = LocalSemanticCache(max_vectors=3)
     for i in range(5):
-        front.remember("ns", f"k{i}", unit(1, i / 100), "s", LATER)
-    assert len(front) == 3
-    assert sorted(front.nearest("ns", unit(1), min_score=0.5, signature="s", k=10)) == ["k2", "k3", "k4"]
+        local.remember("ns", f"k{i}", unit(1, i / 100), "s", LATER)
+    assert len(local) == 3
+    assert sorted(local.nearest("ns", unit(1), min_score=0.5, signature="s", k=10)) == ["k2", "k3", "k4"]
 
 
 def test_a_forgotten_pointers_row_is_taken_again_and_the_oldest_goes_at_the_bound():
-    front = LocalSemanticCache(max_vectors=2)
-    front.remember("ns", "a", unit(1), "s", LATER)
-    front.remember("ns", "b", unit(1, 0.1), "s", LATER)
-    front.forget("a")
-    front.remember("ns", "c", unit(1, 0.2), "s", LATER)   # into a's row
-    front.remember("ns", "d", unit(1, 0.3), "s", LATER)   # b is the oldest now
-    assert front.nearest("ns", unit(1), min_score=0.5, signature="s", k=3) == ["c", "d"]
+    local = LocalSemanticCache(max_vectors=2)
+    local.remember("ns", "a", unit(1), "s", LATER)
+    local.remember("ns", "b", unit(1, 0.1), "s", LATER)
+    local.forget("a")
+    local.remember("ns", "c", unit(1, 0.2), "s", LATER)   # into a's row
+    local.remember("ns", "d", unit(1, 0.3), "s", LATER)   # b is the oldest now
+    assert local.nearest("ns", unit(1), min_score=0.5, signature="s", k=3) == ["c", "d"]
 
 
 def test_off_at_zero():
-    front = LocalSemanticCache(max_vectors=0)
-    front.remember("ns", "key", unit(1), "s", LATER)
-    assert len(front) == 0 and front.nearest("ns", unit(1), min_score=0.5, signature="s", k=3) == []
+    local = LocalSemanticCache(max_vectors=0)
+    local.remember("ns", "key", unit(1), "s", LATER)
+    assert len(local) == 0 and local.nearest("ns", unit(1), min_score=0.5, signature="s", k=3) == []
 
 
 operations = st.lists(st.tuples(
@@ -104,23 +104,23 @@ def test_answers_as_a_brute_force_search_of_what_it_still_holds(ops, bound):
     """Against a plain dict of the pointers: every answer is exactly a brute-force search of the
     pointers remembered, not forgotten and not displaced by the bound; the bound always holds; and
     with room for everything, nothing is ever displaced."""
-    front = LocalSemanticCache(max_vectors=bound)
+    local = LocalSemanticCache(max_vectors=bound)
     model: dict[str, tuple[str, np.ndarray, str]] = {}   # key -> (namespace, unit vector, signature)
     ever: set[str] = set()   # every key remembered at some point
     for op, namespace, key_number, components, sig in ops:
         key, vector = f"k{key_number}", np.array(components, dtype=np.float32)
         if op == "remember":
-            front.remember(namespace, key, vector, sig, LATER)
+            local.remember(namespace, key, vector, sig, LATER)
             model[key] = (namespace, vector / np.linalg.norm(vector), sig)
             ever.add(key)
         elif op == "forget":
-            front.forget(key)
+            local.forget(key)
             model.pop(key, None)
         else:
-            found = front.nearest(namespace, vector, min_score=0.3, signature=sig, k=3)
+            found = local.nearest(namespace, vector, min_score=0.3, signature=sig, k=3)
             query = vector / np.linalg.norm(vector)
             scores = {k: float(v @ query) for k, (ns, v, s) in model.items()
-                      if k in front._where and ns == namespace and s == sig}
+                      if k in local._where and ns == namespace and s == sig}
             # float32 rounding may put a score within 1e-5 of the threshold, or of a tie, either way
             strict = {k for k, score in scores.items() if score >= 0.3 + 1e-5}
             loose = {k for k, score in scores.items() if score >= 0.3 - 1e-5}
@@ -131,7 +131,7 @@ def test_answers_as_a_brute_force_search_of_what_it_still_holds(ops, bound):
                 assert strict <= set(found)
             else:   # no key left out is nearer than one returned
                 assert all(scores[k] <= scores[found[-1]] + 1e-5 for k in loose - set(found))
-        assert len(front) <= bound
-        assert set(front._where) <= set(model)   # never a pointer forgotten or never stored
+        assert len(local) <= bound
+        assert set(local._where) <= set(model)   # never a pointer forgotten or never stored
         if len(ever) <= bound:   # room for every key ever stored: none displaced
-            assert set(front._where) == set(model)
+            assert set(local._where) == set(model)
