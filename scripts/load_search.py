@@ -380,7 +380,7 @@ def wrk_varied(url: str, key: str, queries: list[str], agents: int, args) -> Non
 
 
 def start_profile(prefix: str, agents: int, native_frames: bool = False) -> list[subprocess.Popen]:
-    """py-spy on each search process for one phase (``--profile-phase``) (raw stacks: scripts/profile_breakdown.py)."""
+    """py-spy on each search process for one phase (``--profile-phase``), as raw collapsed stacks (any flame graph tool reads them)."""
     spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
     native = ["--native"] if native_frames else []  # C frames too (ONNX Runtime, psycopg's C code)
     return [subprocess.Popen([spy, "record", "--pid", str(p.pid), "--rate", "200", "--format", "raw", *native,

@@ -55,7 +55,7 @@ T = TypeVar("T")
 PRUNE_EVERY = 200  # semantic-cache stores between two prunes of expired pointers
 SEMANTIC_CANDIDATES = 3  # nearest past queries checked against the guard
 # POST /search remembers the bodies it parsed and serves an exact hit's JSON as encoded once
-# (request_memo.py); 0 parses and encodes every request as before (the A/B of the eighth session)
+# (request_memo.py); 0 parses and encodes every request
 HIT_PATH = os.environ.get("EDGEINDEX_SEARCH_HIT_PATH", "1") != "0"
 MAX_KEYED_SCOPES = 8  # entity sets whose cache keys one remembered body keeps
 
@@ -486,9 +486,9 @@ class SearchService:
 
     def store(self, ctx: SearchContext, payload: dict, background: Any) -> None:
         """The answer into the exact cache, and its semantic pointer, after the answer: a store is
-        a SQLite write transaction on the store thread (cache.StoreWriter), which the answer waited
-        for until the eleventh session (p50 0.8 ms, p99 15 ms at one agent, and the slowest requests'
-        largest part under load). A request that comes again meanwhile waits for it (cache_exact)."""
+        a SQLite write transaction on the store thread (cache.StoreWriter), which would otherwise add
+        ~1 ms to the median answer and most of the slowest answers' time under load. A request that
+        comes again meanwhile waits for it (cache_exact)."""
         if not ctx.request.cache:
             return
         key = ctx.keys.exact
