@@ -2,7 +2,7 @@
 queue attribute per delivered message, the same sends without computing them per sent message, the same
 backend per request without listing moto's package for each, and a queue's delete holding the lock sends
 append under, so a message sent meanwhile is not dropped (the lost-message fix), and an S3 listing that a
-concurrent delete no longer fails."""
+concurrent delete does not fail."""
 
 from __future__ import annotations
 
@@ -227,7 +227,7 @@ def test_the_backend_for_a_host_is_moto_s_own_and_kept_per_host(monkeypatch):
 
 def test_a_listing_survives_a_key_deleted_while_it_runs():
     """moto's S3 listing copied its keys, then looked each up in the live store: a delete in between was a
-    KeyError (a 500). The listing now reads the store as it was when it began."""
+    KeyError (a 500). The listing reads the store as it was when it began."""
     moto_fixes.apply()
     from moto.s3.utils import _VersionedKeyStore
 
