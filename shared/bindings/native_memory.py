@@ -3,8 +3,8 @@
 torch allocates each batch's activations with malloc, sized by the batch's shape (texts x longest
 text), which changes from one ingestion batch to the next. glibc keeps what is freed inside its
 heaps for reuse, and with blocks of ever-different sizes that free space fragments and keeps
-growing: the soak saw the ingest worker's RSS climb for the whole run while Python's own objects
-(tracemalloc) stayed flat. ``malloc_trim(0)`` after a batch returns the free pages at the cost
+growing: a long-running ingest worker's RSS climbs while Python's own objects (tracemalloc) stay
+flat. ``malloc_trim(0)`` after a batch returns the free pages at the cost
 of a few milliseconds per batch; off glibc it is a no-op.
 """
 

@@ -2,7 +2,7 @@
 
 Rows gather for a window (or until a group is full) and go in as one statement, instead of a
 pool checkout, a round trip and a commit per row: on an exact-cache hit (a fraction of a
-millisecond of work) a row of its own was the largest cost after the socket write.
+millisecond of work) a row of its own would be the largest cost after the socket write.
 
 A group is one statement in autocommit, its own transaction: no BEGIN and COMMIT round trips
 (which would be about half the writer's CPU). Two ways to send it:

@@ -1,34 +1,22 @@
-"""Fixes to the embedded moto's SQS, S3 key store and request dispatch, for the dev stack (``edgeindex dev``,
-the test and bench stacks). They patch moto's in-process backend and server, which only the dev stack
-starts; a real S3 or SQS is never touched, and what they remove is the emulator's own overhead or races,
-not work S3 or SQS would do.
+"""Fixes to the embedded moto's SQS, S3 key store and request dispatch, applied by the dev stack only
+(``edgeindex dev``, the test and bench stacks); a real S3 or SQS is never touched.
 
-1. A lost message. moto's ``Queue.add_message`` appends under the queue's ``_messages_lock``, but
-   ``Queue.delete_message`` rebuilds the list without it, so a message another request thread sends
-   between the rebuild and its assignment is dropped (bucket notifications and the ingest worker's
-   deletes meet there under load). The delete holds the same lock (a ``Condition`` over an ``RLock``,
-   so moto's own nested calls still take it).
-2. A delivery's retention. moto reads the queue's retention period through ``get_queue_attributes``,
-   which computes every attribute, each approximate count a walk over every message with a clock read:
-   the largest cost of a receive under load. The replacement reads ``queue.message_retention_period``
-   itself (the same value, the same comparison).
-3. A send's one flag. ``send_message`` reads ``queue.attributes.get("ContentBasedDeduplication")``
-   (twice more for a FIFO queue), again computing every attribute, for a flag that exists on FIFO queues
-   only. While a send runs in a thread, ``Queue.attributes`` answers that thread with the flag alone,
-   rendered as moto renders it (``_send_flags``); every other caller, ``GetQueueAttributes`` included,
-   still gets every attribute.
-4. A failed receive. moto's ``receive_message`` iterates over and mutates the queue's pending message
-   groups without any lock while another thread's delete, receive or visibility change mutates them
-   (``RuntimeError: Set changed size during iteration``, answered as a 500). The receive's scan and a
-   visibility change hold the queue's ``_messages_lock`` too; a long poll's wait (``wait_for_messages``,
-   a ``Condition.wait``) still releases it, so sends and deletes go on while a consumer polls.
-5. Which backend a request is for. Per request, moto's ``DomainDispatcherApplication`` lists its package
-   folder (~200 entries) and tries every service's URL patterns for the Host. The answer depends on the
-   host alone, so it is kept per host (up to ``HOST_MEMO`` hosts; past that, computed each time).
-6. A failed listing. moto's S3 key store (``_VersionedKeyStore``) iterates over a copy of its keys but
-   looks each key up again in the live store: a key deleted meanwhile raises ``KeyError`` (a 500). Its
-   ``items`` and ``values`` read the versions from the same copy, so a listing is the store as it was
-   when the listing began, which is no less than S3's own listings promise.
+Races (each answered a request wrongly under concurrent load):
+1. ``Queue.delete_message`` rebuilds the message list without the lock ``add_message`` appends under,
+   dropping a message sent meanwhile: the delete takes that lock (a ``Condition`` over an ``RLock``).
+2. ``receive_message`` iterates over the pending message groups while other threads change them
+   (``Set changed size during iteration``, a 500): the receive's scan and a visibility change take the
+   queue's lock too; a long poll's wait still releases it.
+3. The S3 key store iterates over a copy of its keys but looks each up in the live store (a
+   ``KeyError`` when a key is deleted meanwhile): its ``items`` and ``values`` read from the same copy.
+
+Emulator overhead (same answers, less work):
+4. A delivery's retention check and 5. a send's ``ContentBasedDeduplication`` flag read one value
+   through ``Queue.attributes``, which computes every attribute and walks every message with a clock
+   read: the check reads ``message_retention_period`` itself, and a send's thread gets the flag alone
+   (``_send_flags``); ``GetQueueAttributes`` still gets every attribute.
+6. Per request, moto lists its package folder and tries every service's URL patterns for the Host:
+   the answer depends on the host alone, so it is kept per host (up to ``HOST_MEMO`` hosts).
 """
 
 from __future__ import annotations

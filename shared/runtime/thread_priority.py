@@ -1,29 +1,19 @@
 """Thread priority of the embedding model against the rest of the stack (Linux nice).
 
-In the ingest worker the model is the pipeline's bottleneck (runs in flight keep it fed, so it is
-never idle), and a model call waiting for a core slows ingestion by as much; whatever else wants a
-core (the event loop, boto3's threads, Postgres, moto, the upload worker) can wait a few
-milliseconds without slowing it. So the model's thread keeps its priority and the rest is lowered
-by ``increment`` (nice), never raised: no privilege is needed and nothing outside the stack is
-touched. Nice only ranks threads of the same scheduling group (with
-``kernel.sched_autogroup_enabled``, the same session): it decides who of this stack gets a
-contended core, not how the stack shares the machine with other sessions.
+In the ingest worker the model is the bottleneck: a model call waiting for a core slows ingestion by as
+much, while the event loop, boto3's threads, Postgres, moto and the other workers can wait a few
+milliseconds without slowing it. So the model's thread keeps its priority and everything else is lowered
+by ``increment`` (never raised: no privilege needed, nothing outside the stack touched).
 
-- ``MODEL_FIRST`` (ingest var; ``EDGEINDEX_VAR_MODEL_FIRST``): the increment for every thread of the
-  ingest process but the model's (threads they start later inherit it); 0 turns it off. The default,
-  19, suits a quiet machine (the model waits least for a core there); where the host is shared with other load, +19 can
-  starve the pipeline's other stages, so a lower value is safer there.
-- ``DevStack(background_nice=N)`` / ``edgeindex dev --background-nice N``: the same for the processes the
-  dev stack runs beside it (Postgres, moto's threads in the supervisor, the other workers), a deployment
-  choice; in production, run those at a lower priority than the ingest workers, or on other hosts.
+- ``MODEL_FIRST`` (ingest var): the increment for the ingest process's other threads; 0 turns it off.
+  19 suits a quiet machine; on a host shared with other load a lower value starves the pipeline less.
+- ``DevStack(background_nice=N)`` / ``edgeindex dev --background-nice N``: the same for the processes
+  the dev stack runs beside it. In production, run those at a lower priority or on other hosts.
 
-Postgres needs more: the postmaster and every backend it forks call ``setsid()``, so each is a
-session, hence an autogroup, of its own, and a process's nice only ranks it inside its autogroup.
-``nice_autogroup`` lowers an autogroup's own nice (``/proc/<pid>/autogroup``; lowering needs no
-privilege), and the dev stack applies it to each Postgres process, backends forked later included.
-
-CPU pinning (``sched_setaffinity``) is not used: beside other load a pinned model thread cannot
-move to a free core.
+Nice ranks threads only within a scheduling group (an autogroup per session with
+``kernel.sched_autogroup_enabled``), and every Postgres process is a session of its own (``setsid``),
+so for Postgres the autogroup itself is lowered (``nice_autogroup``). CPU pinning is not used: beside
+other load a pinned thread cannot move to a free core.
 """
 
 from __future__ import annotations

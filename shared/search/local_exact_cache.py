@@ -1,23 +1,16 @@
-"""The exact cache's in-process tier: recent hits kept as objects, checked like the KV's entries.
+"""The exact cache's in-process tier: recent hits kept as objects, so a hit skips unpickling its KV entry
+(about a sixth of an exact hit's CPU).
 
-Unpickling a whole entry from the KV (SQLite, shared by every process) is about a sixth of an exact
-hit's CPU, so this tier keeps the entries this process served recently, each with the entity
-sequences it was computed at and its expiry, and serves one only when the sequences the request has
-just read from the KV (``cache.read_sequences``, every request) are exactly those. Every change to
-an entity's chunks or documents, by any process, bumps its sequence (``cache.Invalidation``), so a
-copy here cannot outlive the change: the rule that makes the KV entry servable makes the copy
-servable. A copy lives no longer than its KV entry and at most ``max_seconds`` (so a sequence key
-evicted from the KV and counted up again cannot meet an old copy).
+A copy is served only when the entity sequences the request has just read from the KV
+(``cache.read_sequences``) are exactly those it was computed at: every change to an entity, by any
+process, bumps its sequence (``cache.Invalidation``), so a copy cannot outlive the change, by the same
+rule that makes the KV entry servable. A copy lives no longer than its KV entry and at most
+``max_seconds`` (so a sequence key evicted and counted up again cannot meet an old copy).
 
-The tier is bounded by memory (``max_bytes``; ``max_entries`` copies at most; least recently served
-dropped first). A copy, unpickled with its JSON and telemetry columns, takes 4.5 to 7 times its
-JSON's length (tracemalloc), so it counts ``COPY_BYTES_PER_JSON_BYTE`` times its JSON. The default,
-24 MiB (``EDGEINDEX_SEARCH_FRONT_MB``), holds ~500 answers of 10 results with their text; a larger
-tier did not lower the CPU per semantic hit.
-
-A copy also keeps what is made from its payload alone, once: its JSON (``encoded``, for
-``request_memo.splice``) and the columns of the telemetry row it fixes (``telemetry``; routing/service.py
-``answer_columns``). Both are served under the same rule and dropped with it.
+Bounded by memory (``max_bytes``, ``EDGEINDEX_SEARCH_FRONT_MB``, 24 MiB: ~500 answers of 10 results
+with text) and count (``max_entries``), least recently served first out. A copy counts
+``COPY_BYTES_PER_JSON_BYTE`` times its JSON (tracemalloc: 4.5-7x). It also keeps, made once, its JSON
+(``encoded``, for ``request_memo.splice``) and its telemetry columns (routing/service.py ``answer_columns``).
 """
 
 from __future__ import annotations
