@@ -265,7 +265,7 @@ class DevStack:
 
             from . import moto_fixes
 
-            # its SQS walked every queued message per message sent or delivered; its dispatch listed its package per request
+            # moto's SQS and S3 races and its per-request overhead (runtime/moto_fixes.py)
             moto_fixes.apply()
             logging.getLogger("werkzeug").setLevel(logging.ERROR)
             port = int(self.environ.get("EDGEINDEX_MOTO_PORT") or free_port())
