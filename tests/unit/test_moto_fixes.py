@@ -59,8 +59,8 @@ def test_a_patched_receive_delivers_a_kept_message_and_not_an_expired_one(sqs):
 
 
 def test_a_delete_holds_the_lock_a_send_appends_under(sqs):
-    """moto's delete rebuilt the message list without the lock its sends append under, so a send from
-    another thread landing between the rebuild and its assignment was dropped (a bulk upload's version
+    """moto's delete rebuilds the message list without the lock its sends append under, so a send from
+    another thread landing between the rebuild and its assignment is dropped (a bulk upload's version
     left pending forever). While the patched delete runs, no other thread can take that lock."""
     import threading
 
@@ -204,7 +204,7 @@ def test_a_send_does_not_walk_the_queued_messages_but_get_queue_attributes_still
 
 
 def test_the_backend_for_a_host_is_moto_s_own_and_kept_per_host(monkeypatch):
-    """moto listed its package folder and tried every service's URL pattern on every request."""
+    """moto lists its package folder and tries every service's URL pattern on every request."""
     moto_fixes.apply()
     from moto import backends
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
@@ -226,7 +226,7 @@ def test_the_backend_for_a_host_is_moto_s_own_and_kept_per_host(monkeypatch):
 
 
 def test_a_listing_survives_a_key_deleted_while_it_runs():
-    """moto's S3 listing copied its keys, then looked each up in the live store: a delete in between was a
+    """moto's S3 listing copies its keys, then looks each up in the live store: a delete in between is a
     KeyError (a 500). The listing reads the store as it was when it began."""
     moto_fixes.apply()
     from moto.s3.utils import _VersionedKeyStore
