@@ -1,7 +1,7 @@
 """Screenshots of every screen of the admin page, taken in headless chromium against a running stack.
 
     .venv/bin/edgeindex dev &                       # or any deployment: --url and --admin-key
-    .venv/bin/python scripts/admin_screenshots.py --out results/admin
+    .venv/bin/python scripts/admin_screenshots.py --out admin-screenshots
 
 Signs in with the admin key, makes a demo tenant (a group) with a key, uploads a few short runbooks
 through the page (and a broken PDF, to show a failure reason and its retry), waits until they are
@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--admin-key", default=os.environ.get("EDGEINDEX_ADMIN_KEY"),
                         help="default: $EDGEINDEX_ADMIN_KEY, else .edgeindex/admin_key")
     parser.add_argument("--entity", default="team-ops", help="the demo tenant to create (or reuse)")
-    parser.add_argument("--out", type=Path, default=Path("results/admin"))
+    parser.add_argument("--out", type=Path, default=Path("admin-screenshots"))
     args = parser.parse_args(argv)
     key = args.admin_key or Path(".edgeindex/admin_key").read_text().strip()
 

@@ -384,7 +384,7 @@ def main() -> int:
     parser.add_argument("--window", type=int, default=128,
                         help="at most this many documents uploaded but not yet ingested (0: upload everything at "
                              "once; the embedded SQS then scans a deep queue on every receive)")
-    parser.add_argument("--model-first", type=int, default=None, metavar="N",
+    parser.add_argument("--background-nice", "--model-first", dest="background_nice", type=int, default=None, metavar="N",
                         help="the ingest worker's threads other than the model's, Postgres, moto and the upload "
                              "worker at nice +N (default: the ingest worker's MODEL_FIRST; 0: nothing lowered). "
                              "This client and the raw pass stay at normal priority")
@@ -405,7 +405,7 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory(prefix="edgeindex-bench-") as state:
         environ = {"EDGEINDEX_STATE_DIR": state,
-                   **({"EDGEINDEX_VAR_MODEL_FIRST": str(args.model_first)} if args.model_first is not None else {}),
+                   **({"EDGEINDEX_VAR_MODEL_FIRST": str(args.background_nice)} if args.background_nice is not None else {}),
                    **{f"EDGEINDEX_{n.upper()}_PORT": str(free_port()) for n in ("upload", "ingest", "search")}}
         config = config_module.load(args.config, environ={**os.environ, **environ})
         admin_key = "bench-" + secrets.token_urlsafe(16)
@@ -415,15 +415,15 @@ def main() -> int:
                                                                  "EDGEINDEX_ADMIN_KEY": admin_key},
                              ingest_processes=args.ingest_processes,
                              workers=["upload", "ingest"],  # search workers would only share the cores
-                             model_first=int(config.worker("ingest").vars.get("MODEL_FIRST") or 0))
+                             background_nice=int(config.worker("ingest").vars.get("MODEL_FIRST") or 0))
             # A throwaway stack needs no bucket snapshots, and each round lists every object.
             stack.SNAPSHOT_SECONDS = 24 * 3600
             moto = MotoRequests()
             print(f"starting a dev stack in {state} ...", flush=True)
             stack.start()
-            print(f"model first: the ingest worker's other threads, Postgres, moto and the upload worker at nice "
-                  f"+{stack.model_first}; the model's thread, this client and the raw pass at normal priority"
-                  if stack.model_first else "model first: off (every process of the stack at normal priority)",
+            print(f"thread priority: the ingest worker's other threads, Postgres, moto and the upload worker at nice "
+                  f"+{stack.background_nice}; the model's thread, this client and the raw pass at normal priority"
+                  if stack.background_nice else "thread priority: off (every process of the stack at normal priority)",
                   flush=True)
             try:
                 asyncio.run(run(args, config, stack.url("upload"), admin_key, StackCPU(stack, state), moto))

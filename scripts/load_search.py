@@ -8,9 +8,8 @@ each concurrency level runs four phases, each bounded in requests and seconds, a
 The chunks' vectors (--vectors) are by default the real model's, embedded once per machine in a
 process of their own before the stack starts and kept in the cache folder ($EDGEINDEX_CACHE_DIR,
 else ~/.cache/edgeindex: ~4 minutes the first time at 12,000 chunks). --vectors random loads random
-unit vectors instead, the workload of the first twenty sessions: the HNSW walk over them is ~2x what
-it is over real embeddings (results/throughput, twenty-first session), and the vector half finds
-nothing a query is about.
+unit vectors instead: the HNSW walk over them is ~2x what it is over real embeddings, and the vector
+half finds nothing a query is about.
 
 
   uncached   cache on, but every request has its own scope (a unique alpha), so nothing can
@@ -273,7 +272,7 @@ async def drive(url: str, key: str, args) -> None:
     # warm-up: the model, the pools, the plan cache. Then uncached searches at the most agents measured, so
     # the search pool has grown to its working size and each of its connections has opened, been tuned and
     # planned the tenant's statement once (a fresh backend loading the tenant's partition: ~50-100 ms, once
-    # per connection; results/throughput, fourteenth session), as in a process that has served for a while
+    # per connection), as in a process that has served for a while
     await run_phase(url, key, [{"query": q, "cache": False} for q in queries[:10]], 1, 30)
     most = max(args.agents)
     await run_phase(url, key, [{"query": queries[-1 - i % len(queries)], "k": 10, **_unique_scope(args)}
@@ -380,7 +379,7 @@ def wrk_varied(url: str, key: str, queries: list[str], agents: int, args) -> Non
 
 
 def start_profile(prefix: str, agents: int, native_frames: bool = False) -> list[subprocess.Popen]:
-    """py-spy on each search process for one phase (``--profile-phase``) (raw stacks: scripts/profile_breakdown.py)."""
+    """py-spy on each search process for one phase (``--profile-phase``), as raw collapsed stacks (any flame graph tool reads them)."""
     spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
     native = ["--native"] if native_frames else []  # C frames too (ONNX Runtime, psycopg's C code)
     return [subprocess.Popen([spy, "record", "--pid", str(p.pid), "--rate", "200", "--format", "raw", *native,
@@ -411,7 +410,7 @@ def main() -> int:
                              "each); auto: they name no strategy, so the router decides per query")
     parser.add_argument("--vectors", choices=("real", "random"), default="real",
                         help="the chunks' vectors: the real model's (embedded once per machine, cached) or "
-                             "random unit vectors (the workload before the twenty-first session)")
+                             "random unit vectors (no model needed; the HNSW walk is ~2x slower over them)")
     parser.add_argument("--profile", help="record the search processes with py-spy during one phase (--profile-phase) "
                                           "at the highest concurrency, into PROFILE-<agents>agents-<pid>.raw")
     parser.add_argument("--profile-phase", choices=("uncached", "semantic", "exact", "uncached-wrk", "semantic-wrk"),
@@ -500,7 +499,7 @@ def search_pids(url: str, processes: int, *, first: int, timeout: float = 120.0)
     while len(seen) < processes and time.monotonic() < deadline:
         # a new connection each time: the kernel hands connections to the processes in turn
         with urllib.request.urlopen(f"{url}/health", timeout=5) as resp:
-            seen.add(json.loads(resp.read()).get("pid", first))  # a worker from before "pid" was reported
+            seen.add(json.loads(resp.read()).get("pid", first))  # a worker that does not report its pid
     if len(seen) < processes:
         raise SystemExit(f"only {len(seen)} of {processes} search processes answered within {timeout:.0f}s")
     return sorted(seen)

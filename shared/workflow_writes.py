@@ -17,9 +17,8 @@ commit, as with a poison document in a shared model call.
 Statements of one kind in a group are sent as ONE statement (``Merge``: the same statement over arrays,
 one element per run, ``unnest``), so a group of a hundred runs' checkpoints is one INSERT, not a
 hundred: the engine's ~16 statements per document cost Postgres and psycopg a parse, a plan and a
-round trip each, which the ingest profile showed (twelfth session: the group commit 15% of the ingest
-worker's CPU beside the model). What each caller gets back is what its own statement would have
-returned; durability is the group's transaction, as before.
+round trip each (unmerged, a sizeable share of the ingest worker's CPU beside the model). What each
+caller gets back is what its own statement would have returned; durability is the group's transaction.
 """
 
 from __future__ import annotations

@@ -46,7 +46,7 @@ async def search(request, services: Services, ctx):
     principal = await services.tenancy.authenticate(request.headers)
     raw = await read_json_bytes(request, max_bytes=MAX_BODY_BYTES)
     answer = await services.search.search_json(principal, raw, background=ctx)
-    # a cache hit comes already encoded (search/hit_path.py)
+    # a cache hit comes already encoded (search/request_memo.py)
     return json_bytes_response(answer) if isinstance(answer, bytes) else answer
 
 

@@ -1,6 +1,6 @@
 -- edgeindex schema, version 6: full text in the language of each chunk.
 --
--- Until now every chunk was indexed with to_tsvector('english'): German words were
+-- Before this migration every chunk was indexed with to_tsvector('english'): German words were
 -- stemmed as if English (so "Häuser" never met "Haus"), and Chinese, Japanese or Thai
 -- text, written without spaces, became one "word" per sentence, which no query matches.
 -- Ingestion now detects each chunk's language (shared/ingest/language.py) and stores:

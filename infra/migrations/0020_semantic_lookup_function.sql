@@ -1,9 +1,9 @@
 -- The semantic cache's lookup as a function whose common case runs a plan made once (issue 15).
 --
--- The lookup (shared/sql/vectorize.sql "query" until now) was planned at every call: the pool's
+-- As a plain statement (shared/sql/vectorize.sql "query") the lookup is planned at every call: the pool's
 -- connections plan custom (bindings/database.py), and each call names a scope (namespace) of its own.
--- Its planning was 0.42 ms of Postgres per request against 0.05 ms of execution (tenth session,
--- pg_stat_statements at 8 agents). The usual scope holds fewer than `exact_max` vectors and is
+-- Its planning is ~0.42 ms of Postgres per request against ~0.05 ms of execution (pg_stat_statements
+-- at 8 agents). The usual scope holds fewer than `exact_max` vectors and is
 -- searched exactly, through the (index_name, namespace) b-tree and a sort ("+ 0" keeps the planner
 -- off the HNSW index): a plan that reads no value to choose (tests/integration/test_semantic_lookup.py
 -- compares it with the custom plan). So this function plans its two small statements once per

@@ -1,7 +1,6 @@
 -- The chunks' HNSW index over half-precision copies of their vectors (issue 15).
 --
--- The HNSW walk was ~half of an uncached search's Postgres time (results/throughput/README.md,
--- tenth session): ~1,500 buffer reads of 1.5 KB vectors and as many 384-d distances. Over
+-- The HNSW walk is ~half of an uncached search's Postgres time: ~1,500 buffer reads of 1.5 KB vectors and as many 384-d distances. Over
 -- `halfvec` the graph's vectors take half the pages and pgvector computes the distances in half
 -- precision. The walk only picks the candidates: the search statement (shared/sql/search.sql, CTE
 -- `scored`) scores every candidate on the full-precision `embedding`, which stays the column.

@@ -202,10 +202,10 @@ class LocalEmbedder:
 
     def put_first(self, increment: int) -> None:
         """Every other thread of this process ``increment`` lower than the model's (``MODEL_FIRST`` of the
-        ingest worker; runtime/model_first.py says why)."""
-        from ..runtime import model_first
+        ingest worker; runtime/thread_priority.py says why)."""
+        from ..runtime import thread_priority
 
-        if model_first.put_first(increment, self._model_thread) is not None:
+        if thread_priority.lower_other_threads(increment, self._model_thread) is not None:
             self.others_nice = increment
 
     def set_batch_size(self, texts: int) -> None:

@@ -28,6 +28,9 @@ MIGRATION_LOCK = 7_420_001  # advisory lock id shared by every edgeindex process
 _FILE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 
 
+STATEMENTS_CHECKSUM = "sql:"   # the prefix of Migration.checksum, which a whole-file checksum lacks
+
+
 @dataclass(frozen=True)
 class Migration:
     version: int
@@ -38,15 +41,11 @@ class Migration:
         return self.path.read_text(encoding="utf-8").replace("{{dimension}}", str(int(dimension)))
 
     def checksum(self) -> str:
-        """The digest of what the migration runs: whole-line comments and blank lines do not count, so
-        its explanation can be edited after it was applied."""
-        lines = self.path.read_text(encoding="utf-8").splitlines()
-        kept = [line.rstrip() for line in lines if line.strip() and not line.lstrip().startswith("--")]
-        return hashlib.sha256("\n".join(kept).encode()).hexdigest()
-
-    def file_checksum(self) -> str:
-        """The whole file's digest, which releases up to 0.1 recorded: still accepted."""
-        return hashlib.sha256(self.path.read_bytes()).hexdigest()
+        """Of the statements only (whole-line ``--`` comments, blank lines and trailing blanks left out),
+        so a migration's comments can be reworded after it was applied without it counting as changed."""
+        lines = (line.rstrip() for line in self.path.read_text(encoding="utf-8").splitlines())
+        statements = "\n".join(line for line in lines if line and not line.lstrip().startswith("--"))
+        return STATEMENTS_CHECKSUM + hashlib.sha256(statements.encode("utf-8")).hexdigest()
 
 
 def migrations_folder() -> Path:
@@ -183,7 +182,13 @@ class Database:
                 await _check_model(conn, model_id, dimension, schema_exists=bool(done))
                 for migration in migrations:
                     if migration.version in done:
-                        if done[migration.version] not in (migration.checksum(), migration.file_checksum()):
+                        recorded = done[migration.version]
+                        if not recorded.startswith(STATEMENTS_CHECKSUM):
+                            # a whole-file checksum, comments included: nothing to compare the statements
+                            # with, so the statements' checksum is recorded in its place
+                            await conn.execute("UPDATE schema_migrations SET checksum = %s WHERE version = %s",
+                                               (migration.checksum(), migration.version))
+                        elif recorded != migration.checksum():
                             log.warning("migration %04d_%s changed after it was applied", migration.version,
                                         migration.name)
                         continue

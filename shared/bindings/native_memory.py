@@ -3,8 +3,8 @@
 torch allocates each batch's activations with malloc, sized by the batch's shape (texts x longest
 text), which changes from one ingestion batch to the next. glibc keeps what is freed inside its
 heaps for reuse, and with blocks of ever-different sizes that free space fragments and keeps
-growing: the soak saw the ingest worker's RSS climb for the whole run while Python's own objects
-(tracemalloc) stayed flat. ``malloc_trim(0)`` after a batch returns the free pages at the cost
+growing: a long-running ingest worker's RSS climbs while Python's own objects (tracemalloc) stay
+flat. ``malloc_trim(0)`` after a batch returns the free pages at the cost
 of a few milliseconds per batch; off glibc it is a no-op.
 """
 
@@ -32,10 +32,10 @@ def trim() -> bool:
 
 
 M_MMAP_THRESHOLD = -3  # mallopt parameter (malloc.h)
-# glibc's own ceiling for its dynamic threshold (DEFAULT_MMAP_THRESHOLD_MAX on 64-bit). It was 1 MiB:
-# then every activation block of a batch of 8 texts (1-4 MiB) was a fresh mmap, faulted in page by
-# page and unmapped at its free: 3,000+ page faults and 9-12 ms of system CPU per text in the model's
-# thread, against ~1 ms at 32 MiB (results/throughput/README.md, tenth session). Blocks below it go to
+# glibc's own ceiling for its dynamic threshold (DEFAULT_MMAP_THRESHOLD_MAX on 64-bit). At glibc's
+# default of 1 MiB every activation block of a batch of 8 texts (1-4 MiB) is a fresh mmap, faulted in
+# page by page and unmapped at its free: 3,000+ page faults and 9-12 ms of system CPU per text in the
+# model's thread, against ~1 ms at 32 MiB. Blocks below it go to
 # the heap, whose free pages malloc_trim returns after each model call (LocalEmbedder._encode).
 MMAP_THRESHOLD_BYTES = 32 << 20
 

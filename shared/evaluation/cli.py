@@ -23,7 +23,7 @@ every judged query goes through POST /search with cache: false, once per mode
 --alpha). BM25 (bm25s) always runs as the keyword baseline; --compare chroma adds
 Chroma over the very vectors the stack stored.
 
-example: edgeindex eval --dataset ../shared/data/msmarco --compare chroma --out results/msmarco
+example: edgeindex eval --dataset ../shared/data/msmarco --compare chroma --out eval-msmarco
 """
 
 

@@ -27,16 +27,16 @@ from ..routing.features import NAMES
 from ..routing.model import DEFAULT_BINS, RouterModel, bin_name
 
 RECALL_WEIGHT = 0.5  # the reward is NDCG@10 + this * Recall@10: the goals name both
-# the fit's defaults (results/router/README.md: chosen by leave-one-dataset-out with a nested
-# check, scripts/router_select2.py): the two features that say whether the embedding model knows
+# the fit's defaults (chosen by leave-one-dataset-out with a nested check:
+# scripts/select_router_settings.py): the two features that say whether the embedding model knows
 # the query's language and the language of the chunks full text found for it. The other features
-# are still computed and logged (telemetry, feedback, `--features`), but across four sets they
-# did not carry from one language to another.
+# are still computed and logged (telemetry, feedback, `--features`), but across the four
+# evaluation sets they do not carry from one language to another.
 L2 = 1e-3
-SWITCH_COST = 0.1   # reward units (NDCG@10 + ½ Recall@10); see results/router/README.md
+SWITCH_COST = 0.1   # reward units (NDCG@10 + ½ Recall@10), chosen with L2 and FEATURES
 FEATURES = ("query_language_unknown", "scope_language_unknown")
 # every bin a model might choose among is measured once per query, so that the bins themselves
-# can be chosen from the saved rows (scripts/router_select2.py) without a second pass
+# can be chosen from the saved rows (scripts/select_router_settings.py) without a second pass
 COLLECT_BINS = tuple((bin_name(a), a) for a in (0.0, 0.1, 0.2, 0.3, 0.5, 0.8, 1.0))
 
 

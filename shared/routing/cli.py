@@ -15,10 +15,10 @@ Without --upload-url/--search-url a fresh stack is started (as for `edgeindex ev
 --dataset is ingested and every judged query asked once per strategy bin. --save keeps the
 per-query rows, --data reuses them (no stack). The fitted model is stored as a new version in
 the deployment's Postgres when --dsn is given ($EDGEINDEX_DATABASE_URL), written to --out as JSON
-otherwise (shared/routing/default_model.json is the built-in model: see results/router/README.md).
+otherwise (shared/routing/default_model.json is the built-in model).
 
 example: edgeindex router train --dataset ../shared/data/msmarco --dataset ../shared/data/xquad-de \\
-             --save results/router/training.json --leave-one-out
+             --save training.json --leave-one-out
 """
 
 

@@ -28,7 +28,7 @@ from .features import NAMES
 
 # The bins a model chooses among: text, a text-leaning blend (what a query in a language the
 # embedding model does not know wants), the fixed blend, vector. Chosen by leave-one-dataset-out
-# from seven measured alphas (scripts/router_select2.py, results/router/README.md).
+# among seven alphas (scripts/select_router_settings.py).
 DEFAULT_BINS = (("text", 0.0), ("hybrid-0.2", 0.2), ("hybrid-0.8", 0.8), ("vector", 1.0))
 BUILTIN_PATH = Path(__file__).with_name("default_model.json")
 DEFAULT_ALPHA = 0.8  # the fixed blend (search/defaults.py ALPHA)

@@ -4,7 +4,7 @@
 report`` prints it and draws PNG charts. Regret needs judgements: here they are the
 ``POST /feedback`` events (the reward each bin would have earned on the returned results),
 compared with the reward of the bin that served; evaluation runs report their own regret
-against qrels (``edgeindex router train --leave-one-out``, results/router/).
+against qrels (``edgeindex router train --leave-one-out``).
 """
 
 from __future__ import annotations

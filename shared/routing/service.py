@@ -94,12 +94,11 @@ class Router:
         self.vocabulary = vocabulary
         self.languages = languages   # the embedding model's (bindings/ai.py model_languages); None: any
         self.models = store.ModelCache(db, settings.refresh_seconds)
-        # Groups of at most TELEMETRY_GROUP_ROWS rows: at thousands of exact hits a second a group of 200
-        # jsonb rows was one ~8-10 ms burst of Postgres CPU on the cores the hits are served from (eighth
-        # session: groups of 32 then). Stored as json (migration 0019) a row costs Postgres about a third,
-        # so a group of 128 is a burst about as long as 32 jsonb rows were, and a quarter of the groups'
-        # fixed cost in the worker (checkout, COPY round trips) and in Postgres (a commit); ninth
-        # session, results/throughput/README.md
+        # Groups of at most TELEMETRY_GROUP_ROWS rows: at thousands of exact hits a second a large group
+        # is a burst of Postgres CPU on the cores the hits are served from (200 jsonb rows: ~8-10 ms).
+        # Stored as json (migration 0019) a row costs Postgres about a third of a jsonb row, so a group of
+        # 128 is a burst about as long as 32 jsonb rows, at a quarter of the groups' fixed cost in the
+        # worker (checkout, COPY round trips) and in Postgres (a commit).
         self.telemetry_rows = TelemetryWriter(db, SQL["copy_telemetry"], copy=True, max_rows=TELEMETRY_GROUP_ROWS)
         self._rows = itertools.count(1)
 
@@ -286,8 +285,8 @@ class Router:
 class AnswerColumns:
     """The columns of a telemetry row that its answer fixes: the decision it was made with and its
     results, the JSON encoded. A cached answer's are the same for every search it serves, so they
-    are made once per in-memory copy (search/exact_front.py) and not per hit (the results' JSON
-    alone was ~12 µs of a hit: ninth session, telemetry9)."""
+    are made once per in-memory copy (search/local_exact_cache.py) and not per hit (the results' JSON
+    alone is ~12 µs of a hit)."""
 
     strategy: str
     alpha: float

@@ -2,10 +2,10 @@
 
 Rows gather for a window (or until a group is full) and go in as one statement, instead of a
 pool checkout, a round trip and a commit per row: on an exact-cache hit (a fraction of a
-millisecond of work) a row of its own was the largest cost after the socket write.
+millisecond of work) a row of its own would be the largest cost after the socket write.
 
 A group is one statement in autocommit, its own transaction: no BEGIN and COMMIT round trips
-(about half the writer's CPU: eighth and ninth sessions' profiles). Two ways to send it:
+(which would be about half the writer's CPU). Two ways to send it:
 - ``copy=True``: ``COPY ... FROM STDIN``. Rows are tuples in the statement's column order,
   formatted by psycopg's C row writer; Postgres inserts them without planning or executing a
   statement per row. The search telemetry goes this way (a row per answer, exact-cache hits
@@ -106,8 +106,8 @@ class TelemetryWriter:
     async def _write(self, rows: list[dict]) -> None:
         try:
             # one statement (a COPY, or one pipeline of upserts up to its sync) is its own
-            # transaction: BEGIN and COMMIT were two more round trips per group, 6.6% of the search
-            # worker's CPU per uncached search at 8 agents (eighth session's profile)
+            # transaction: BEGIN and COMMIT would be two more round trips per group, a few percent of
+            # the search worker's CPU per uncached search at 8 agents
             async with self.db.autocommit() as conn:
                 async with conn.cursor() as cursor:
                     if self.copy:

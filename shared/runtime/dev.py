@@ -34,7 +34,7 @@ from urllib.parse import quote
 
 from ..config import Config
 from ..errors import BindingError
-from . import model_first as priorities
+from . import thread_priority as priorities
 from .provision import provision
 
 if TYPE_CHECKING:
@@ -231,7 +231,7 @@ class DevStack:
         self.s3_endpoint = config.services.s3.endpoint
         self.sqs_endpoint = config.services.sqs.endpoint
         self.admin_key = ""
-        self.model_first = max(0, model_first)
+        self.background_nice = max(0, background_nice)
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -255,7 +255,7 @@ class DevStack:
                 self.start_worker(name)
             for name in names:
                 self.wait_healthy(name)
-            self._put_model_first()
+            self._lower_background()
             self._recover()
         except BaseException:
             self.stop()
@@ -268,10 +268,10 @@ class DevStack:
         if not self.s3_endpoint or not self.sqs_endpoint:
             from moto.server import ThreadedMotoServer
 
-            from . import moto_speedups
+            from . import moto_fixes
 
-            # its SQS walked every queued message per message sent or delivered; its dispatch listed its package per request
-            moto_speedups.apply()
+            # moto's SQS and S3 races and its per-request overhead (runtime/moto_fixes.py)
+            moto_fixes.apply()
             logging.getLogger("werkzeug").setLevel(logging.ERROR)
             port = int(self.environ.get("EDGEINDEX_MOTO_PORT") or free_port())
             self._moto = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
@@ -346,24 +346,24 @@ class DevStack:
             preexec_fn=_die_with_parent, cwd=str(self.config.root))
         return self.processes[name]
 
-    def _put_model_first(self) -> None:
-        """Everything the stack runs beside the ingest workers' models ``model_first`` lower: Postgres
+    def _lower_background(self) -> None:
+        """Everything the stack runs beside the ingest workers' models ``background_nice`` lower: Postgres
         (backends fork from the postmaster and inherit it), moto (this process's threads but the caller's:
         its server thread starts the request threads) and the other workers."""
-        if not self.model_first or not priorities.supported():
+        if not self.background_nice or not priorities.supported():
             return
         if self._postgres is not None:
             for pid in priorities.postgres_pids(self.state / "pgdata"):
-                priorities.nice_process(pid, self.model_first)
+                priorities.nice_process(pid, self.background_nice)
             # Each Postgres process is a session of its own (setsid), so its nice ranks it only inside its own
             # autogroup: the autogroup is what must be lowered, for backends forked later too.
             self._autogroups_thread = threading.Thread(target=self._postgres_autogroups_loop,
                                                        name="postgres-autogroups", daemon=True)
             self._autogroups_thread.start()
-        priorities.nice_process(os.getpid(), self.model_first, skip={threading.get_native_id()})
+        priorities.nice_process(os.getpid(), self.background_nice, skip={threading.get_native_id()})
         for name, process in self.processes.items():
             if not name.startswith("ingest"):
-                priorities.nice_process(process.pid, self.model_first)
+                priorities.nice_process(process.pid, self.background_nice)
 
     def _postgres_autogroups_loop(self) -> None:
         """Lower each Postgres process's autogroup once, new backends as they appear (the pools open
@@ -374,7 +374,7 @@ class DevStack:
             self._stop_autogroups.wait(1.0)
 
     def _lower_postgres_autogroups(self, lowered: set[str]) -> set[str]:
-        """One pass: each autogroup of a Postgres process not in ``lowered`` ``model_first`` lower, once;
+        """One pass: each autogroup of a Postgres process not in ``lowered`` ``background_nice`` lower, once;
         returns the autogroups lowered that still have a Postgres process. By autogroup, not pid: a backend
         just forked is still in the postmaster's autogroup until its ``setsid``, and must be neither
         counted as done nor lower the postmaster's a second time."""
@@ -383,7 +383,7 @@ class DevStack:
             group = priorities.autogroup_of(pid)
             if group is None:
                 continue
-            if group not in lowered and priorities.nice_autogroup(pid, self.model_first):
+            if group not in lowered and priorities.nice_autogroup(pid, self.background_nice):
                 lowered.add(group)
             seen.add(group)
         return lowered & seen

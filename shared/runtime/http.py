@@ -113,7 +113,7 @@ async def read_json(request: web.BaseRequest, *, max_bytes: int = 1_000_000) -> 
 
 async def read_json_bytes(request: web.BaseRequest, *, max_bytes: int = 1_000_000) -> bytes:
     """The body of a JSON route, not decoded yet (``decode_json_object`` does, with read_json's errors):
-    for a service that can tell a body it has seen before from its bytes (search/hit_path.py)."""
+    for a service that can tell a body it has seen before from its bytes (search/request_memo.py)."""
     _check_json_content_type(request)
     return await read_body(request, max_bytes=max_bytes)
 

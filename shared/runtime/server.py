@@ -124,7 +124,7 @@ async def serve(config: Config, name: str, *, stop: asyncio.Event | None = None,
         # What start-up built (modules, the model, tokenizers: ~500k objects in a search worker) lives
         # as long as the process. Left to the collector, each full collection walks all of it: 0.2-1 s
         # with the loop stopped, every request waiting, at a rate set by the request traffic. Frozen,
-        # it is never walked again; later garbage is collected as before.
+        # it is never walked again; later garbage is collected as usual.
         gc.collect()
         gc.freeze()
         consumers: list[Consumer] = []

@@ -9,7 +9,7 @@ from __future__ import annotations
 # Per-request defaults ------------------------------------------------------------
 K = 10
 ALPHA = 0.8                 # 1 = vector only, 0 = full text (+ typo stand-ins) only; best NDCG@10 of the sweep
-                            # on both evaluation datasets (results/README.md)
+                            # on both evaluation datasets (edgeindex eval --sweep alpha=...)
 FUSION = "linear"           # "linear" (normalized blend) or "rrf"
 VECTOR_THRESHOLD = 0.0      # cosine similarity a chunk needs for its vector score to count
 TEXT_THRESHOLD = 0.0        # lexical score (text + trigram: BM25 as a share of the query's best) a chunk needs
@@ -25,9 +25,9 @@ MIN_CANDIDATES = 40         # ... but at least this many (HNSW's default ef_sear
 MAX_CANDIDATES = 1000
 HNSW_EF_SEARCH = 40         # hnsw.ef_search on search connections (pgvector's default). The graph walk is about
                             # half an uncached search's Postgres execution: 40 costs ~1.1 ms less backend CPU per
-                            # search than 100 did (7.5 -> 6.4 ms at 12k chunks). On MS MARCO's real vectors at
+                            # search than 100 (7.5 -> 6.4 ms at 12k chunks). On MS MARCO's real vectors at
                             # k 10 it finds 99.8% of the exact vector top 10 (100: all), with NDCG@10 and recall
-                            # unchanged (results/throughput/README.md, tenth session). A search asking more
+                            # unchanged. A search asking more
                             # candidates than this walks on (hnsw.iterative_scan, bindings/database.py).
 EXACT_MAX_DOCUMENTS = 500   # vector search is exact (no HNSW) when the documents in scope ...
 EXACT_MAX_CHUNKS = 2000     # ... are at most this many and hold at most this many chunks

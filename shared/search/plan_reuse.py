@@ -1,10 +1,10 @@
 """The search statement planned once per entity set and request shape, not at every search.
 
-Planning was a third of an uncached search's Postgres CPU (2.1-2.8 ms of ~8.5). Custom plans are
-the pool's default (``bindings/database.py``) because a generic plan of the parameterised statement
-is unsafe: it prunes no partition for ``entity_id = ANY($n)`` and estimates an entity's rows from the
-partition's average, so a large tenant beside many small ones got an exact sort instead of the HNSW
-walk (results/throughput/README.md, fourth session).
+Planning is about a third of an uncached search's Postgres CPU. Custom plans are the pool's
+default (``bindings/database.py``) because a generic plan of the parameterised statement is unsafe:
+it prunes no partition for ``entity_id = ANY($n)`` and estimates an entity's rows from the
+partition's average, so a large tenant beside many small ones would get an exact sort instead of
+the HNSW walk.
 
 Here every parameter that can shape the plan is written into the statement text as a literal of
 the type psycopg would have sent it as (``'{t1}'::text[]``, ``10::int2``, ``NULL``), so the planner
@@ -19,9 +19,8 @@ Each such text is prepared on the connection (psycopg's prepared-statement LRU: 
 ``prepared_max`` per connection, the oldest DEALLOCATEd) and run on a connection of the database's
 ``generic_pool`` (``bindings/database.py``), whose session default is ``force_generic_plan`` and which
 runs nothing but these texts (and the search session settings): one statement per search. The main
-pool's connections, where every other statement runs, never leave custom plans. (Until the twelfth
-session the texts ran on the main pool inside a pipeline of ``SET plan_cache_mode`` to generic and
-back: two statements more per search, ~0.9 ms of worker CPU at 8 agents.)
+pool's connections, where every other statement runs, never leave custom plans, and no search
+pays for a ``SET plan_cache_mode`` to generic and back (two statements more per search).
 """
 
 from __future__ import annotations

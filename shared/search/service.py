@@ -38,15 +38,15 @@ from ..selection import collections
 from ..tenancy import Principal, resolve_entities
 from . import defaults, engine
 from .cache_keys import CacheKeys, _digest, cache_keys
-from .exact_front import Copy, ExactFront
-from .hit_path import Parsed, ParsedMemo, splice
+from .local_exact_cache import Copy, LocalExactCache
+from .request_memo import Parsed, ParsedMemo, splice
 from .request import SearchRequest, parse_request
 from ..bindings.rerank import Reranker
 from ..routing.service import Decision, Router, new_search_id, scope_hash
 from ..routing.telemetry_writer import TelemetryWriter
 from ..routing.features import PROBE
 from .enhance import QueryEnhancer
-from .semantic_front import SemanticFront
+from .local_semantic_cache import LocalSemanticCache
 from .semantic_guard import model_vocabulary, signature
 
 SQL = sqlfiles.load("search.sql")
@@ -90,7 +90,7 @@ class SearchContext:
     version: Any = None                   # the router model version that decides (auto, shadow)
     parsed: Parsed | None = None          # the remembered body (search_json): its keys per entity set
     encoded: bool = False                 # the caller takes a hit's JSON as bytes (search_json)
-    hit_copy: Copy | None = None          # the exact front's copy that answered (search_json): its JSON, its row
+    hit_copy: Copy | None = None          # the local exact cache's copy that answered (search_json): its JSON, its row
     signature: str | None = None          # the query's for the semantic guard: the lookup's, then its pointer's
 
     def response(self, payload: dict) -> dict:
@@ -120,8 +120,8 @@ class SearchService:
         self.query_vectors = ""   # the graph queries are embedded with, part of every cache key (prepare)
         self._stores = itertools.count(1)
         self._tuned = engine.tuned_connections()
-        self.exact_front = ExactFront()
-        self.semantic_front = SemanticFront()   # the pointers this process stored, searched first
+        self.local_exact = LocalExactCache()
+        self.local_semantic = LocalSemanticCache()   # the pointers this process stored, searched first
         self.parsed = ParsedMemo()
         # Semantic-cache pointers go in groups, after the answer (as telemetry rows do): one
         # transaction for all stored within a window, not a checkout, statement and commit each.
@@ -154,7 +154,7 @@ class SearchService:
         """``POST /search`` from the body's bytes: the answer as a dict, or a cache hit's answer as
         its JSON already encoded (the bytes ``encode_json`` would make of the dict).
 
-        A body seen before (hit_path.ParsedMemo) skips its decode, parse, resolution and cache
+        A body seen before (request_memo.ParsedMemo) skips its decode, parse, resolution and cache
         keys; everything a request must check each time still runs (the grant, the entity
         sequences, the entry's validity)."""
         parsed = self.parsed.get(raw)
@@ -202,7 +202,7 @@ class SearchService:
 
     def _answer(self, ctx: SearchContext, hit: dict, fields: dict, background: Any) -> dict | bytes:
         """A cache hit's answer: the dict, or (search_json, with the payload's JSON at hand) its
-        JSON spliced from the payload's, encoded once per cached copy (hit_path.splice)."""
+        JSON spliced from the payload's, encoded once per cached copy (request_memo.splice)."""
         response = self.telemetry(ctx, {**hit, **fields}, background)
         encoded = ctx.hit_copy.encoded if ctx.hit_copy is not None else None
         if encoded is None:
@@ -275,19 +275,19 @@ class SearchService:
 
     def _cached(self, ctx: SearchContext, key: str) -> dict | None:
         """The result stored under ``key`` if computed at the request's sequences: this process's
-        copy first (exact_front.py, valid at the same sequences only), else the KV's (then kept)."""
+        copy first (local_exact_cache.py, valid at the same sequences only), else the KV's (then kept)."""
         if ctx.encoded:
-            found = self.exact_front.get_copy(key, ctx.sequences)
+            found = self.local_exact.get_copy(key, ctx.sequences)
             if found is not None:
                 ctx.hit_copy = found
                 return found.payload
         else:
-            hit = self.exact_front.get(key, ctx.sequences)
+            hit = self.local_exact.get(key, ctx.sequences)
             if hit is not None:
                 return hit
         hit, expires = cache.load_entry(self.kv, key, ctx.sequences)  # a read: see scope()
         if hit is not None and expires is not None:
-            self.exact_front.put(key, ctx.sequences, hit, expires)
+            self.local_exact.put(key, ctx.sequences, hit, expires)
         return hit
 
     async def choose_collections(self, ctx: SearchContext) -> None:
@@ -333,8 +333,8 @@ class SearchService:
             # Similar wording is not the same question: numbers, identifiers, quoted phrases and
             # rare words must match exactly ("invoice 4711" is not "invoice 4712").
             wanted = self._signature(ctx)
-            # this process's own pointers first (semantic_front.py): no statement when one answers
-            for key in self.semantic_front.nearest(ctx.keys.namespace, ctx.embedding, signature=wanted,
+            # this process's own pointers first (local_semantic_cache.py): no statement when one answers
+            for key in self.local_semantic.nearest(ctx.keys.namespace, ctx.embedding, signature=wanted,
                                                    min_score=self.settings.semantic_threshold,
                                                    k=SEMANTIC_CANDIDATES):
                 if (hit := self._pointed_at(ctx, key, background)) is not None:
@@ -362,7 +362,7 @@ class SearchService:
         hit = self._cached(ctx, key)
         if hit is None:
             # Invalidated, expired or computed before a change: forget the pointer.
-            self.semantic_front.forget(key)
+            self.local_semantic.forget(key)
             background.wait_until(self.semantic_cache.delete(key))
             return None
         ctx.cache_outcome = "semantic"
@@ -479,9 +479,9 @@ class SearchService:
 
     def store(self, ctx: SearchContext, payload: dict, background: Any) -> None:
         """The answer into the exact cache, and its semantic pointer, after the answer: a store is
-        a SQLite write transaction on the store thread (cache.StoreWriter), which the answer waited
-        for until the eleventh session (p50 0.8 ms, p99 15 ms at one agent, and the slowest requests'
-        largest part under load). A request that comes again meanwhile waits for it (cache_exact)."""
+        a SQLite write transaction on the store thread (cache.StoreWriter), which would otherwise add
+        ~1 ms to the median answer and most of the slowest answers' time under load. A request that
+        comes again meanwhile waits for it (cache_exact)."""
         if not ctx.request.cache:
             return
         key = ctx.keys.exact
@@ -504,7 +504,7 @@ class SearchService:
         the entity sequences it was computed at and is checked on every hit (cache.load)."""
         wanted = self._signature(ctx)
         # here first: this process's next paraphrase of the query finds it without a statement
-        self.semantic_front.remember(ctx.keys.namespace, ctx.keys.exact, ctx.embedding, wanted, time.time() + ttl)
+        self.local_semantic.remember(ctx.keys.namespace, ctx.keys.exact, ctx.embedding, wanted, time.time() + ttl)
         await self.semantic_writes.add(self.semantic_cache.upsert_params(
             ctx.keys.exact, ctx.embedding, namespace=ctx.keys.namespace,
             metadata={"query": ctx.request.query, "signature": wanted}))

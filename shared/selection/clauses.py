@@ -25,7 +25,7 @@ SENTENCE_BREAK = re.compile(r"(?<=[.?!\u0964\u061f])\s+|[\u3002\uff01\uff1f\uff6
 TASK_WORDS = ("find", "get", "calculate", "tell", "give", "show", "check", "book", "convert", "compute", "fetch",
               "search", "look", "list", "predict", "determine", "estimate", "what", "how", "which", "who", "when",
               "where")
-# English connectors that start a new task inside a sentence (results/selection/session11, session 8's splitter).
+# English connectors that start a new task inside a sentence.
 CONNECTORS = (
     r",?\s+(?:and\s+)?then\s+",      # "..., then ...", "... and then ..."
     r",?\s+and\s+also\s+",           # "... and also ..."

@@ -7,8 +7,8 @@ is one point, close to every question about any of them. Near-duplicate schemas 
 databases, three about students) differ in which columns they hold, so a descriptor is also scored
 by how close its closest few fields are to the request (the mean cosine of its best ``FIELD_TOP``),
 and each part (table) by its best ``PART_FIELD_TOP``. Spider databases top1, tuning / held-out half:
-0.8631 / 0.8747 -> 0.9009 / 0.9165; tables all_needed@5 0.8901 / 0.929 -> 0.9351 / 0.9708
-(scripts/tune_select.py; results/selection/README.md, seventh session).
+0.8631 / 0.8747 without field vectors, 0.9009 / 0.9165 with them; tables all_needed@5 0.8901 / 0.929
+without, 0.9351 / 0.9708 with (``edgeindex eval --indices``).
 
 A field is embedded as its qualified words ("country surface area" for ``country.SurfaceArea``: the
 table says what the column is of); a plain field of a descriptor without parts with the last segment

@@ -12,7 +12,7 @@ requests alike. Each entry is stemmed in its own language, detected once when it
 built the way ingestion detects a chunk's (the catalogue is the document: an entry differs from it
 only when its own text says so clearly), and a request is stemmed once per language its catalogue
 holds, each entry scored with its own language's terms. English stop words are dropped from English
-terms only. A catalogue in English only (every catalogue before languages) scores exactly as before.
+terms only. A catalogue in English only scores as it would without any of this.
 """
 
 from __future__ import annotations

@@ -54,16 +54,16 @@ MAX_SEGMENTS = 8
 # A sentence is scored alone from six terms (stop words aside). Every sentence scored alone is embedded
 # again beside the whole request, which is most of a long request's model time (the tail of select
 # latency); shorter ones are mostly constraints on the task ("Round to 3 decimals.", "Don't return full
-# text") whose words the whole request's vector and BM25 hold already. 3 -> 6 left tools recall@5 and
-# all_needed@5 where they were on both halves (within one query; scripts/tune_select.py's harness,
-# results/selection/selectlat11) and took the bench's 99th-percentile request from 78 padded token rows to 48.
+# text") whose words the whole request's vector and BM25 hold already. Six rather than three keeps tools
+# recall@5 and all_needed@5 on both halves of tools-bfcl (within one query) and cuts the bench's
+# 99th-percentile request from 78 padded token rows to 48.
 SEGMENT_MIN_TERMS = 6
 SEGMENT_Z = 3.0
 SEGMENT_LEAD = 2            # places the whole request keeps before the sentences' picks
 # Clauses (clauses.py: "..., and then ...", "... as well as ...") are the tasks inside a sentence. Their
 # vectors are pooled from the request's own forward pass (no model time); a clause's best tool is picked
 # after the sentences' picks when it stands out by CLAUSE_Z (vector z and fused z), as a sentence's does.
-# Swept on the tuning half of tools-bfcl only (results/selection, twelfth session).
+# Swept on the tuning half of tools-bfcl only.
 CLAUSE_MIN_TERMS = 3
 CLAUSE_Z = 4.0
 # The tail cut: a request that needs one tool gets it on top, far above the rest, and the k - 1 below it
@@ -72,7 +72,7 @@ CLAUSE_Z = 4.0
 # when its fused z reaches TAIL_SHARE of the best tool's, unless it stands out by TAIL_KEEP_Z on its own.
 # Both are z units (scoring.py), so they do not depend on the model's cosine scale; a weak best tool gives a
 # low bar (an unsure answer keeps its k), and in a small catalogue the bar is capped as the threshold is
-# (z_cut). Swept on the tuning half of tools-bfcl only (results/selection, thirteenth session).
+# (z_cut). Swept on the tuning half of tools-bfcl only.
 TAIL_SHARE = 0.4
 TAIL_KEEP_Z = 5.0
 # An unsure best tool keeps the k: the cut applies only when the best tool also stands out by its vector
@@ -194,7 +194,7 @@ class ToolCatalogue:
 # The name's last segment (the whole name when it has no dots) counts again: in `geometry.area_circle`
 # or `european_history.get_event_date` the leaf says what the tool does and the namespace says whose
 # it is, and a namespace's words are shared by all its siblings and match any request on their topic.
-# Tuned on the tuning half (results/selection/session10: a plateau from 3 to 15; 5 is its best).
+# Tuned on the tuning half of tools-bfcl (a plateau from 3 to 15; 5 is its best).
 NAME_LEAF_WEIGHT = 5.0
 
 
@@ -387,7 +387,7 @@ async def select(db, embedder, entity_ids: list[str], request: SelectRequest) ->
     # the bar of the whole request's ranking: the threshold, raised by the tail cut (a caller's own threshold
     # is taken as it is), and not for a request of several sentences: the cut is for a request of one task, and
     # a second task's tool may rank far below the first's (in catalogues of 20-100 tools cut out from tools-bfcl,
-    # the only requests the cut lost were such; results/selection, thirteenth session)
+    # the only requests the cut loses are such)
     bar = max(threshold, tail_bar(top_z, float(_zscore(scores.vector)[order[0]]), n)) \
         if request.threshold_default and not parts else threshold
 

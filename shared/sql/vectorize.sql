@@ -18,7 +18,7 @@ SET namespace = EXCLUDED.namespace, model_id = EXCLUDED.model_id,
 -- searched exactly, through the (index_name, namespace) b-tree and a sort, by a statement the
 -- function plans once per session (generic: it reads no value to choose its plan); a larger scope
 -- walks the HNSW index (migrations 0012, 0016) for its indexed vectors and reads exactly those
--- stored while it was small, by a statement planned with its values at every call, as before.
+-- stored while it was small, by a statement planned with its values at every call.
 SELECT id, score, metadata
 FROM semantic_cache_nearest(%(index)s, %(namespace)s, %(model)s, %(embedding)s, %(k)s, %(exact_max)s);
 

@@ -161,7 +161,7 @@ async def test_no_response_holds_a_deleted_chunk(stack, upload_admin, db):
 
 
 async def test_an_exact_hit_served_from_the_search_process_memory_sees_another_process_delete(stack, upload_admin, db):
-    # The search worker keeps recent exact hits in memory (search/exact_front.py); the delete runs
+    # The search worker keeps recent exact hits in memory (search/local_exact_cache.py); the delete runs
     # in the upload worker, another process: its sequence bump must retire the in-memory copy.
     tenant = await _tenant_with_docs(stack, upload_admin)
     body = {"query": "how do I bake sourdough bread", "k": 3}

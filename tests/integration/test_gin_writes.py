@@ -1,7 +1,7 @@
 """Chunk writes leave no GIN entries pending (migration 0022): every search scans the chunks'
 full-text index, and a typo's stand-ins the vocabulary's trigram index, so entries left in a
-pending list (Postgres's default `fastupdate`) were read whole by every search until a vacuum
-merged them: 4,000 pending chunks made searches ~1.4x slower (results/throughput, nineteenth session).
+pending list (Postgres's default `fastupdate`) would be read whole by every search until a vacuum
+merged them: 4,000 pending chunks make searches ~1.4x slower.
 
 The writes go into a database of this module's own with autovacuum off (tests/helpers.py), so
 nothing merges a pending list behind the test's back: what is pending after the write is what the

@@ -94,7 +94,7 @@ def test_a_requests_texts_get_their_own_vectors_in_length_buckets(exported):
 
 def test_a_long_requests_texts_run_as_two_halves_at_once(exported, monkeypatch):
     # a long request and its sentences (tool selection's tail) are cut in two halves of about equal tokens,
-    # one on this thread's session and one on the second session's own thread; every text still gets the
+    # one on this thread's session and one on the other ONNX session's own thread; every text still gets the
     # vector it gets alone, and the request's clause vectors come from its own token rows
     embedder, encoder, _ = exported
     request = ("I am planning a trip to Paris next month with my family of four. First, book a hotel near the "

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import logging
 
 import psycopg
 import pytest
-from edgeindex.bindings.database import Database, discover
+from edgeindex.bindings.database import STATEMENTS_CHECKSUM, Database, discover
 from edgeindex.errors import ModelMismatchError
 
 from ..helpers import ROOT, Client, new_database
@@ -42,6 +44,29 @@ async def test_migrations_are_idempotent(stack, db):
     assert [r["version"] for r in rows] == [m.version for m in discover(folder)]
     exts = {r["extname"] for r in await db.fetch("SELECT extname FROM pg_extension")}
     assert {"vector", "pg_trgm"} <= exts
+
+
+async def test_a_whole_file_checksum_is_replaced_and_a_changed_statement_warns(stack, db, caplog):
+    """A row recorded with a whole-file checksum (comments included) gets the statements' checksum
+    without a warning; a recorded statements' checksum that differs from the file's warns."""
+    folder = ROOT / "infra" / "migrations"
+    first = discover(folder)[0]
+    await db.execute("UPDATE schema_migrations SET checksum = %s WHERE version = %s",
+                     (hashlib.sha256(first.path.read_bytes()).hexdigest(), first.version))
+    with caplog.at_level(logging.WARNING, logger="edgeindex.bindings.database"):
+        assert await db.migrate(folder, model_id="sentence-transformers/all-MiniLM-L6-v2", dimension=384) == []
+    assert "changed after it was applied" not in caplog.text
+    row = await db.fetchone("SELECT checksum FROM schema_migrations WHERE version = %s", (first.version,))
+    assert row["checksum"] == first.checksum()
+    await db.execute("UPDATE schema_migrations SET checksum = %s WHERE version = %s",
+                     (STATEMENTS_CHECKSUM + "0" * 64, first.version))
+    try:
+        with caplog.at_level(logging.WARNING, logger="edgeindex.bindings.database"):
+            await db.migrate(folder, model_id="sentence-transformers/all-MiniLM-L6-v2", dimension=384)
+        assert f"migration {first.version:04d}_{first.name} changed after it was applied" in caplog.text
+    finally:
+        await db.execute("UPDATE schema_migrations SET checksum = %s WHERE version = %s",
+                         (first.checksum(), first.version))
 
 
 async def test_concurrent_migrations_do_not_race(stack):

@@ -92,7 +92,7 @@ def _document_scans(plan: list[str]) -> list[str]:
 
 async def test_an_unfiltered_big_tenant_settles_its_scope_without_reading_documents(db, big_tenant):
     """Past the exact bound by entity_stats' count, no document row is read to decide the vector path
-    (it was 501 rows a search); with a document filter the documents are counted as before."""
+    (reading them would be 501 rows a search); with a document filter the documents are counted."""
     request = parse_request({"query": "thermometer fahrenheit scale", "k": 10}, max_k=100, max_query_chars=2000)
     plan = await explain.explain_one(db, request, [big_tenant], _embedding())
     scans = _document_scans(plan)

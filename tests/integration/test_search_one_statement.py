@@ -5,8 +5,8 @@ tenant above the exact-search bounds, and exact distances under a selective filt
 
 The tenant lives in a database of its own (tests/helpers.py, database_of_its_own), analysed once:
 on the shared one, other tests' writes into its partition's HNSW graph and autovacuum's timing can
-change what the two statements read between them (seen once: the vector-only search's candidates,
-and so its normalised scores, differed in CI of the seventeenth session)."""
+change what the two statements read between them (the vector-only search's candidates, and so its
+normalised scores, can then differ)."""
 
 from __future__ import annotations
 

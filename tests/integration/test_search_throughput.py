@@ -43,7 +43,7 @@ async def test_a_semantic_hit_runs_no_search_statement(stack, upload_admin, db):
 
 
 async def test_a_semantic_hit_on_a_pointer_this_process_stored_needs_no_lookup_statement(stack, upload_admin, db):
-    """The search worker searches the pointers it stored itself first (search/semantic_front.py): with
+    """The search worker searches the pointers it stored itself first (search/local_semantic_cache.py): with
     the pointer deleted from Postgres, the paraphrase is still a hit. The pointer only names an answer,
     served by the exact cache's rule: once the document changes, the same paraphrase is a miss."""
     tenant = new_tenant(stack, upload_admin, prefix="tp")

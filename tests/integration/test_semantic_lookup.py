@@ -4,9 +4,9 @@ exact search finds; a large scope's statement is still planned with its values a
 index. Plans of the function's own statements are read through auto_explain's nested statements.
 
 The scopes live in a database of their own (tests/helpers.py, database_of_its_own): on the shared
-one, other tests' cache rows and autovacuum's timing moved the estimates, and once (CI of the
-seventeenth session) the large scope's indexed vectors were estimated at 113 rows and sorted
-instead of walked through the HNSW index."""
+one, other tests' cache rows and autovacuum's timing move the estimates, enough for the large
+scope's indexed vectors to be estimated at ~100 rows and sorted instead of walked through the HNSW
+index."""
 
 from __future__ import annotations
 

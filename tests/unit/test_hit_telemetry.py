@@ -10,7 +10,7 @@ import uuid
 import orjson
 
 from edgeindex.routing.service import Decision, Router, RouterSettings, answer_columns, new_search_id
-from edgeindex.search.exact_front import ExactFront
+from edgeindex.search.local_exact_cache import LocalExactCache
 
 ANSWER = {"results": [{"chunk_id": "c1", "document_id": "d1", "entity_id": "e1", "score": 0.75, "position": 0,
                        "text": "tab\there", "scores": {"vector": 0.5, "text": 0.25}},
@@ -57,11 +57,11 @@ def test_a_cached_answers_row_is_the_row_of_the_decision_it_was_made_with():
 
 
 def test_every_hit_of_one_copy_shares_its_columns_and_keeps_its_own_fields():
-    front = ExactFront()
-    front.put("k", (1,), ANSWER, time.time() + 100)
+    local = LocalExactCache()
+    local.put("k", (1,), ANSWER, time.time() + 100)
     router = _router()
     for i in range(3):
-        copy = front.get_copy("k", (1,))
+        copy = local.get_copy("k", (1,))
         if copy.telemetry is None:   # what SearchService.telemetry does on a hit
             copy.telemetry = answer_columns(copy.payload)
         router.record_answer(f"s{i}", entity_ids=["e1"], scope_hash="h", query="q", requested="",

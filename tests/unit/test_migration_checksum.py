@@ -1,28 +1,31 @@
-"""A migration's checksum covers what it runs, not how it is explained."""
+"""A migration's checksum covers its statements, not its comments (bindings/database.py Migration)."""
 
-from edgeindex.bindings.database import Migration, discover, migrations_folder
+from __future__ import annotations
 
-
-def write(tmp_path, text: str) -> Migration:
-    path = tmp_path / "0001_init.sql"
-    path.write_text(text)
-    return Migration(1, "init", path)
+from edgeindex.bindings.database import STATEMENTS_CHECKSUM, Migration
 
 
-def test_comment_edits_keep_the_checksum(tmp_path):
-    before = write(tmp_path, "-- the first table\nCREATE TABLE t (id int);\n").checksum()
-    after = write(tmp_path, "-- the first table, keyed by id\n\n  -- why\nCREATE TABLE t (id int);   \n").checksum()
-    assert before == after
+def checksum_of(tmp_path, text: str) -> str:
+    path = tmp_path / "0001_x.sql"
+    path.write_text(text, encoding="utf-8")
+    return Migration(1, "x", path).checksum()
 
 
-def test_statement_edits_change_the_checksum(tmp_path):
-    before = write(tmp_path, "CREATE TABLE t (id int);\n").checksum()
-    after = write(tmp_path, "CREATE TABLE t (id bigint);\n").checksum()
-    assert before != after
-    # a comment at the end of a statement's line is part of the line: only whole-line comments are free
-    assert write(tmp_path, "CREATE TABLE t (id int); -- x\n").checksum() != write(tmp_path, "CREATE TABLE t (id int);\n").checksum()
+def test_reworded_comments_keep_the_checksum(tmp_path):
+    original = checksum_of(tmp_path, "-- why, as first written\nCREATE TABLE t (a int);\n")
+    assert original.startswith(STATEMENTS_CHECKSUM)
+    assert checksum_of(tmp_path, "-- why, said another way\n--\n\nCREATE TABLE t (a int);   \n") == original
+
+
+def test_a_changed_statement_changes_the_checksum(tmp_path):
+    original = checksum_of(tmp_path, "-- why\nCREATE TABLE t (a int);\n")
+    assert checksum_of(tmp_path, "-- why\nCREATE TABLE t (a bigint);\n") != original
+    # a comment at the end of a statement's line is part of that line, so it counts
+    assert checksum_of(tmp_path, "-- why\nCREATE TABLE t (a int); -- note\n") != original
 
 
 def test_packaged_migrations_are_found():
+    from edgeindex.bindings.database import discover, migrations_folder
+
     versions = [m.version for m in discover(migrations_folder())]
     assert versions == sorted(versions) and versions[0] == 1 and len(versions) >= 20

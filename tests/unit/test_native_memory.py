@@ -73,6 +73,6 @@ def test_trim_returns_freed_heap_pages():
 def test_the_worker_s_threshold_serves_a_batch_sized_block_from_the_heap():
     # A batch of 8 texts allocates activation blocks of 1-4 MiB. Each served by a fresh mmap is
     # faulted in page by page and unmapped at its free: ~9-12 ms of system CPU per text in the
-    # model's thread (results/throughput/README.md, tenth session). From the heap (trimmed after
+    # model's thread. From the heap (trimmed after
     # each model call) it costs ~1.
     assert mapped_mb_for_block("assert native_memory.fix_mmap_threshold()", 4) == 0.0

@@ -145,7 +145,7 @@ async def test_tool_select_answers_as_without_the_overlap():
     overlapped = await tl.select(DB(emb, tools=TOOLS), emb, ["e"], tool_request(query))
     tl._cache.clear()
     emb = Embedder()
-    emb.started.set()   # the catalogue read does not wait: catalogue first, as before the overlap
+    emb.started.set()   # the catalogue read does not wait: catalogue first, then the embedding, without the overlap
     sequential = await tl.select(DB(emb, tools=TOOLS, wait_for_embedding=False), emb, ["e"], tool_request(query))
     assert overlapped["count"] >= 2
     assert comparable(overlapped) == comparable(sequential)

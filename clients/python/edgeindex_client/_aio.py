@@ -1,14 +1,14 @@
 """The AsyncClient's own transport to the edgeindex services: aiohttp, answers as ``httpx.Response``.
 
 httpx's async stack (httpx, httpcore, anyio, h11) takes ~0.9 ms per small request (p50, in process)
-against ~0.3 ms for aiohttp on a keep-alive connection (``results/selection/session8/latency/sdk_micro.py``);
+against ~0.3 ms for aiohttp on a keep-alive connection;
 for a select that the server answers in ~9 ms that is the SDK's whole overhead, and more at the
 tail on a busy machine. So calls to the services go through aiohttp. What the rest of the client
 sees does not change: answers are ``httpx.Response`` objects and failures the httpx exceptions the
 retry policy and ``transport_error`` already classify (a connection that never opened is retried,
 a timeout is ``APITimeoutError``). Presigned object-storage URLs and a caller's own ``http_client``
 stay on httpx (see ``AsyncClient``). aiohttp is optional (``pip install edgeindex-client[fast]``):
-without it every call goes through httpx, as before; it is imported on the first request, so
+without it every call goes through httpx; it is imported on the first request, so
 importing the client pulls no aiohttp.
 
 Kept as httpx does it: redirects are not followed, no cookies are kept, a body of bytes goes

@@ -1,13 +1,12 @@
-"""Tuning of query enhancement, in one place so an evaluation can sweep it (results/enhance/)."""
+"""Tuning of query enhancement, in one place so an evaluation (``edgeindex eval``) can sweep it."""
 
 from __future__ import annotations
 
 # What `enhance: "auto"` (the default) applies when no LLM is configured, and with one.
-# Chosen from `edgeindex eval` (results/enhance/README.md): an enhancement is on by default
+# Chosen from `edgeindex eval`: an enhancement is on by default
 # only where the evaluation shows it helps. PRF: hybrid gained on business-reports (+0.005
 # NDCG@10) and xquad-de (+0.006) but lost on xquad-zh (-0.004); full text gained on
-# business-reports (+0.083) but lost on xquad-de (-0.012) and xquad-zh (-0.007); msmarco not
-# measured; it costs a second lexical pass: off by default. LLM modes: no LLM to evaluate with.
+# business-reports (+0.083) but lost on xquad-de (-0.012) and xquad-zh (-0.007); it costs a second lexical pass: off by default. LLM modes: no LLM to evaluate with.
 AUTO_OFFLINE: tuple[str, ...] = ()
 AUTO_WITH_LLM: tuple[str, ...] = ()
 
@@ -24,7 +23,7 @@ PRF_MAX_DF_SHARE = 0.5      # a term in more than this share of the scope's chun
 # word would score (0..1). Above the gate the query's own words already found their chunk.
 PRF_GATE_MAX_TOP = 0.5      # above this, no PRF: on business-reports and xquad-de every NDCG gain of PRF was on
                             # queries at or below it (275 of 298 and 17 of 22 queries), so it saves the second
-                            # pass where it cannot gain (results/enhance/README.md, per-query study)
+                            # pass where it cannot gain (per-query NDCG@10 changes)
 LLM_GATE_MAX_TOP = 0.4      # the LLM is asked only when the best chunk scores below this share
                             # (a chunk holding every query word once, at average length, scores 1/(1+k1) = 0.45)
 LLM_GATE_MIN_WORDS = 1      # ... and the query has at least this many words

@@ -8,26 +8,26 @@ LODO over the other sets only, and the chosen configuration (fitted on those set
 one, so the choice is never made on the set it is judged by.
 
 Stability comes first (``--first-rule`` leaves it out): a configuration is ranked by the worst of
-its family (the same features and bins at every L2 and switch cost of the grid). With four sets, a
+its family (the same features and bins at every L2 and switch cost of the grid). With few sets, a
 fit that passes at one L2 and fails at the next is fitted to this table, not to the languages and
-domains behind it. (The first rule, without it, picked lang+probe+evid at L2 1e-2 / cost 0, whose
-neighbours lose up to 0.29 NDCG@10 on held-out Chinese: results/router/README.md.)
+domains behind it; without the rule, a configuration whose neighbours lose badly on one held-out
+language can win.
 
-usage: python scripts/router_select2.py results/router/training-v2.json [> results/router/select-v2.txt]
+usage: python scripts/select_router_settings.py TRAINING.json [...] [--first-rule]
+  (TRAINING.json: rows saved by ``edgeindex router train --save``)
 """
-import sys
+import argparse
 
 import numpy as np
 
 from edgeindex.evaluation import router_training as T
 from edgeindex.routing.features import NAMES
 
-data = [d for p in sys.argv[1:] if not p.startswith("--") for d in T.load(p)]
-OLD = tuple(NAMES[:15])
+BASE15 = tuple(NAMES[:15])   # features.NAMES without the language, probe and tokenizer features
 EVID = ('matched_share', 'rare_share', 'best_idf', 'bm25_best', 'bm25_gap', 'lexical_hits')
 LANG = ('query_language_unknown', 'scope_language_unknown')
 PROBE = ('probe_cosine', 'probe_spread')
-FEATURES = {'all': tuple(NAMES), 'old15': OLD, 'lang': LANG, 'lang+probe': LANG + PROBE,
+FEATURES = {'all': tuple(NAMES), 'base15': BASE15, 'lang': LANG, 'lang+probe': LANG + PROBE,
             'lang+evid': LANG + EVID, 'lang+probe+evid': LANG + PROBE + EVID,
             'lang+probe+evid+tok': LANG + PROBE + EVID + ('oov_share', 'fragmentation', 'unk_share')}
 B = dict([("text", 0.0), ("hybrid-0.1", 0.1), ("hybrid-0.2", 0.2), ("hybrid-0.3", 0.3), ("hybrid-0.5", 0.5),
@@ -86,10 +86,17 @@ def key(cfg, result, table=None):
             cfg[3], cfg[2])
 
 
-STABLE = "--first-rule" not in sys.argv
+STABLE = True
 
 
 if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description="choose the router fit's settings by leave-one-dataset-out")
+    parser.add_argument("training", nargs="+", help="training rows saved by `edgeindex router train --save`")
+    parser.add_argument("--first-rule", action="store_true",
+                        help="rank configurations by their own sets only, not by their family's stability")
+    args = parser.parse_args()
+    STABLE = not args.first_rule
+    data = [d for p in args.training for d in T.load(p)]
     names = [d['dataset'] for d in data]
     print("sets", names, "best fixed NDCG@10", [round(best_fixed(d), 4) for d in data])
     table = {}

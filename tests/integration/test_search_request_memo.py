@@ -1,4 +1,4 @@
-"""POST /search with a body the search process has seen before (search/hit_path.py): the memo of
+"""POST /search with a body the search process has seen before (search/request_memo.py): the memo of
 its parse and keys never crosses a grant, and a hit's spliced JSON is the answer's."""
 
 from __future__ import annotations

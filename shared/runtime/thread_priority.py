@@ -1,36 +1,19 @@
-"""The embedding model's thread first: everything else of the stack at a lower priority (Linux nice).
+"""Thread priority of the embedding model against the rest of the stack (Linux nice).
 
-Why: in the ingest worker every model call ran slower than the same model alone. Measured in the sixth
-session (GET /batcher, full 5,000-passage run, quiet machine): 38.3 ms of wall time per text, of which
-5.7 ms waiting for a core, while the model is the pipeline's bottleneck (it is never idle: 128 runs in
-flight keep it fed). Whatever else wants a core then — the event loop, boto3's threads, Postgres, moto,
-the upload worker — can wait a few milliseconds without slowing ingestion; the model cannot.
+In the ingest worker the model is the bottleneck: a model call waiting for a core slows ingestion by as
+much, while the event loop, boto3's threads, Postgres, moto and the other workers can wait a few
+milliseconds without slowing it. So the model's thread keeps its priority and everything else is lowered
+by ``increment`` (never raised: no privilege needed, nothing outside the stack touched).
 
-So the model's thread keeps its priority and the rest is lowered by ``increment`` (nice), never raised:
-no privilege is needed and nothing outside the stack is touched. Nice only ranks threads against others
-of the same scheduling group (with ``kernel.sched_autogroup_enabled``, the same session): it decides
-who of this stack gets a contended core, not how the stack shares the machine with other sessions.
+- ``MODEL_FIRST`` (ingest var): the increment for the ingest process's other threads; 0 turns it off.
+  19 suits a quiet machine; on a host shared with other load a lower value starves the pipeline less.
+- ``DevStack(background_nice=N)`` / ``edgeindex dev --background-nice N``: the same for the processes
+  the dev stack runs beside it. In production, run those at a lower priority or on other hosts.
 
-- ``MODEL_FIRST`` (ingest var; ``EDGEINDEX_VAR_MODEL_FIRST``): the increment for every thread of the
-  ingest process but the model's (threads they start later inherit it); 0 turns it off. Default 19: on a
-  quiet 2-core machine (sixteenth session, all 5,000 MS MARCO passages) the model's thread waited 5.2 ms per
-  text for a core at +5, 3.1 at +10 and 1.1 at +19, and end to end ran at 0.735, 0.797 and 0.864 of the
-  model alone, with 0.7-2.4 s of 122-145 s spent waiting for a call to fill. The eighth session saw +19 starve
-  the pipeline beside other sessions' load (calls half as full): where the host is shared, try a lower value.
-- ``DevStack(model_first=N)`` / ``edgeindex dev --model-first N``: the same for the processes the dev
-  stack runs beside it (Postgres, moto's threads in the supervisor, the other workers), a deployment
-  choice; in production, run those at a lower priority than the ingest workers, or on other hosts.
-
-Postgres is the exception to "nice ranks the stack's threads": the postmaster and every backend it forks call
-``setsid()``, so each is a session, hence an autogroup, of its own, and with ``kernel.sched_autogroup_enabled``
-a process's nice only ranks it inside its autogroup. Each backend therefore competed with the model's whole
-autogroup as an equal, whatever its nice (thirteenth session: perf sched showed every Postgres process in an
-autogroup of its own). ``nice_autogroup`` lowers an autogroup's own nice (``/proc/<pid>/autogroup``; lowering
-needs no privilege), and the dev stack applies it to each Postgres process, backends forked later included.
-
-Tried first and dropped: the model's thread pinned to a CPU of its own and the rest to the other
-(``sched_setaffinity``). Beside other sessions' load the pinned thread could not move to the free core
-and waited longer (results/throughput/README.md, seventh session).
+Nice ranks threads only within a scheduling group (an autogroup per session with
+``kernel.sched_autogroup_enabled``), and every Postgres process is a session of its own (``setsid``),
+so for Postgres the autogroup itself is lowered (``nice_autogroup``). CPU pinning is not used: beside
+other load a pinned thread cannot move to a free core.
 """
 
 from __future__ import annotations
@@ -66,7 +49,7 @@ def nice_process(pid: int, increment: int, *, skip: set[int] | frozenset[int] = 
             nice_thread(tid, increment)
 
 
-def put_first(increment: int, model_thread: Executor) -> int | None:
+def lower_other_threads(increment: int, model_thread: Executor) -> int | None:
     """Every thread of this process but the model's executor thread ``increment`` lower. Returns the
     model thread's id, or None where it does not apply (``increment`` <= 0, not Linux)."""
     if increment <= 0 or not supported():

@@ -1,5 +1,5 @@
-"""What a repeated POST /search body skips (search/hit_path.py): the spliced JSON is byte for byte
-the merged dict's, the memo is bounded, and the exact front's encoded copy goes with its copy."""
+"""What a repeated POST /search body skips (search/request_memo.py): the spliced JSON is byte for byte
+the merged dict's, the memo is bounded, and the local exact cache's encoded copy goes with its copy."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import numpy as np
 
 from edgeindex.routing.service import Decision
 from edgeindex.json_codec import encode_json
-from edgeindex.search.exact_front import ExactFront
-from edgeindex.search.hit_path import ParsedMemo, encode_payload, splice
+from edgeindex.search.local_exact_cache import LocalExactCache
+from edgeindex.search.request_memo import ParsedMemo, encode_payload, splice
 
 PAYLOAD = {"results": [{"chunk_id": "c1", "score": 0.5, "text": "é \u2028 \"q\"", "at": datetime.datetime(2024, 5, 1),
                         "scores": {"vector": np.float64(0.25)}, "metadata": {"n": [1, 2.5, None, True]}}],
@@ -55,14 +55,14 @@ def test_each_search_gets_its_own_decision():
     assert second.features is None and second.strategy == "auto"
 
 
-def test_the_fronts_encoded_copy_is_retired_with_its_copy():
-    front = ExactFront()
-    front.put("k", (1,), PAYLOAD, time.time() + 100)
-    copy = front.get_copy("k", (1,))
+def test_the_local_cache_encoded_copy_is_retired_with_its_copy():
+    local = LocalExactCache()
+    local.put("k", (1,), PAYLOAD, time.time() + 100)
+    copy = local.get_copy("k", (1,))
     assert copy.payload is PAYLOAD and copy.encoded == encode_json(PAYLOAD)
     copy.telemetry = "the row's answer columns"
-    assert front.get_copy("k", (1,)).telemetry == "the row's answer columns"
-    assert front.get_copy("k", (2,)) is None     # an entity changed: no copy, encoded or not, no row memo
-    assert front.get_copy("k", (1,)) is None
-    front.put("k", (2,), PAYLOAD, time.time() + 100)
-    assert front.get_copy("k", (2,)).telemetry is None   # a new copy makes its own
+    assert local.get_copy("k", (1,)).telemetry == "the row's answer columns"
+    assert local.get_copy("k", (2,)) is None     # an entity changed: no copy, encoded or not, no row memo
+    assert local.get_copy("k", (1,)) is None
+    local.put("k", (2,), PAYLOAD, time.time() + 100)
+    assert local.get_copy("k", (2,)).telemetry is None   # a new copy makes its own

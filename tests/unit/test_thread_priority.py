@@ -1,4 +1,4 @@
-"""The model's thread first (runtime/model_first.py): every other thread of the process at a lower priority."""
+"""The model's thread first (runtime/thread_priority.py): every other thread of the process at a lower priority."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from edgeindex.runtime import model_first
+from edgeindex.runtime import thread_priority
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "setpriority") or not os.path.isdir("/proc/self/task"),
                                 reason="needs Linux per-thread priorities")
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.skipif(not hasattr(os, "setpriority") or not os.path.is
 CHILD = r"""
 import json, os, threading
 from concurrent.futures import ThreadPoolExecutor
-from edgeindex.runtime import model_first
+from edgeindex.runtime import thread_priority
 
 model = ThreadPoolExecutor(1)
 stop = threading.Event()
@@ -26,7 +26,7 @@ other = threading.Thread(target=stop.wait)
 other.start()
 nice = lambda tid: os.getpriority(os.PRIO_PROCESS, tid)
 before = {"main": nice(threading.get_native_id()), "other": nice(other.native_id)}
-model_tid = model_first.put_first(5, model)
+model_tid = thread_priority.lower_other_threads(5, model)
 late = ThreadPoolExecutor(1)  # started after, by the main thread
 after = {"model": nice(model_tid), "other": nice(other.native_id), "main": nice(threading.get_native_id()),
          "late": late.submit(lambda: nice(threading.get_native_id())).result(),
@@ -50,8 +50,8 @@ def test_every_thread_but_the_models_is_niced_and_threads_started_later_inherit_
 def test_nice_never_goes_past_19():
     # a thread already at 19 stays there (setpriority would refuse anything higher anyway)
     out = subprocess.run([sys.executable, "-c",
-                          "import os, threading; from edgeindex.runtime import model_first; os.nice(17); "
-                          "model_first.nice_thread(threading.get_native_id(), 5); print(os.getpriority(os.PRIO_PROCESS, 0))"],
+                          "import os, threading; from edgeindex.runtime import thread_priority; os.nice(17); "
+                          "thread_priority.nice_thread(threading.get_native_id(), 5); print(os.getpriority(os.PRIO_PROCESS, 0))"],
                          capture_output=True, text=True, check=True, timeout=60)
     assert int(out.stdout.split()[-1]) == 19
 
@@ -61,7 +61,7 @@ def test_zero_lowers_nothing():
 
     model = ThreadPoolExecutor(1)
     try:
-        assert model_first.put_first(0, model) is None
+        assert thread_priority.lower_other_threads(0, model) is None
     finally:
         model.shutdown()
 
@@ -70,8 +70,8 @@ DEV_CHILD = r"""
 import json, os, subprocess, sys, threading
 from edgeindex.runtime.dev import DevStack
 
-stack = object.__new__(DevStack)  # only what _put_model_first reads: no services are started
-stack.model_first, stack._postgres = 5, None
+stack = object.__new__(DevStack)  # only what _lower_background reads: no services are started
+stack.background_nice, stack._postgres = 5, None
 stack.processes = {name: subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
                    for name in ("upload", "ingest", "ingest-2")}
 stop = threading.Event()
@@ -79,7 +79,7 @@ moto = threading.Thread(target=stop.wait)  # stands for moto's server thread in 
 moto.start()
 nice = lambda tid: os.getpriority(os.PRIO_PROCESS, tid)
 base = nice(0)
-stack._put_model_first()
+stack._lower_background()
 out = {"base": base, "caller": nice(threading.get_native_id()), "moto": nice(moto.native_id),
        **{name: nice(p.pid) for name, p in stack.processes.items()}}
 stop.set(); moto.join()
@@ -154,7 +154,7 @@ def test_the_dev_stack_lowers_the_autogroup_of_every_postgres_process_and_of_bac
         (tmp_path / "pgdata").mkdir()
         (tmp_path / "pgdata" / "postmaster.pid").write_text(f"{postmaster.pid}\n")
         stack = object.__new__(DevStack)  # only what the pass reads: no services are started
-        stack.model_first, stack.state = 5, tmp_path
+        stack.background_nice, stack.state = 5, tmp_path
 
         def backend(command: str = "backend") -> int:
             postmaster.stdin.write(command + "\n")

@@ -1,8 +1,8 @@
-"""The dev stack's patches to moto (runtime/moto_speedups.py): the same deliveries without computing every
+"""The dev stack's patches to moto (runtime/moto_fixes.py): the same deliveries without computing every
 queue attribute per delivered message, the same sends without computing them per sent message, the same
 backend per request without listing moto's package for each, and a queue's delete holding the lock sends
 append under, so a message sent meanwhile is not dropped (the lost-message fix), and an S3 listing that a
-concurrent delete no longer fails."""
+concurrent delete does not fail."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from moto import mock_aws
 from moto.sqs.models import Queue, SQSBackend
 
-from edgeindex.runtime import moto_speedups
+from edgeindex.runtime import moto_fixes
 
 ORIGINAL = SQSBackend.is_message_valid_based_on_retention_period
 EVERY_ATTRIBUTE = Queue.attributes.fget  # moto's own, before apply() wraps it
@@ -32,7 +32,7 @@ def _backend_and_queue(sqs, retention: int):
 
 
 def test_the_patch_judges_retention_as_moto_does(sqs):
-    moto_speedups.apply()
+    moto_fixes.apply()
     patched = SQSBackend.is_message_valid_based_on_retention_period
     assert patched is not ORIGINAL
     backend = _backend_and_queue(sqs, retention=60)
@@ -46,7 +46,7 @@ def test_the_patch_judges_retention_as_moto_does(sqs):
 
 
 def test_a_patched_receive_delivers_a_kept_message_and_not_an_expired_one(sqs):
-    moto_speedups.apply()
+    moto_fixes.apply()
     backend = _backend_and_queue(sqs, retention=60)
     url = sqs.get_queue_url(QueueName="q")["QueueUrl"]
     sqs.send_message(QueueUrl=url, MessageBody="kept")
@@ -59,12 +59,12 @@ def test_a_patched_receive_delivers_a_kept_message_and_not_an_expired_one(sqs):
 
 
 def test_a_delete_holds_the_lock_a_send_appends_under(sqs):
-    """moto's delete rebuilt the message list without the lock its sends append under, so a send from
-    another thread landing between the rebuild and its assignment was dropped (a bulk upload's version
+    """moto's delete rebuilds the message list without the lock its sends append under, so a send from
+    another thread landing between the rebuild and its assignment is dropped (a bulk upload's version
     left pending forever). While the patched delete runs, no other thread can take that lock."""
     import threading
 
-    moto_speedups.apply()
+    moto_fixes.apply()
     backend = _backend_and_queue(sqs, retention=60)
     url = sqs.get_queue_url(QueueName="q")["QueueUrl"]
     sqs.send_message(QueueUrl=url, MessageBody="done")
@@ -106,7 +106,7 @@ def test_a_receive_scans_the_pending_messages_while_no_other_thread_can_change_t
     the receive answers."""
     import threading
 
-    moto_speedups.apply()
+    moto_fixes.apply()
     backend = _backend_and_queue(sqs, retention=60)
     url = sqs.get_queue_url(QueueName="q")["QueueUrl"]
     for body in ("a", "b", "c"):
@@ -151,7 +151,7 @@ def test_a_receive_scans_the_pending_messages_while_no_other_thread_can_change_t
 
 @pytest.mark.parametrize("fifo, content_dedup", [(False, None), (True, "false"), (True, "true")])
 def test_a_send_reads_the_deduplication_flag_as_moto_renders_it(sqs, fifo, content_dedup):
-    moto_speedups.apply()
+    moto_fixes.apply()
     from moto.core import DEFAULT_ACCOUNT_ID
     from moto.sqs.models import sqs_backends
 
@@ -162,7 +162,7 @@ def test_a_send_reads_the_deduplication_flag_as_moto_renders_it(sqs, fifo, conte
     every = EVERY_ATTRIBUTE(queue)
     expected = {"ContentBasedDeduplication": every["ContentBasedDeduplication"]} if fifo else {}
     assert "ContentBasedDeduplication" in every or not fifo
-    assert moto_speedups._send_flags(queue) == expected
+    assert moto_fixes._send_flags(queue) == expected
     # and a send behaves as moto's: a FIFO queue without content deduplication still wants its ids
     url = sqs.get_queue_url(QueueName=name)["QueueUrl"]
     if content_dedup == "false":
@@ -178,7 +178,7 @@ def test_a_send_reads_the_deduplication_flag_as_moto_renders_it(sqs, fifo, conte
 def test_a_send_does_not_walk_the_queued_messages_but_get_queue_attributes_still_counts_them(sqs):
     """A bucket notification's send computed every queue attribute (the approximate counts walk every
     queued message) to read one FIFO flag; GetQueueAttributes must still count."""
-    moto_speedups.apply()
+    moto_fixes.apply()
     backend = _backend_and_queue(sqs, retention=60)
     url = sqs.get_queue_url(QueueName="q")["QueueUrl"]
     queue = backend.get_queue("q")
@@ -204,8 +204,8 @@ def test_a_send_does_not_walk_the_queued_messages_but_get_queue_attributes_still
 
 
 def test_the_backend_for_a_host_is_moto_s_own_and_kept_per_host(monkeypatch):
-    """moto listed its package folder and tried every service's URL pattern on every request."""
-    moto_speedups.apply()
+    """moto lists its package folder and tries every service's URL pattern on every request."""
+    moto_fixes.apply()
     from moto import backends
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 
@@ -220,15 +220,15 @@ def test_the_backend_for_a_host_is_moto_s_own_and_kept_per_host(monkeypatch):
     monkeypatch.setattr(backends, "list_of_moto_modules", lambda: listed.append(1) or real())
     assert [app.get_backend_for_host(h) for h in hosts] == first  # kept: moto's folder not listed again
     assert listed == []
-    monkeypatch.setattr(moto_speedups, "HOST_MEMO", 0)  # nothing kept: each answer computed as moto does
+    monkeypatch.setattr(moto_fixes, "HOST_MEMO", 0)  # nothing kept: each answer computed as moto does
     assert [fresh.get_backend_for_host(h) for h in hosts] == first
     assert listed
 
 
 def test_a_listing_survives_a_key_deleted_while_it_runs():
-    """moto's S3 listing copied its keys, then looked each up in the live store: a delete in between was a
-    KeyError (a 500). The listing now reads the store as it was when it began."""
-    moto_speedups.apply()
+    """moto's S3 listing copies its keys, then looks each up in the live store: a delete in between is a
+    KeyError (a 500). The listing reads the store as it was when it began."""
+    moto_fixes.apply()
     from moto.s3.utils import _VersionedKeyStore
 
     class Version:  # what the store keeps per key: FakeKeys, disposed of when popped

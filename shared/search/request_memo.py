@@ -1,10 +1,10 @@
 """What a repeated ``POST /search`` body need not redo: its parse, and its answer's encoding.
 
-An exact-cache hit is ~0.25 ms of one core, and under 8 agents the queue of hits in front of a
-request is its latency. Of that, a fifth went into turning the same bytes into the same request
-again (JSON decode and checks, pydantic, the strategy's resolution, the cache key's canonical
-JSON and digest) and the answer into JSON again. Neither depends on anything but the bytes (and
-settings fixed at start-up), so both are kept:
+An exact-cache hit is ~0.25 ms of one core, and under 8 agents the queue of hits ahead of a
+request is its latency. About a fifth of a hit is turning the same bytes into the same request
+(JSON decode and checks, pydantic, the strategy's resolution, the cache key's canonical JSON and
+digest) and the answer into JSON. Neither depends on anything but the bytes (and settings fixed
+at start-up), so both are kept:
 
 - ``ParsedMemo``: body bytes → the request as ``parse`` and ``resolve`` made it (a frozen
   model), the decision so far (copied per search: later stages fill it in) and the cache keys
@@ -13,7 +13,7 @@ settings fixed at start-up), so both are kept:
   so nothing here can serve an answer the cache itself would refuse. Bounded in entries and in
   the bytes of one body.
 - ``splice``: the JSON of ``{**payload, **extra}`` from the payload's JSON kept once: the
-  cached part of an exact hit is encoded when it enters the front and never again; only the
+  cached part of an exact hit is encoded when it enters the local exact cache and never again; only the
   per-request fields (count, cache, took_ms, search_id) are encoded per answer. Byte for byte
   what ``encode_json`` of the merged dict gives (the tests compare them).
 """

@@ -1,25 +1,16 @@
-"""An in-process front for the semantic cache: the pointers this process stored, searched before Postgres.
+"""The semantic cache's in-process tier: the pointers this process stored, searched before Postgres.
 
-A semantic hit is the query's embedding, a lookup of the nearest past queries of its scope, and the
-exact-cache entry the nearest one names. The lookup is a statement in Postgres
-(``semantic_cache_nearest``, bindings/vectorize.py): a pool checkout, a round trip and the driver's
-Python, ~0.9 ms of the ~5.4 ms of CPU a hit costs at 8 agents (results/throughput, eighteenth
-session), where the model's ~3 ms cannot be cut without changing the vectors.
+The Postgres lookup (``semantic_cache_nearest``) costs a pool checkout, a round trip and the driver's
+Python, about a sixth of a semantic hit's CPU. This tier keeps the pointers this process wrote (unit
+vector, the exact key it names, its guard signature, its expiry) per namespace and searches them
+exactly (one matrix-vector product, ~50 µs over 4,096). It holds nothing Postgres does not: every pointer
+goes to Postgres too, and a query it cannot answer goes on to the statement. A pointer's entry is served
+under the exact cache's rule (``SearchService._cached``), so it can serve nothing stale; one whose entry
+is gone is forgotten here as there.
 
-The front keeps the pointers this process wrote (the query's unit vector, the exact key it names,
-its signature for the guard, its expiry), per namespace, and searches them first, exactly (one
-matrix-vector product: ~50 µs over 4,096 of them). It holds nothing Postgres does not: every
-pointer still goes to Postgres too, so another process finds it there, and a query the front
-cannot answer goes on to the statement as before. A hit is never more than a pointer: what it names
-is served under the exact cache's rule (the entity sequences the request read, the entry's expiry:
-``SearchService._cached``), so a pointer here can no more serve a stale answer than one from
-Postgres; one whose entry is gone is forgotten here as it is deleted there.
-
-Bound: ``max_vectors`` pointers over all namespaces (``EDGEINDEX_SEMANTIC_FRONT_VECTORS``, 4,096 by
-default; 0 turns the front off): 7.7 MiB in one namespace, 10.5 MiB as 4,096 namespaces of one pointer
-(tracemalloc, 384 dimensions). The least recently searched namespace goes
-first; a namespace alone at the bound overwrites its oldest pointers. Used from the event loop's
-thread only (no lock).
+Bound: ``max_vectors`` pointers over all namespaces (4,096; 0 turns
+it off; ~8-11 MiB at 384 dimensions); the least recently searched namespace goes first. Used from the
+event loop's thread only (no lock).
 """
 
 from __future__ import annotations
@@ -29,7 +20,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-MAX_VECTORS = 4096   # query vectors kept in process (1.5 MiB at 384 dimensions)
+MAX_VECTORS = 4096   # pointers kept in process (see above)
 # A namespace's first allocation, doubled as it fills: with many namespaces of one or two pointers each
 # (a scope per tenant and filters), a larger first allocation would multiply the memory the bound allows.
 FIRST_ROWS = 1
@@ -58,7 +49,7 @@ class _Scope:
         self.signatures.extend([None] * more)
 
 
-class SemanticFront:
+class LocalSemanticCache:
     def __init__(self, *, max_vectors: int = MAX_VECTORS) -> None:
         self.max_vectors = max_vectors
         self._scopes: OrderedDict[str, _Scope] = OrderedDict()

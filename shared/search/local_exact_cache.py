@@ -1,32 +1,16 @@
-"""An in-process front for the exact cache: recent hits kept as objects, checked like the KV's.
+"""The exact cache's in-process tier: recent hits kept as objects, so a hit skips unpickling its KV entry
+(about a sixth of an exact hit's CPU).
 
-An exact hit used to unpickle its whole entry from the KV (SQLite, shared by every process) on
-each request: about a sixth of a hit's CPU. The front keeps the entries this process served
-recently, each with the entity sequences it was computed at and its expiry, and serves one
-only when the sequences the request has just read from the KV (``cache.read_sequences``, as
-before, every request) are exactly those. Every change to an entity's chunks or documents, by
-any process, bumps its sequence (``cache.Invalidation``), so a copy here can never outlive the
-change: the same rule that makes the KV entry servable makes the copy servable. A copy also
-lives no longer than its KV entry's expiry, and at most ``max_seconds`` (so a sequence key
-evicted from the KV and counted up again cannot meet an old copy), and the front is bounded by the
-memory its copies take (``max_bytes``, and at most ``max_entries`` copies; least recently served
-dropped first).
+A copy is served only when the entity sequences the request has just read from the KV
+(``cache.read_sequences``) are exactly those it was computed at: every change to an entity, by any
+process, bumps its sequence (``cache.Invalidation``), so a copy cannot outlive the change, by the same
+rule that makes the KV entry servable. A copy lives no longer than its KV entry and at most
+``max_seconds`` (so a sequence key evicted and counted up again cannot meet an old copy).
 
-The bound is memory, not a count: a copy's size is that of its payload as unpickled, with its JSON
-and its telemetry columns. Measured (results/throughput/session12/hits12/front_memory.py, tracemalloc)
-at 4.5-7.1 times its JSON's length: 35.5 KiB for 10 results with their text (JSON 6.8 KiB), 22.7
-without text (3.2), 152 for 50 results with text (33.6). So a copy counts ``COPY_BYTES_PER_JSON_BYTE``
-times its JSON, the upper end. It was 512 copies whatever their size: ~18 MiB of copies of 10
-results with text, ~76 MiB of 50. The default, 24 MiB (``EDGEINDEX_SEARCH_FRONT_MB``), keeps what
-512 copies of 10 results with text took (~500 copies), and a front of larger answers now holds fewer.
-A front of 64 MiB (~1,400 such copies, the search worker's RSS +23 MB), large enough that the load
-test's semantic phase (~750-970 answers cycled) no longer misses it, showed no gain in two A/B pairs
-(CPU per semantic hit within the noise; results/throughput/README.md, twelfth session, hits12).
-
-A copy also keeps what is made from its payload alone, once: its JSON (``encoded``, for
-``hit_path.splice``) and the columns of the telemetry row it fixes (``telemetry``: the decision it
-was made with, its results' JSON; routing/service.py ``answer_columns``). Both are the same
-payload's, so they are served under the same rule and dropped with it.
+Bounded by memory (``max_bytes``, 24 MiB: ~500 answers of 10 results
+with text) and count (``max_entries``), least recently served first out. A copy counts
+``COPY_BYTES_PER_JSON_BYTE`` times its JSON (tracemalloc: 4.5-7x). It also keeps, made once, its JSON
+(``encoded``, for ``request_memo.splice``) and its telemetry columns (routing/service.py ``answer_columns``).
 """
 
 from __future__ import annotations
@@ -36,15 +20,15 @@ from collections import OrderedDict
 from typing import Any
 
 from ..json_codec import encode_json
-from .hit_path import encode_payload
+from .request_memo import encode_payload
 
-COPY_BYTES_PER_JSON_BYTE = 7   # a copy's memory over its JSON's length, at most (measured: see above)
+COPY_BYTES_PER_JSON_BYTE = 7   # a copy's memory over its JSON's length, at most (see above)
 MAX_BYTES = 24 * 1024 * 1024   # ~500 copies of 10 results with their text
 MAX_ENTRIES = 16_384           # a bound on the count too: tiny answers (k = 1) are ~1 KiB of JSON
 
 
 class Copy:
-    """One cached answer held by the front (``payload``: never mutated), and what is made from it."""
+    """One cached answer held by the tier (``payload``: never mutated), and what is made from it."""
 
     __slots__ = ("sequences", "until", "payload", "encoded", "size", "telemetry")
 
@@ -52,8 +36,8 @@ class Copy:
         self.sequences = sequences
         self.until = until
         self.payload = payload
-        # The payload's JSON, for hit_path.splice (None if it cannot be spliced: see
-        # hit_path.encode_payload). Made now: it weighs the copy, and the hit that brought the copy
+        # The payload's JSON, for request_memo.splice (None if it cannot be spliced: see
+        # request_memo.encode_payload). Made now: it weighs the copy, and the hit that brought the copy
         # in sends it at once.
         self.encoded = encode_payload(payload)
         self.size = COPY_BYTES_PER_JSON_BYTE * len(self.encoded if self.encoded is not None
@@ -61,7 +45,7 @@ class Copy:
         self.telemetry: Any = None   # the row's answer columns, made on the first hit (SearchService.telemetry)
 
 
-class ExactFront:
+class LocalExactCache:
     def __init__(self, *, max_bytes: int = MAX_BYTES, max_entries: int = MAX_ENTRIES,
                  max_seconds: float = 60.0) -> None:
         self.max_bytes = max_bytes
