@@ -67,8 +67,8 @@ def script(markdown: str) -> str:
     parts = [PRELUDE]
     for block in blocks(markdown):
         if block.language in SHELLS and not block.skipped:
-            parts.append(f"echo '::block {block.line}'\n{block.text}")
-    parts.append(f"echo '{DONE}'\n")
+            parts.append(f"echo; echo '::block {block.line}'\n{block.text}")
+    parts.append(f"echo; echo '{DONE}'\n")
     return "\n".join(parts)
 
 
@@ -100,7 +100,9 @@ def test_a_failing_block_fails_the_run(tmp_path):
     exits = "```sh\necho one\n```\n\n```bash\nfalse\necho not-reached\n```\n"
     result = run(exits, dict(os.environ), tmp_path, timeout=60)
     assert result.returncode != 0 and "not-reached" not in result.stdout and DONE not in result.stdout
-    assert "line 5" in failure(result)
+    assert "line 5 " in failure(result)
+    unterminated = "```sh\nprintf no-newline\n```\n\n```sh\nfalse\n```\n"
+    assert "line 5 " in failure(run(unterminated, dict(os.environ), tmp_path, timeout=60))
     refused = f"```sh\ncurl -s http://127.0.0.1:{free_port()}/nothing-listens-here\n```\n"
     assert run(refused, dict(os.environ), tmp_path, timeout=60).returncode != 0
     skipped = "<!-- not run: a demo -->\n```sh\nfalse\n```\n```sh\necho fine\n```\n"
