@@ -73,7 +73,7 @@ def _type_name(annotation: Any) -> str:
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)
     if origin is typing.Literal:
-        return " \\| ".join(f'`"{a}"`' if isinstance(a, str) else f"`{a}`" for a in args)
+        return " or ".join(f'`"{a}"`' if isinstance(a, str) else f"`{a}`" for a in args)
     if origin is typing.Annotated:
         return _type_name(args[0])
     if origin in (typing.Union, types.UnionType):
@@ -173,7 +173,7 @@ def _schema_type(schema: dict) -> str:
     if "anyOf" in schema:
         return " or ".join(_schema_type(s) for s in schema["anyOf"])
     if "enum" in schema:
-        return " \\| ".join(f"`{json.dumps(v)}`" for v in schema["enum"])
+        return " or ".join(f"`{json.dumps(v)}`" for v in schema["enum"])
     if "const" in schema:
         return f"`{json.dumps(schema['const'])}`"
     kind = schema.get("type", "any")
