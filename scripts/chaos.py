@@ -32,6 +32,7 @@ import argparse
 import asyncio
 import json
 import random
+import subprocess
 import sys
 import tempfile
 import time
@@ -39,7 +40,6 @@ from collections import Counter
 from pathlib import Path
 
 import psycopg
-import subprocess
 from edgeindex_client import APIConnectionError, APIError, AsyncClient
 from psycopg.rows import dict_row
 
@@ -122,7 +122,6 @@ def _inject(stack, kind: str, load: Load, rng: random.Random) -> None:
         server = stack._postgres._server
         pg_ctl(["-w", "-m", "fast", "restart"], pgdata=server.pgdata, user=server.system_user, timeout=120)
     elif kind == "redeliver":
-        from edgeindex import object_keys
         from edgeindex.bindings import aws
         from edgeindex.ingest.events import object_created
 

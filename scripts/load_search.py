@@ -62,7 +62,6 @@ from pathlib import Path
 
 import numpy as np
 import psutil
-
 from wrk_search import wrk_ms  # scripts/: this script's folder is on sys.path
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -19,7 +19,6 @@ usage: python scripts/select_router_settings.py TRAINING.json [...] [--first-rul
 import argparse
 
 import numpy as np
-
 from edgeindex.evaluation import router_training as T
 from edgeindex.routing.features import NAMES
 

@@ -22,7 +22,6 @@ from .bindings.queue import SQSQueue
 from .bindings.rerank import HTTPReranker
 from .bindings.vectorize import PgVectorIndex
 from .config import Config, Worker
-
 from .errors import ConfigError
 from .workflow import Workflow, WorkflowBinding
 

@@ -55,7 +55,7 @@ class Hold:
         self._conn = None
         self._stack = contextlib.AsyncExitStack()
 
-    async def __aenter__(self) -> "Hold":
+    async def __aenter__(self) -> Hold:
         self._conn = await self._stack.enter_async_context(self.db.connection())
         await self._conn.execute(SQL["hold"], self.key)
         return self

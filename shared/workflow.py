@@ -27,9 +27,9 @@ from psycopg.types.json import Jsonb
 
 from . import sqlfiles
 from .bindings.database import Database
+from .errors import ConfigError, Conflict, EdgeIndexError, IngestError, ReplayMismatch, RunDeleted, StepFailed
 from .run_locks import RunLocks
 from .workflow_writes import GroupCommit, Merge
-from .errors import ConfigError, Conflict, EdgeIndexError, IngestError, ReplayMismatch, RunDeleted, StepFailed
 
 log = logging.getLogger(__name__)
 SQL = sqlfiles.load("workflow.sql")

@@ -6,7 +6,6 @@ server keeps its state per process, so two live stacks in one test process would
 from __future__ import annotations
 
 import pytest
-
 from edgeindex.bindings.database import Database
 from edgeindex.testing.worker import WorkerHooks
 

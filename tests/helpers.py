@@ -12,13 +12,12 @@ import uuid
 from pathlib import Path
 
 import psycopg
-from psycopg.conninfo import make_conninfo
-
 from edgeindex import config as config_module
 from edgeindex.bindings.database import Database
 from edgeindex.runtime.dev import DevStack, free_port
 from edgeindex.testing.worker import WorkerHooks
 from edgeindex_client import Client as SDKClient
+from psycopg.conninfo import make_conninfo
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"

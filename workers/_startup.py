@@ -3,9 +3,9 @@ wrangler.toml names no entry module here)."""
 
 from __future__ import annotations
 
-from edgeindex.search.enhance import QueryEnhancer
 from edgeindex.routing.model import Bounds
 from edgeindex.routing.service import Router, RouterSettings
+from edgeindex.search.enhance import QueryEnhancer
 from edgeindex.search.service import SearchService, SearchSettings
 from edgeindex.selection.http import SelectionService
 from edgeindex.tenancy import RateLimiter, Tenancy

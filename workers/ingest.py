@@ -11,7 +11,6 @@ from edgeindex.errors import NotFound, ValidationError
 from edgeindex.ingest.reconciler import Reconciler, ReconcileSettings
 from edgeindex.ingest.service import IngestService
 from edgeindex.ingest.workflow import IngestSettings
-from edgeindex.bindings import native_memory
 from edgeindex.runtime import memtrace
 from edgeindex.runtime.http import Routes
 from edgeindex.selection.collections import CollectionRefresher
@@ -30,8 +29,6 @@ class Services:
 
 
 async def startup(env) -> Services:
-    # batches of ever-different shapes: large blocks mmapped and returned, not kept in the heap
-    native_memory.fix_mmap_threshold()
     settings = IngestSettings(chunk_tokens=env.var("CHUNK_TOKENS", int),
                               chunk_overlap_tokens=env.var("CHUNK_OVERLAP_TOKENS", int),
                               summary_sentences=env.var("SUMMARY_SENTENCES", int),
@@ -46,8 +43,6 @@ async def startup(env) -> Services:
     if run_on is not None:  # batches on ONNX Runtime: ~0.67x torch's CPU per passage (bindings/ai.py)
         await asyncio.to_thread(run_on, "onnx")  # a first load exports the graph (seconds)
     getattr(embedder, "set_batch_size", lambda n: None)(env.var("MODEL_BATCH_SIZE"))
-    if first := env.var("MODEL_FIRST"):  # the rest of the process below the model (runtime/model_first.py)
-        getattr(embedder, "put_first", lambda n: None)(first)
     # py3langid's model, loaded now rather than by the first document's upsert
     await asyncio.to_thread(language.preload)
     ingest = IngestService(db=env.DB, bucket=env.BUCKET, kv=env.KV, embedder=env.AI.embedder,

@@ -10,8 +10,10 @@ from edgeindex import api_models as out
 from edgeindex.admin import routes as admin_routes
 from edgeindex.admin.service import AdminService, search_url
 from edgeindex.errors import ConfigError
+from edgeindex.json_codec import check_json_value
 from edgeindex.runtime.http import Routes, json_response, read_body, read_json
 from edgeindex.tenancy import EntityRequest, KeyRequest, Tenancy
+from edgeindex.uploads import bulk
 from edgeindex.uploads.models import (
     CompleteRequest,
     DirectUploadQuery,
@@ -19,8 +21,6 @@ from edgeindex.uploads.models import (
     UploadRequest,
     check_size,
 )
-from edgeindex.json_codec import check_json_value
-from edgeindex.uploads import bulk
 from edgeindex.uploads.service import UploadLimits, UploadService
 from edgeindex.uploads.signed_urls import UploadSigner
 from edgeindex.validation import document_id as valid_document_id

@@ -10,7 +10,7 @@ upload and status routes.
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 
 from aiohttp import web
@@ -35,7 +35,7 @@ SECURITY_HEADERS = {
 MAX_SEARCH_BODY = 1_000_000
 
 
-@lru_cache(maxsize=None)
+@cache
 def asset(name: str) -> bytes:
     return (resources.files(__package__) / "static" / name).read_bytes()
 

@@ -23,7 +23,6 @@ from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt,
 
 from ..config import AIService
 from ..errors import BindingError, ModelMismatchError
-from . import native_memory
 from . import query_weights
 from .onnx_query import OnnxQueryEncoder
 from .query_batch import QueryBatcher
@@ -136,7 +135,6 @@ class LocalEmbedder:
         self.wall_seconds = 0.0
         self.runqueue_seconds = 0.0  # ready to run but waiting for a core (Linux schedstat)
         self._model_thread = ThreadPoolExecutor(1, thread_name_prefix="embed")
-        self.others_nice = 0  # how much lower the process's other threads run than the model's (put_first)
         self._queries: OnnxQueryEncoder | None = None
         self._select: OnnxQueryEncoder | None = None  # tool selection's request texts (prepare_select)
         self.select_graph = "fp32"
@@ -156,15 +154,9 @@ class LocalEmbedder:
 
     def _encode_locked(self, texts: list[str]) -> np.ndarray:
         if self._batches is not None:
-            vectors = self._batches.encode_batches(texts, self.batch_size)
-            if len(texts) > 1:
-                native_memory.trim()
-            return vectors
-        vectors = self._model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True,
-                                     normalize_embeddings=True, show_progress_bar=False).astype(np.float32)
-        if len(texts) > 1:  # a batch's activations are freed by now: return them (native_memory)
-            native_memory.trim()
-        return vectors
+            return self._batches.encode_batches(texts, self.batch_size)
+        return self._model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True,
+                                  normalize_embeddings=True, show_progress_bar=False).astype(np.float32)
 
     def set_threads(self, threads: int) -> None:
         """Threads torch gives one model call in this process (``MODEL_THREADS`` of the ingest worker).
@@ -199,14 +191,6 @@ class LocalEmbedder:
                 if self.threads > 1:
                     encoder.batch_session(self.threads)
                 self._batches = encoder
-
-    def put_first(self, increment: int) -> None:
-        """Every other thread of this process ``increment`` lower than the model's (``MODEL_FIRST`` of the
-        ingest worker; runtime/thread_priority.py says why)."""
-        from ..runtime import thread_priority
-
-        if thread_priority.lower_other_threads(increment, self._model_thread) is not None:
-            self.others_nice = increment
 
     def set_batch_size(self, texts: int) -> None:
         """Texts per forward pass (``MODEL_BATCH_SIZE`` of the ingest worker). A call's texts are sorted

@@ -10,8 +10,13 @@ from typing import TypeVar
 
 import boto3
 from botocore.config import Config as BotoConfig
-from botocore.exceptions import (BotoCoreError, ClientError, ConnectionClosedError, EndpointConnectionError,
-                                 ReadTimeoutError)
+from botocore.exceptions import (
+    BotoCoreError,
+    ClientError,
+    ConnectionClosedError,
+    EndpointConnectionError,
+    ReadTimeoutError,
+)
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 from ..errors import BindingError, ObjectStoreError

@@ -10,10 +10,10 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import AsyncIterator
 
 import psycopg
 from pgvector.psycopg import register_vector_async

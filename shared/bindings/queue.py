@@ -20,8 +20,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..config import QueueConsumer
 from .. import faults
+from ..config import QueueConsumer
 from ..errors import BindingError, ObjectStoreError
 from . import aws
 

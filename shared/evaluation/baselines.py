@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..bindings.database import Database
 from .. import sqlfiles
+from ..bindings.database import Database
 from ..errors import ModelMismatchError
 
 SQL = sqlfiles.load("evaluation.sql")

@@ -18,13 +18,13 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ValidationError
+from ..routing.features import NAMES
+from ..routing.model import DEFAULT_BINS, RouterModel, bin_name
 from . import metrics
 from .beir import Dataset
 from .edgeindex_client import EdgeIndexClient
 from .runner import entity_name, search_body
 from .stack import Endpoints
-from ..routing.features import NAMES
-from ..routing.model import DEFAULT_BINS, RouterModel, bin_name
 
 RECALL_WEIGHT = 0.5  # the reward is NDCG@10 + this * Recall@10: the goals name both
 # the fit's defaults (chosen by leave-one-dataset-out with a nested check:

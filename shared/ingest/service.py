@@ -20,9 +20,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
-
 from collections import Counter, OrderedDict
+from dataclasses import dataclass
 from datetime import datetime
 
 from .. import holds, sqlfiles
@@ -38,8 +37,8 @@ from ..workflow import WorkflowBinding
 from .artifacts import ArtifactStore
 from .chunking import Chunker
 from .embedding import CALL_FILL, MODEL_CALL_TEXTS, EmbeddingBatcher
-from .grouped import GroupedWriter
 from .events import object_refs
+from .grouped import GroupedWriter
 from .workflow import IngestParams, IngestSettings, JobResources
 
 log = logging.getLogger(__name__)

@@ -27,33 +27,31 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from enum import StrEnum
-from collections.abc import Callable
 from typing import Any, TypeVar
 
 import numpy as np
 
-from .. import holds, language, sqlfiles
+from .. import faults, holds, language, sqlfiles
 from .. import object_keys as keys
-from ..cache import Invalidation
-from ..errors import IngestError, ModelMismatchError, ValidationError
-from ..validation import content_hash
-from ..workflow import RetryPolicy, Step, Workflow
-from .. import faults
 from ..bindings.ai import ChatModel, Embedder
 from ..bindings.bucket import Bucket
 from ..bindings.database import Database
 from ..bindings.kv import KV
+from ..cache import Invalidation
+from ..errors import IngestError, ModelMismatchError, ValidationError
+from ..validation import content_hash
+from ..workflow import RetryPolicy, Step, Workflow
 from .artifacts import ArtifactStore
 from .chunking import Chunk, Chunker
 from .diff import DiffPlan, StoredChunk, plan
 from .embedding import EmbeddingBatcher, decode_vectors, encode_vectors
+from .enrich import enrich_chunks
 from .extract import extract
 from .grouped import DocumentWrite, GroupedWriter
 from .summary import summarize
-from .enrich import enrich_chunks
-
 
 log = logging.getLogger(__name__)
 T = TypeVar("T", bound="StepOutput")

@@ -11,11 +11,11 @@ from .. import sqlfiles
 from ..bindings.database import Database
 from ..errors import NotFound, ValidationError
 from ..search.service import SearchService
+from ..selection import collections
+from ..selection.http import SelectionService
 from ..tenancy import Principal
 from ..uploads.service import UploadService
 from ..validation import parse
-from ..selection import collections
-from ..selection.http import SelectionService
 from .tools import TOOLS, DocumentRef, EntityArgs, GetChunkArgs, GetDocumentArgs, ListDocumentsArgs, UploadTextArgs
 
 SQL = sqlfiles.load("mcp.sql")

@@ -18,8 +18,8 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from ..search import defaults
 from ..routing.feedback_model import FeedbackRequest
+from ..search import defaults
 from ..search.request import SearchRequest
 from ..selection.models import IndexSelectRequest, ToolSelectRequest
 from ..uploads.models import DocumentFields, ListQuery

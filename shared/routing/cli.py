@@ -149,9 +149,9 @@ def _fit_args(args) -> dict:
 
 
 def _collect(args, datasets) -> list[dict]:
-    from ..evaluation.stack import Endpoints, fresh_stack
     from .. import config as config_module
     from ..evaluation import router_training as train
+    from ..evaluation.stack import Endpoints, fresh_stack
 
     entities = dict(item.split("=", 1) for item in args.entity_for)
 
@@ -175,8 +175,8 @@ def _collect(args, datasets) -> list[dict]:
 
 
 def cmd_show(args) -> int:
-    from .model import RouterModel
     from . import store
+    from .model import RouterModel
 
     if args.builtin:
         model, history = RouterModel.builtin(), []

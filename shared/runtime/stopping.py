@@ -88,7 +88,7 @@ async def bounded(awaitable: Awaitable, deadline: Deadline, what: str, abandoned
     nothing hangs); past it, named in ``abandoned``."""
     try:
         await asyncio.wait_for(awaitable, timeout=max(deadline.left(), 0.5))
-    except asyncio.TimeoutError:
+    except TimeoutError:
         abandoned.append(what)
     except Exception:
         log.warning("stopping: %s failed", what, exc_info=True)

@@ -27,9 +27,8 @@ import psycopg
 from .. import language, sqlfiles
 from ..bindings.database import Database
 from ..errors import BindingError
-from . import defaults
+from . import defaults, plan_reuse
 from .request import SearchRequest
-from . import plan_reuse
 from .statements import Statement, execute
 
 _SQL = sqlfiles.load("search.sql")

@@ -31,22 +31,23 @@ from .. import cache, sqlfiles
 from ..bindings.ai import Embedder
 from ..bindings.database import Database
 from ..bindings.kv import KV
-from ..bindings.vectorize import UPSERT as SEMANTIC_UPSERT, PgVectorIndex
+from ..bindings.rerank import Reranker
+from ..bindings.vectorize import UPSERT as SEMANTIC_UPSERT
+from ..bindings.vectorize import PgVectorIndex
 from ..errors import ValidationError
 from ..json_codec import decode_json_object
+from ..routing.features import PROBE
+from ..routing.service import Decision, Router, new_search_id, scope_hash
+from ..routing.telemetry_writer import TelemetryWriter
 from ..selection import collections
 from ..tenancy import Principal, resolve_entities
 from . import defaults, engine
 from .cache_keys import CacheKeys, _digest, cache_keys
-from .local_exact_cache import Copy, LocalExactCache
-from .request_memo import Parsed, ParsedMemo, splice
-from .request import SearchRequest, parse_request
-from ..bindings.rerank import Reranker
-from ..routing.service import Decision, Router, new_search_id, scope_hash
-from ..routing.telemetry_writer import TelemetryWriter
-from ..routing.features import PROBE
 from .enhance import QueryEnhancer
+from .local_exact_cache import Copy, LocalExactCache
 from .local_semantic_cache import LocalSemanticCache
+from .request import SearchRequest, parse_request
+from .request_memo import Parsed, ParsedMemo, splice
 from .semantic_guard import model_vocabulary, signature
 
 SQL = sqlfiles.load("search.sql")

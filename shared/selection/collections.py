@@ -34,8 +34,8 @@ from .. import sqlfiles, validation
 from ..cache import Invalidation
 from ..errors import NotFound
 from ..ingest.summary import extractive_summary
-from .catalog_cache import bump
 from . import field_vectors as fv
+from .catalog_cache import bump
 from .indices import KIND, IndexDef, field_plan
 
 log = logging.getLogger(__name__)
@@ -234,7 +234,7 @@ async def choose(db, embedder, entity_ids: list[str], query: str, vector) -> dic
     Only collections compete (external indices are not searchable here), but a confident
     external first choice still makes the best collection not confident.
     """
-    from .indices import MAX_K, SelectRequest, select   # noqa: PLC0415 (indices imports this module's SQL only)
+    from .indices import MAX_K, SelectRequest, select  # noqa: PLC0415 (indices imports this module's SQL only)
 
     ranked = await select(db, embedder, entity_ids, SelectRequest(query, entity_ids, MAX_K), vector=vector)
     items = ranked["indices"]

@@ -10,8 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..tenancy import resolve_entities
-from ..tenancy import Principal
+from ..tenancy import Principal, resolve_entities
 from ..validation import parse
 from . import collections, indices, tools
 from .models import (

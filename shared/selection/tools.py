@@ -22,11 +22,12 @@ from psycopg.types.json import Jsonb
 from .. import sqlfiles
 from ..errors import NotFound, ValidationError
 from . import definitions
-from .clauses import SENTENCE_BREAK, clause_spans
 from .catalog_cache import CatalogCache, as_vector, bump
+from .clauses import SENTENCE_BREAK, clause_spans
 from .definitions import MAX_TOOLS_PER_ENTITY, ToolDef, count_tokens, parse_catalogue
 from .overlap import overlapped
-from .scoring import Catalogue, feedback_prior, z_cut, zscore as _zscore
+from .scoring import Catalogue, feedback_prior, z_cut
+from .scoring import zscore as _zscore
 from .text import Field, split_identifier, terms
 
 SQL = sqlfiles.load("tools.sql")

@@ -20,8 +20,8 @@ from typing import Annotated, Any
 
 from pydantic import StringConstraints
 
-from ..errors import EdgeIndexError, UnsupportedMediaType, ValidationError
 from .. import sqlfiles
+from ..errors import EdgeIndexError, UnsupportedMediaType, ValidationError
 from ..validation import DocumentId, content_hash, parse
 from .bulk_versions import NewVersion, store_new_versions
 from .models import DocumentFields

@@ -9,7 +9,6 @@ import importlib.util
 import os
 
 import pytest
-
 from edgeindex.admin.browser import AdminPage, BrowserMissing, chromium, find_browser
 
 from ..helpers import Client, new_tenant

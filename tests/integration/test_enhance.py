@@ -11,12 +11,10 @@ the same thing without the word, and unrelated chunks. A plain full-text query f
 from __future__ import annotations
 
 import asyncio
-import json
 
 import numpy as np
 import pytest
 from aiohttp import web
-
 from edgeindex.bindings.ai import local_embedder
 from edgeindex.bindings.kv import DiskKV
 from edgeindex.search.enhance import EnhanceSettings, QueryEnhancer

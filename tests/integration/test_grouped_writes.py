@@ -8,7 +8,6 @@ import uuid
 
 import numpy as np
 import pytest
-
 from edgeindex.bindings.kv import DiskKV
 from edgeindex.ingest.grouped import DocumentWrite, GroupedWriter
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-
 from edgeindex.selection import field_vectors as fv
 from edgeindex.selection import indices as ix
 from edgeindex.selection.catalog_cache import as_vector

@@ -209,7 +209,7 @@ async def test_stdio_bridge_lists_and_calls_tools_with_the_keys_grants(stack, up
 
 async def test_stdio_bridge_refuses_an_unknown_key_at_start(stack, tmp_path):
     log = tmp_path / "stderr.log"
-    with open(log, "w") as errlog, pytest.raises(Exception):
+    with open(log, "w") as errlog, pytest.raises(Exception):  # noqa: B017 - the SDK raises its own kinds
         async with stdio_session(stack, "ei_not-a-key", errlog):
             pass
     assert "refused to start an MCP session: unauthorized: unknown or revoked API key" in log.read_text()

@@ -5,7 +5,6 @@ queries stay on fp32; the search worker's query batcher and its cache keys use i
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
 import numpy as np
 import pytest

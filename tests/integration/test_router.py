@@ -4,7 +4,6 @@ feedback within bounds and rollback, shadow mode, telemetry (shared/routing/).""
 from __future__ import annotations
 
 import numpy as np
-
 from edgeindex.bindings.ai import local_embedder
 from edgeindex.bindings.kv import DiskKV
 from edgeindex.bindings.vectorize import PgVectorIndex

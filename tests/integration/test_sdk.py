@@ -8,8 +8,17 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from edgeindex_client import (AsyncClient, AuthenticationError, BadRequestError, Client, NotFoundError,
-                              PermissionDeniedError, RateLimitError, ServerError, UnsupportedMediaTypeError)
+from edgeindex_client import (
+    AsyncClient,
+    AuthenticationError,
+    BadRequestError,
+    Client,
+    NotFoundError,
+    PermissionDeniedError,
+    RateLimitError,
+    ServerError,
+    UnsupportedMediaTypeError,
+)
 
 FACTS = {
     "pumps": "The bilge pump on deck three is serviced every ninety days by the engineering crew.",

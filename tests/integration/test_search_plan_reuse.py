@@ -15,11 +15,11 @@ import re
 
 import numpy as np
 import psycopg
-from psycopg.rows import tuple_row
 import pytest
 from edgeindex.evaluation import loader
 from edgeindex.search import defaults, engine, plan_reuse
 from edgeindex.search.request import parse_request
+from psycopg.rows import tuple_row
 
 from ..helpers import DATA, database_of_its_own
 

@@ -113,7 +113,7 @@ async def test_semantic_lookup_uses_the_hnsw_index_for_a_large_scope(db):
             # The lookup is a function (migration 0020): its statements' plans come from auto_explain.
             notices: list[str] = []
             async with db.transaction() as conn:
-                conn.add_notice_handler(lambda diag: notices.append(diag.message_primary or ""))
+                conn.add_notice_handler(lambda diag: notices.append(diag.message_primary or ""))  # noqa: B023
                 for setting in ("LOAD 'auto_explain'", "SET LOCAL auto_explain.log_min_duration = 0",
                                 "SET LOCAL auto_explain.log_analyze = on",
                                 "SET LOCAL auto_explain.log_nested_statements = on",

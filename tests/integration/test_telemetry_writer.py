@@ -8,10 +8,9 @@ import asyncio
 import uuid
 
 import pytest
-from psycopg import pq
-
 from edgeindex.bindings.database import Database
 from edgeindex.routing.telemetry_writer import TelemetryWriter, dumps
+from psycopg import pq
 
 from ..helpers import new_tenant, put_document, wait_document
 

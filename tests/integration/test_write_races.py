@@ -18,7 +18,6 @@ from edgeindex.object_keys import artifacts_prefix, document_objects_prefix, run
 
 from ..helpers import Client, chunks, paragraph, put_document, wait_document, wait_for
 
-
 V1 = "\n\n".join(paragraph(t, word="feed") for t in ("lagoons", "estuaries"))
 V2 = "\n\n".join(paragraph(t, word="drain") for t in ("glaciers", "moraines"))
 V3 = "\n\n".join(paragraph(t, word="carve") for t in ("canyons", "mesas"))

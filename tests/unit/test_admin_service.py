@@ -7,7 +7,6 @@ import sys
 import types
 
 import pytest
-
 from edgeindex.admin import service
 from edgeindex.admin.service import AdminService, search_url
 from edgeindex.errors import NotFound

@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from edgeindex_client._ops import bulk_batches, bulk_document
-
 from edgeindex.errors import UnsupportedMediaType, ValidationError
 from edgeindex.uploads.bulk import MAX_BULK_DOCUMENTS, check_media_type, parse_lines
+from edgeindex_client._ops import bulk_batches, bulk_document
 
 
 def test_lines_are_numbered_blank_ones_skipped_and_bad_ones_reported_alone():

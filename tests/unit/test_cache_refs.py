@@ -11,7 +11,6 @@ import asyncio
 import time
 
 import pytest
-
 from edgeindex import cache
 from edgeindex.bindings.kv import DiskKV
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PATHS = ["shared", "workers", "clients/python", "tests", "scripts", "setup.py"]
+PATHS = ["shared", "workers", "clients/python", "tests", "scripts", "setup.py", "docs/hooks"]
 
 
 def tool(name: str) -> str:

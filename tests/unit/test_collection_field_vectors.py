@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-
 from edgeindex.selection import collections as col
 from edgeindex.selection import field_vectors as fv
 from edgeindex.selection.indices import IndexDef

@@ -6,7 +6,6 @@ import asyncio
 
 import numpy as np
 import pytest
-
 from edgeindex.ingest.embedding import EmbeddingBatcher
 
 

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import pytest
-
-from edgeindex.search.enhance import gates
-from edgeindex.search.enhance.llm import parse_synonyms
 from edgeindex.errors import ValidationError
 from edgeindex.evaluation.runner import split_mode, valid_mode
 from edgeindex.search.cache_keys import cache_keys
 from edgeindex.search.engine import LexicalResult
+from edgeindex.search.enhance import gates
+from edgeindex.search.enhance.llm import parse_synonyms
 from edgeindex.search.request import parse_request
 
 

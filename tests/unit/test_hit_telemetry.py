@@ -8,7 +8,6 @@ import time
 import uuid
 
 import orjson
-
 from edgeindex.routing.service import Decision, Router, RouterSettings, answer_columns, new_search_id
 from edgeindex.search.local_exact_cache import LocalExactCache
 

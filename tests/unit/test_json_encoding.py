@@ -23,7 +23,7 @@ def test_same_values_as_json_dumps():
         "results": [{"chunk_id": uuid.UUID("6dcbd039-b441-42c2-be61-eec498e6e216"), "score": 0.812345,
                      "scores": {"vector": np.float64(0.5), "text": np.float32(0.25)}, "position": np.int64(3),
                      "text": "Übergröße 東京 \u2028 \"quoted\"", "tags": ["a", "b"], "summary": None}],
-        "created_at": datetime.datetime(2026, 1, 1, 12, 30, tzinfo=datetime.timezone.utc),
+        "created_at": datetime.datetime(2026, 1, 1, 12, 30, tzinfo=datetime.UTC),
         "day": datetime.date(2026, 1, 2), "point": Point(1), "ok": True,
     }
     assert json.loads(encode_json(body)) == json.loads(json.dumps(body, default=str))

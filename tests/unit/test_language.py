@@ -4,7 +4,6 @@ and segmenter, no database."""
 from __future__ import annotations
 
 import pytest
-
 from edgeindex import language
 
 GERMAN = ("Die Stadtverwaltung ließ im vergangenen Jahr dreihundert neue Häuser für junge Familien bauen. "

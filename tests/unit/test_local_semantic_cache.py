@@ -7,7 +7,8 @@ import time
 
 import numpy as np
 from edgeindex.search.local_semantic_cache import LocalSemanticCache
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 LATER = time.time() + 3600
 

@@ -6,7 +6,6 @@ is the cache's bookkeeping, not torch's exporters."""
 from __future__ import annotations
 
 import pytest
-
 from edgeindex.bindings import onnx_query
 
 

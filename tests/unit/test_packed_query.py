@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 from edgeindex.bindings.packed_query import packed_feeds, packs, pooled, starts
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 lengths_lists = st.lists(st.integers(min_value=1, max_value=300), max_size=40)
 

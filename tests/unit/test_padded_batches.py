@@ -5,7 +5,8 @@ from __future__ import annotations
 import itertools
 
 from edgeindex.bindings import onnx_query
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 
 def cost(lengths: list[int], batches: list[list[int]], run_tokens: int) -> int:

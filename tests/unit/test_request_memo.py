@@ -7,9 +7,8 @@ import datetime
 import time
 
 import numpy as np
-
-from edgeindex.routing.service import Decision
 from edgeindex.json_codec import encode_json
+from edgeindex.routing.service import Decision
 from edgeindex.search.local_exact_cache import LocalExactCache
 from edgeindex.search.request_memo import ParsedMemo, encode_payload, splice
 

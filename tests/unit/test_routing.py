@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-
 from edgeindex.routing.features import NAMES, Evidence, features
 from edgeindex.routing.model import Bounds, RouterModel, ranking_reward
 

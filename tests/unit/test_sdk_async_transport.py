@@ -13,7 +13,6 @@ import httpx
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
-
 from edgeindex_client import APIConnectionError, APITimeoutError, AsyncClient, BadRequestError
 
 

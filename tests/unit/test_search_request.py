@@ -124,8 +124,7 @@ def test_sql_params():
 
 def test_entities_default_to_the_grant_and_admins_must_name_them():
     from edgeindex.errors import Forbidden
-    from edgeindex.tenancy import resolve_entities
-    from edgeindex.tenancy import Principal
+    from edgeindex.tenancy import Principal, resolve_entities
 
     user = Principal("k1", False, frozenset({"u1", "g1"}))
     assert resolve_entities(user, None) == ["g1", "u1"]

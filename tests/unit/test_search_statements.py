@@ -6,8 +6,8 @@ import re
 
 import pytest
 from edgeindex.search import engine
-from edgeindex.search.service import routed_keys
 from edgeindex.search.cache_keys import CacheKeys
+from edgeindex.search.service import routed_keys
 from edgeindex.search.statements import Statement
 
 

@@ -13,13 +13,13 @@ import asyncio
 import threading
 
 import numpy as np
+import pytest
 from edgeindex import cache
 from edgeindex.bindings.kv import DiskKV
 from edgeindex.env import ExecutionContext
 from edgeindex.search import engine
 from edgeindex.search.service import SearchService, SearchSettings
 from edgeindex.tenancy import Principal
-import pytest
 
 USER = Principal("k1", False, frozenset({"e1"}))
 SETTINGS = SearchSettings(max_k=100, max_query_chars=2000, semantic_threshold=0.95, cache_ttl=60.0)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from edgeindex.selection import tools as tl
 
 from .test_select_overlap import DB, Embedder, tool_request

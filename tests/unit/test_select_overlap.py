@@ -15,7 +15,6 @@ import hashlib
 
 import numpy as np
 import pytest
-
 from edgeindex.selection import indices as ix
 from edgeindex.selection import tools as tl
 from edgeindex.selection.definitions import count_tokens, parse_tool

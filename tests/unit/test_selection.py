@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from edgeindex.errors import ValidationError
 from edgeindex.selection.definitions import count_tokens, parse_catalogue
 from edgeindex.selection.scoring import feedback_prior, z_cut, zscore

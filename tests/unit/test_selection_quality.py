@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from edgeindex.evaluation.selection_split import query_key, split_of
 from edgeindex.selection.text import BM25Index, Field
 from edgeindex.selection.tools import _fields

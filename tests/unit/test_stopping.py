@@ -6,7 +6,6 @@ import asyncio
 import time
 
 import pytest
-
 from edgeindex.errors import ConfigError
 from edgeindex.runtime import stopping
 

@@ -13,7 +13,6 @@ from contextlib import asynccontextmanager
 
 import numpy as np
 import pytest
-
 from edgeindex.selection import tools as tl
 from edgeindex.selection.definitions import count_tokens, parse_tool
 

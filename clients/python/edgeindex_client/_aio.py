@@ -93,7 +93,7 @@ class AiohttpTransport:
                 raw = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in response.raw_headers]
         except aiohttp.ConnectionTimeoutError as exc:
             raise httpx.ConnectTimeout(str(exc) or "connect timed out") from exc
-        except (aiohttp.ServerTimeoutError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
             raise httpx.ReadTimeout(str(exc) or "read timed out") from exc
         except aiohttp.ClientConnectorError as exc:
             raise httpx.ConnectError(str(exc)) from exc

@@ -10,9 +10,9 @@ from typing import Any
 import httpx
 from tenacity import AsyncRetrying
 
+from . import _aio
 from . import _ops as ops
 from . import models as m
-from . import _aio
 from ._base import (
     _Settings,
     raw_call,

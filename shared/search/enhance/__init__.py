@@ -9,6 +9,6 @@ budget and through a cache (``llm.py``). The search service calls :class:`QueryE
 between the first (lexical) pass and retrieval (``SearchService.enhance``).
 """
 
-from .service import EnhanceSettings, Enhancement, QueryEnhancer
+from .service import Enhancement, EnhanceSettings, QueryEnhancer
 
 __all__ = ["EnhanceSettings", "Enhancement", "QueryEnhancer"]
