@@ -71,8 +71,8 @@ def test_imported_names_sees_imports_inside_functions(tmp_path):
 
 def test_select_router_settings_on_tiny_training_rows(tmp_path):
     """Three made-up datasets of six queries: a choice on all sets and a nested choice per held-out set."""
+    from edgeindex.evaluation.router_training import COLLECT_BINS
     from edgeindex.routing.features import NAMES
-    from edgeindex.routing.train import COLLECT_BINS
 
     rng = random.Random(7)
     sets = [{"dataset": name, "k": 10, "bins": [{"name": b, "alpha": a} for b, a in COLLECT_BINS],
