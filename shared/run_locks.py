@@ -29,6 +29,7 @@ import psycopg
 from psycopg_pool import AsyncConnectionPool
 
 from . import sqlfiles
+from .bindings.database import Connection
 
 log = logging.getLogger(__name__)
 SQL = sqlfiles.load("workflow.sql")
@@ -54,7 +55,7 @@ class RunLocks:
 
     def __init__(self, pool: AsyncConnectionPool) -> None:
         self.pool = pool
-        self._conn: psycopg.AsyncConnection | None = None
+        self._conn: Connection | None = None
         self._session = 0            # bumped whenever a new session is taken: which locks it holds
         self._held: dict[str, int] = {}  # run id -> the session its lock was taken on
         self._asked: list[_Ask] = []

@@ -17,10 +17,13 @@ from pathlib import Path
 
 import psycopg
 from pgvector.psycopg import register_vector_async
-from psycopg.rows import dict_row
+from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool
 
 from ..errors import BindingError, ModelMismatchError
+
+# what every connection of the pools is: rows as dicts (the pools' row factory)
+Connection = psycopg.AsyncConnection[DictRow]
 
 log = logging.getLogger(__name__)
 
@@ -120,25 +123,25 @@ class Database:
             await self.pool.close()
 
     @asynccontextmanager
-    async def connection(self) -> AsyncIterator[psycopg.AsyncConnection]:
+    async def connection(self) -> AsyncIterator[Connection]:
         async with self.pool.connection() as conn:
             yield conn
 
     @asynccontextmanager
-    async def generic_connection(self) -> AsyncIterator[psycopg.AsyncConnection]:
+    async def generic_connection(self) -> AsyncIterator[Connection]:
         """A connection of ``generic_pool``: every statement on it gets a generic plan. Only for
         statements whose text already holds every value that can shape their plan."""
         async with self.generic_pool.connection() as conn:
             yield conn
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[psycopg.AsyncConnection]:
+    async def transaction(self) -> AsyncIterator[Connection]:
         async with self.pool.connection() as conn:
             async with conn.transaction():
                 yield conn
 
     @asynccontextmanager
-    async def autocommit(self) -> AsyncIterator[psycopg.AsyncConnection]:
+    async def autocommit(self) -> AsyncIterator[Connection]:
         """A connection for one statement, in autocommit: the statement is its own transaction, as
         it would be between a BEGIN and a COMMIT, without their two round trips (a pipeline of
         statements up to its sync is one implicit transaction too)."""
@@ -211,7 +214,7 @@ class Database:
         return {"type": "hyperdrive", "pool_max": self.pool.max_size}
 
 
-async def _check_model(conn: psycopg.AsyncConnection, model_id: str, dimension: int, *, schema_exists: bool) -> None:
+async def _check_model(conn: Connection, model_id: str, dimension: int, *, schema_exists: bool) -> None:
     if not schema_exists:
         return
     cur = await conn.execute("SELECT to_regclass('embedding_model') AS t")

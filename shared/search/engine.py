@@ -25,7 +25,7 @@ import numpy as np
 import psycopg
 
 from .. import language, sqlfiles
-from ..bindings.database import Database
+from ..bindings.database import Connection, Database
 from ..errors import BindingError
 from . import defaults, plan_reuse
 from .request import SearchRequest
@@ -252,7 +252,7 @@ def tuned_connections() -> weakref.WeakSet:
     return weakref.WeakSet()
 
 
-async def tune_connection(conn: psycopg.AsyncConnection, tuned: weakref.WeakSet) -> None:
+async def tune_connection(conn: Connection, tuned: weakref.WeakSet) -> None:
     """Apply the search session settings to a pooled connection, once."""
     if conn not in tuned:
         conn.prepared_max = plan_reuse.PREPARED_MAX  # reused plans are large (plan_reuse.py)

@@ -34,6 +34,7 @@ from psycopg.adapt import PyFormat, Transformer
 from psycopg.postgres import types as pg_types
 from psycopg.rows import dict_row
 
+from ..bindings.database import Connection
 from .statements import Statement
 
 # Parameters of the prepared statement: values the planner never reads for a choice of plan. The
@@ -127,7 +128,7 @@ def statement_for(key: Any, sql: str, params: dict[str, Any]) -> Statement:
     return built
 
 
-async def execute(conn: psycopg.AsyncConnection, statement: Statement, params: dict[str, Any]) -> list[dict]:
+async def execute(conn: Connection, statement: Statement, params: dict[str, Any]) -> list[dict]:
     """Run ``statement`` (from :func:`statement_for`) prepared, in one round trip. ``conn`` must be
     a connection of ``Database.generic_connection()``: there its plan is the generic one, made once."""
     cursor = psycopg.AsyncRawCursor(conn, row_factory=dict_row)

@@ -17,6 +17,8 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
+from ..bindings.database import Connection
+
 _PLACEHOLDER = re.compile(r"%\((\w+)\)s|%%|%")
 
 
@@ -45,7 +47,7 @@ class Statement:
         return [params[name] for name in self.names]  # a missing parameter is a KeyError naming it
 
 
-async def execute(conn: psycopg.AsyncConnection, statement: Statement, params: dict[str, Any]) -> list[dict]:
+async def execute(conn: Connection, statement: Statement, params: dict[str, Any]) -> list[dict]:
     cursor = psycopg.AsyncRawCursor(conn, row_factory=dict_row)
     try:
         await cursor.execute(statement.text, statement.args(params))

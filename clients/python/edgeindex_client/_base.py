@@ -107,7 +107,7 @@ def raw_call(method: str, path: str, service: str | None, json: Any, content: by
              params: dict[str, str] | None, headers: dict[str, str] | None) -> Call:
     if json is not None and content is not None:
         raise ValueError("send either json or content, not both")
-    return Call(method.upper(), path, service=service, json=json, content=content, params=params,
+    return Call(method.upper(), path, service=service, json=json, content=content, params=params,  # type: ignore[arg-type]
                 headers=dict(headers or {}))
 
 
@@ -122,7 +122,8 @@ def search_request(query: str, options: dict[str, Any]) -> m.SearchRequest:
 
 
 def select_body(model: type[m._Request], query: str, options: dict[str, Any]) -> dict[str, Any]:
-    return model(query=query, **{k: v for k, v in options.items() if v is not None}).to_json()
+    # every selection request model has a query field; their common base does not declare it
+    return model(query=query, **{k: v for k, v in options.items() if v is not None}).to_json()  # type: ignore[call-arg]
 
 
 def tools_from(document: Any) -> list[dict[str, Any]]:

@@ -303,7 +303,8 @@ def _split_small(files: list[FileToUpload], *, mode: UploadMode,
     """(files small enough for bulk requests, the others)."""
     if not bulk or mode != "auto":
         return [], files
-    small, large = [], []
+    small: list[FileToUpload] = []
+    large: list[FileToUpload] = []
     for f in files:
         try:
             size = f.path.stat().st_size
