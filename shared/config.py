@@ -49,16 +49,15 @@ class QueueProducer(_Strict):
 
 class QueueConsumer(_Strict):
     queue: ResourceName
-    max_batch_size: int = Field(10, ge=1, le=100)
-    max_batch_timeout: float = Field(1.0, ge=0, le=60)
-    max_retries: int = Field(3, ge=0, le=100)
-    # batches handled at once by one worker process (Cloudflare scales consumers up to this)
-    max_concurrency: int = Field(1, ge=1, le=20)
-    dead_letter_queue: ResourceName | None = None
-    # ours: first retry delay (doubles per attempt) and how long a received
-    # message stays hidden while a handler works on it
-    retry_delay: float = Field(1.0, ge=0, le=900)
-    visibility_timeout: int = Field(120, ge=1, le=43200)
+    max_batch_size: int = Field(10, ge=1, le=100, description="messages per batch handed to the queue handler")
+    max_batch_timeout: float = Field(1.0, ge=0, le=60, description="seconds a batch waits to fill")
+    max_retries: int = Field(3, ge=0, le=100, description="deliveries retried before the dead-letter queue")
+    max_concurrency: int = Field(1, ge=1, le=20, description="batches handled at once by one worker process")
+    dead_letter_queue: ResourceName | None = Field(None, description="where messages go after max_retries")
+    retry_delay: float = Field(1.0, ge=0, le=900, description="ours: first retry delay in seconds, doubling "
+                                                              "per attempt")
+    visibility_timeout: int = Field(120, ge=1, le=43200, description="ours: seconds a received message stays "
+                                                                     "hidden, extended while it is worked on")
 
 
 class Queues(_Strict):
@@ -74,10 +73,9 @@ class VectorizeIndex(_Strict):
 class Hyperdrive(_Strict):
     binding: BindingName
     id: ResourceName
-    # Ours: this worker's pool size instead of services.database.pool_max. The ingest worker wants
-    # more: each run in flight holds a connection for its lock, and more runs in flight make
-    # bigger shared embedding batches.
-    pool_max: int | None = Field(None, ge=1, le=500)
+    # The ingest worker wants more: more runs in flight make bigger shared embedding batches.
+    pool_max: int | None = Field(None, ge=1, le=500, description="ours: this worker's pool size instead of "
+                                                                 "services.database.pool_max")
 
 
 class AIBinding(_Strict):
@@ -89,8 +87,8 @@ class RerankBinding(_Strict):
     (``rerank: true`` is then a 400); EDGEINDEX_RERANK_URL / EDGEINDEX_RERANK_MODEL set them."""
 
     binding: BindingName
-    url: str = ""
-    model: str = ""
+    url: str = Field("", description="the /rerank endpoint; empty: declared but not configured")
+    model: str = Field("", description="the model name sent with each rerank request")
 
 
 class WorkflowBinding(_Strict):
@@ -100,15 +98,15 @@ class WorkflowBinding(_Strict):
 
 
 class Worker(_Strict):
-    main: str
-    port: int = Field(ge=1, le=65535)
-    # ours: copies of the worker serving one port (SO_REUSEPORT), each its own process and event loop
-    processes: int = Field(1, ge=1, le=64)
+    main: str = Field(description="the entry module, like workers/search.py")
+    port: int = Field(ge=1, le=65535, description="ours: the HTTP port the worker listens on")
+    processes: int = Field(1, ge=1, le=64, description="ours: copies of the worker serving one port "
+                                                       "(SO_REUSEPORT), each its own process and event loop")
     route: str = "/"
-    vars: dict[str, str | int | float | bool] = {}
-    # ours: start from another worker's vars (its own vars then override), so workers that serve the same
-    # services (search and mcp) declare them once
-    vars_from: str | None = None
+    vars: dict[str, str | int | float | bool] = Field(default_factory=dict, description="the worker's settings "
+                                                      "(typed per worker below)")
+    vars_from: str | None = Field(None, description="ours: start from another worker's vars, then these "
+                                                    "(search and mcp share theirs)")
     r2_buckets: list[R2Bucket] = []
     kv_namespaces: list[KVNamespace] = []
     queues: Queues = Queues()
@@ -148,32 +146,32 @@ class Worker(_Strict):
 
 
 class ObjectStoreService(_Strict):
-    endpoint: str = ""  # empty: `edgeindex dev` starts an embedded one
-    # where clients reach the store, when that differs from where workers reach it
-    # (e.g. http://minio:9000 inside compose, https://s3.example.com outside)
-    public_endpoint: str = ""
+    endpoint: str = Field("", description="the S3 endpoint; empty: `edgeindex dev` starts an embedded one")
+    public_endpoint: str = Field("", description="where clients reach the store, when that differs from where "
+                                                 "workers do (http://minio:9000 inside compose, a public URL outside)")
     region: str = "us-east-1"
     access_key_id: str = "edgeindex"
     secret_access_key: str = "edgeindex"
-    presign_expires: int = Field(900, ge=1, le=604800)
-    # "presigned": clients PUT to the store's own presigned URLs (S3 and R2 verify them);
-    # "worker": URLs of the upload worker, which verifies them and streams to the store (for
-    # stores that verify nothing, like the embedded moto server: `edgeindex dev` sets it)
-    uploads: Literal["presigned", "worker"] = "presigned"
+    presign_expires: int = Field(900, ge=1, le=604800, description="seconds a presigned upload URL is valid")
+    # S3 and R2 verify their presigned URLs; the embedded moto server verifies nothing, so `edgeindex dev`
+    # hands out the upload worker's own, which it verifies and streams to the store
+    uploads: Literal["presigned", "worker"] = Field("presigned", description="whose upload URLs clients get: "
+                                                    "the store's presigned ones, or the upload worker's")
 
 
 class QueueService(_Strict):
-    endpoint: str = ""
+    endpoint: str = Field("", description="the SQS endpoint; empty: `edgeindex dev` starts an embedded one")
     region: str = "us-east-1"
     access_key_id: str = "edgeindex"
     secret_access_key: str = "edgeindex"
-    poll_wait_seconds: int = Field(1, ge=0, le=20)
+    poll_wait_seconds: int = Field(1, ge=0, le=20, description="long-poll wait of a receive")
 
 
 class DatabaseService(_Strict):
-    dsn: str = ""  # empty: `edgeindex dev` starts embedded PostgreSQL
-    pool_min: int = Field(1, ge=0, le=100)
-    pool_max: int = Field(10, ge=1, le=500)
+    dsn: str = Field("", description="PostgreSQL with pgvector and pg_trgm; empty: `edgeindex dev` starts "
+                                     "an embedded one")
+    pool_min: int = Field(1, ge=0, le=100, description="connections each worker process keeps open")
+    pool_max: int = Field(10, ge=1, le=500, description="connections each worker process may open")
 
     @model_validator(mode="after")
     def _pool_bounds(self) -> DatabaseService:
@@ -183,29 +181,31 @@ class DatabaseService(_Strict):
 
 
 class KVService(_Strict):
-    backend: Literal["diskcache"] = "diskcache"
-    path: str = "kv"  # relative to state_dir
-    default_ttl: int = Field(3600, ge=1)
+    backend: Literal["diskcache"] = Field("diskcache", description="the KV engine (one host)")
+    path: str = Field("kv", description="its folder, relative to state_dir")
+    default_ttl: int = Field(3600, ge=1, description="seconds a value lives when its writer names no TTL")
 
 
 class AIService(_Strict):
-    provider: Literal["local", "openai"] = "local"
-    model: str = "all-MiniLM-L6-v2"
-    base_url: str = ""
+    provider: Literal["local", "openai"] = Field("local", description="the packaged local model, or any "
+                                                 "OpenAI-compatible HTTP endpoint")
+    model: str = Field("all-MiniLM-L6-v2", description="the embedding model")
+    base_url: str = Field("", description="the OpenAI-compatible endpoint (provider openai, and LLM calls)")
     api_key: str = ""
-    dimension: int | None = Field(None, ge=1, le=16000)  # needed for remote models
-    # a remote embedding model's languages (ISO 639-1 codes it was trained on; ["*"] or empty: any).
-    # The local model's are its own (English). The router leans on full text outside them.
-    languages: list[str] = Field(default_factory=list, max_length=200)
+    dimension: int | None = Field(None, ge=1, le=16000, description="a remote model's vector size")
+    # The router leans on full text outside the model's languages; the local model's are its own (English).
+    languages: list[str] = Field(default_factory=list, max_length=200, description="a remote model's languages "
+                                 "(ISO 639-1 codes; empty or * : any)")
 
     @field_validator("languages", mode="before")
     @classmethod
     def _languages_list(cls, value: Any) -> Any:
         # EDGEINDEX_AI_LANGUAGES="de,fr" (an environment variable is one string)
         return [code.strip() for code in value.split(",") if code.strip()] if isinstance(value, str) else value
-    llm_model: str = ""  # set to enable LLM summaries (OpenAI-compatible chat)
-    batch_size: int = Field(64, ge=1, le=2048)
-    timeout: float = Field(30.0, gt=0)
+    llm_model: str = Field("", description="an OpenAI-compatible chat model: LLM summaries, synonyms and HyDE "
+                                           "when set")
+    batch_size: int = Field(64, ge=1, le=2048, description="texts per model call")
+    timeout: float = Field(30.0, gt=0, description="seconds an HTTP provider's call may take")
 
     @model_validator(mode="after")
     def _remote_needs_url(self) -> AIService:
@@ -234,9 +234,10 @@ class EventNotification(_Strict):
 
 
 class Config(_Strict):
-    name: str
+    name: str = Field(description="the deployment's name")
     compatibility_date: str = ""
-    state_dir: str = ".edgeindex"
+    state_dir: str = Field(".edgeindex", description="ours: embedded Postgres data, KV and S3 snapshots, "
+                                                     "relative to this file")
     services: Services = Services()
     workers: dict[str, Worker]
     event_notifications: list[EventNotification] = []

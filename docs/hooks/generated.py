@@ -4,8 +4,8 @@ A page holds a marker line and the hook replaces it:
 
 - ``<!-- generated: configuration -->``: one table of every ``wrangler.toml`` key, walked from the
   checked pydantic ``Config`` (shared/config.py): key, type, default, range, the environment
-  variable that overrides it, and the field's description; then the vars each worker declares in
-  the repository's ``wrangler.toml``.
+  variable that overrides it, and the field's description; then each worker's vars, walked from
+  its schema in ``shared/worker_vars.py``.
 - ``<!-- generated: http-api -->``: every worker's routes from the OpenAPI spec it serves
   (``runtime/openapi.build_spec`` over the worker module's ``routes``), with the request and
   response schemas.
@@ -125,8 +125,8 @@ def _default(field: FieldInfo) -> str:
 def _rows(model: type[BaseModel], prefix: str, overrides: dict[str, list[str]]) -> list[list[str]]:
     rows: list[list[str]] = []
     for name, field in model.model_fields.items():
-        if name == "path" and prefix == "":
-            continue  # where the file was read from: set by load(), not a key
+        if name in ("path", "checked_vars") and prefix == "":
+            continue  # where the file was read from, and the vars as checked: set by load(), not keys
         key = f"{prefix}{name}"
         inner, suffix = _unwrap(field.annotation)
         description = field.description or ""
@@ -153,13 +153,16 @@ def configuration() -> str:
     lines = ["| key | type | default | range | environment | description |",
              "| --- | --- | --- | --- | --- | --- |"]
     lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in _rows(config.Config, "", overrides)]
-    lines += ["", "Vars each worker declares in the repository's `wrangler.toml` (values as shipped; "
-              "`EDGEINDEX_VAR_<NAME>` overrides one for every worker that declares it):", "",
-              "| worker | var | value |", "| --- | --- | --- |"]
-    shipped = config.load(ROOT / "wrangler.toml", environ={})
-    for worker_name, worker in shipped.workers.items():
-        for var, value in sorted(worker.vars.items()):
-            lines.append(f"| {worker_name} | `{var}` | `{cell(json.dumps(value))}` |")
+    schemas = importlib.import_module("edgeindex.worker_vars").SCHEMAS
+    for worker_name, schema in schemas.items():
+        prefix = f"workers.{worker_name}.vars."
+        for var in schema.model_fields:
+            overrides[f"{prefix}{var}"] = [f"EDGEINDEX_VAR_{var}"]
+        lines += ["", f"Vars of the {worker_name} worker (`workers/{worker_name}.py`; "
+                  "`shared/worker_vars.py`, checked at start-up):", "",
+                  "| key | type | default | range | environment | description |",
+                  "| --- | --- | --- | --- | --- | --- |"]
+        lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in _rows(schema, prefix, overrides)]
     return "\n".join(lines) + "\n"
 
 

@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -53,8 +54,18 @@ def wheel(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def venv(wheel, tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("venv")
+def venv(wheel):
+    # Not under pytest's own temp folder: that one is private to this user, and the embedded
+    # PostgreSQL's binaries inside the virtualenv run as a system user of their own.
+    root = Path(tempfile.mkdtemp(prefix="edgeindex-wheel-"))
+    root.chmod(0o755)
+    try:
+        yield _install(wheel, root)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _install(wheel: Path, root: Path) -> Path:
     frozen = subprocess.run([sys.executable, "-m", "pip", "freeze", "--exclude-editable",
                              "--disable-pip-version-check"], capture_output=True, text=True, check=True).stdout
     constraints = root / "constraints.txt"
