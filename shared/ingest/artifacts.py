@@ -54,7 +54,9 @@ class ArtifactStore:
             raise FileNotFoundError(f"step artifact {ref['key']} is missing from the bucket")
         return data
 
-    async def load_text(self, ref: dict) -> str:
+    async def load_text(self, ref: dict | None) -> str:
+        if ref is None:  # only an unchanged version's extract has no text, and no later step reads it then
+            raise FileNotFoundError("a step's input text was never saved")
         if "text" in ref:
             return ref["text"]
         return (await self.load_bytes(ref)).decode("utf-8")

@@ -105,7 +105,7 @@ class StepOutput:
     """A step's result: ``to_json`` is what the engine checkpoints, ``from_json`` what a replay gets back."""
 
     def to_json(self) -> dict:
-        return asdict(self)
+        return asdict(self)  # type: ignore[call-overload]  # every step output is a dataclass
 
     @classmethod
     def from_json(cls, data: dict):
@@ -113,7 +113,8 @@ class StepOutput:
 
     def artifact_keys(self) -> list[str]:
         """Bucket keys of the artifacts this output points at (deleted once the run is over)."""
-        return [value["key"] for value in asdict(self).values() if isinstance(value, dict) and "key" in value]
+        fields = asdict(self)  # type: ignore[call-overload]
+        return [value["key"] for value in fields.values() if isinstance(value, dict) and "key" in value]
 
 
 @dataclass(frozen=True)
@@ -372,6 +373,7 @@ class IngestJob:
                 row, gone = await self._lock_current(conn)
                 if gone is not None:
                     return gone
+                assert row is not None  # _lock_current: a row, or what the run returns without one
                 if row["ready_version"] is None or row["content_hash"] != extracted.content_hash:
                     raise IngestError("the live version changed since extract; upload the document again")
                 replaced = await self._replaced(conn, row)
@@ -425,7 +427,7 @@ class IngestDocument(Workflow):
                 return result.to_json()  # the checkpoint: what a replay hands back
 
             await holds.point(resources.db, f"ingest:{name}", p.entity_id, p.document_id)
-            stored = await step.do(name, attempt, retries=POLICIES[name])
+            stored = await step.do(name, attempt, retries=POLICIES[step_name])
             faults.exit_after(name, p.document_id, executed=name in step.executed)
             return output.from_json(stored)
 
