@@ -42,7 +42,7 @@ def _leaf_keys(model: type[BaseModel], prefix: str = "") -> list[str]:
     hook = _hook()
     keys = []
     for name, field in model.model_fields.items():
-        if not prefix and name == "path":
+        if not prefix and name in ("path", "checked_vars"):  # set by load(), not keys of the file
             continue
         inner, suffix = hook._unwrap(field.annotation)
         if isinstance(inner, type) and issubclass(inner, BaseModel):
@@ -70,6 +70,11 @@ def test_the_configuration_page_lists_every_key_of_the_checked_config(site):
     assert not missing, f"configuration keys missing from the manual: {missing}"
     for variable, _path in config.ENV_OVERRIDES:
         assert variable in page
+    from edgeindex.worker_vars import SCHEMAS
+
+    vars_missing = [f"workers.{worker}.vars.{var}" for worker, schema in SCHEMAS.items()
+                    for var in schema.model_fields if f"<code>workers.{worker}.vars.{var}</code>" not in page]
+    assert not vars_missing, f"worker vars missing from the manual: {vars_missing}"
 
 
 def test_the_api_page_lists_every_route_of_every_worker(site):
