@@ -432,14 +432,14 @@ class IngestDocument(Workflow):
         try:
             extracted = await do(StepName.EXTRACT, job.extract, Extracted)
             if extracted.unchanged:
-                self.resources.batcher.arrived()  # nothing to embed: the batcher need not wait for it
+                resources.batcher.arrived()  # nothing to embed: the batcher need not wait for it
                 upserted = await do(StepName.UPSERT, lambda: job.reuse_live(extracted), Upserted)
                 await do(StepName.DELETE_STALE, lambda: job.delete_stale(upserted, []), StaleDeleted)
                 return upserted.to_json()
             chunked = await do(StepName.CHUNK, lambda: job.chunk(extracted), Chunked)
             diffed = await do(StepName.DIFF, lambda: job.diff(chunked), Diffed)
             embedded = await do(StepName.EMBED, lambda: job.embed(extracted, chunked, diffed), Embedded)
-            self.resources.batcher.arrived()  # replayed, or nothing new to embed: not coming any more
+            resources.batcher.arrived()  # replayed, or nothing new to embed: not coming any more
             summarized = await do(StepName.SUMMARIZE, lambda: job.summarize(extracted, chunked, diffed), Summarized)
             upserted = await do(StepName.UPSERT, lambda: job.upsert(extracted, chunked, diffed, embedded, summarized),
                                 Upserted)
