@@ -4,13 +4,12 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from dataclasses import dataclass
 
-from edgeindex.errors import EdgeIndexError, RateLimited, ValidationError
-from edgeindex.json_codec import check_json_value
+from edgeindex.errors import EdgeIndexError, RateLimited
 from edgeindex.mcp_server.asgi import call_asgi
-from edgeindex.mcp_server.server import CONTEXT, PRINCIPAL, build_server, text_result
+from edgeindex.mcp_server.messages import precheck
+from edgeindex.mcp_server.server import CONTEXT, PRINCIPAL, build_server
 from edgeindex.mcp_server.service import McpTools
 from edgeindex.runtime.http import (
     Routes,
@@ -77,36 +76,6 @@ async def mcp(request, services: Services, ctx):
         return refused
     return await call_asgi(services.sessions.handle_request, request, body,
                            extra_scope={PRINCIPAL: principal, CONTEXT: ctx})
-
-
-def precheck(body: bytes, rid: str):
-    """The answer to a message the SDK cannot take as it should, or None. The SDK's parser refuses
-    a lone surrogate as unreadable JSON, naming nothing: a tool's arguments pass the JSON checks every
-    HTTP body passes (json_codec), and a failure is that tool's error result naming the field, as
-    the tool itself answers a NUL. A request whose id is neither a string nor an integer is
-    invalid (JSON-RPC 2.0; MCP forbids null), where the SDK would take it for a notification and
-    answer an empty 202."""
-    try:
-        message = json.loads(body)
-    except (ValueError, RecursionError):
-        return None   # the SDK's parse error says so
-    if not isinstance(message, dict) or "method" not in message:
-        return None
-    if "id" in message and (isinstance(message["id"], bool) or not isinstance(message["id"], (str, int))):
-        exc = ValidationError("id must be a string or an integer (JSON-RPC 2.0; MCP forbids null)", field="id")
-        return json_response({"jsonrpc": "2.0", "id": None, "error": {
-            "code": -32600, "message": f"invalid request: {exc.message}",
-            "data": error_body(exc.code, exc.message, field=exc.field, request_id=rid)}}, 400)
-    params = message.get("params")
-    if message["method"] != "tools/call" or not isinstance(params, dict) or not isinstance(params.get("arguments"),
-                                                                                            dict):
-        return None
-    try:
-        check_json_value(params["arguments"])
-    except ValidationError as exc:
-        return json_response({"jsonrpc": "2.0", "id": message.get("id"), "result": text_result(
-            exc.to_dict(), error=True).model_dump(mode="json", by_alias=True, exclude_none=True)})
-    return None
 
 
 def jsonrpc_refusal(exc: EdgeIndexError, rid: str):
