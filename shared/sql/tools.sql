@@ -105,7 +105,11 @@ WHERE entity_id = ANY(%(entity_ids)s) AND kind = ANY(%(kinds)s);
 SELECT name, content_hash FROM index_descriptors WHERE entity_id = %(entity_id)s;
 
 -- name: index_count_others
-SELECT count(*) AS n FROM index_descriptors WHERE entity_id = %(entity_id)s AND NOT (name = ANY(%(names)s));
+-- The entity's indices and collections a registration does not name; a described collection counts
+-- before ingestion or its refresh has written its descriptor.
+SELECT count(*) AS n FROM (SELECT name FROM index_descriptors WHERE entity_id = %(entity_id)s
+                           UNION SELECT name FROM collections WHERE entity_id = %(entity_id)s) AS named
+WHERE NOT (name = ANY(%(names)s));
 
 -- name: index_upsert
 INSERT INTO index_descriptors (entity_id, name, kind, description, fields, profile, content_hash, model_id, embedding,

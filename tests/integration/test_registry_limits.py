@@ -9,7 +9,8 @@ import asyncio
 import numpy as np
 import pytest
 from edgeindex.errors import ValidationError
-from edgeindex.selection import indices, tools
+from edgeindex.bindings.kv import DiskKV
+from edgeindex.selection import collections, indices, tools
 
 from ..helpers import new_tenant
 
@@ -76,6 +77,31 @@ async def test_two_concurrent_index_registrations_never_overrun_the_limit(stack,
     refused = [o for o in outcomes if isinstance(o, BaseException)]
     assert len(refused) == 1 and isinstance(refused[0], ValidationError), outcomes
     assert refused[0].field == "indices"
+
+
+async def test_two_concurrent_collection_descriptions_never_overrun_the_limit(stack, upload_admin, db, monkeypatch,
+                                                                              tmp_path):
+    # a described collection is an index of the entity's: the two share the limit and its lock
+    monkeypatch.setattr(indices, "MAX_PER_ENTITY", LIMIT)
+    monkeypatch.setattr(collections, "MAX_PER_ENTITY", LIMIT, raising=False)
+    entity_id = new_tenant(stack, upload_admin, prefix="limit").entity_id
+    embedder = MeetingEmbedder(1)
+    await indices.register(db, embedder, entity_id, _indices("base", LIMIT - 1))
+    kv = DiskKV(tmp_path / "kv", namespace="limits")
+    outcomes = await asyncio.gather(*(collections.set_description(db, embedder, kv, entity_id, name,
+                                                                  f"notes about {name}")
+                                      for name in ("first", "second")), return_exceptions=True)
+    named = (await db.fetchone(
+        "SELECT count(*) AS n FROM (SELECT name FROM index_descriptors WHERE entity_id = %(e)s "
+        "UNION SELECT name FROM collections WHERE entity_id = %(e)s) AS named", {"e": entity_id}))["n"]
+    assert named <= LIMIT, outcomes
+    refused = [o for o in outcomes if isinstance(o, BaseException)]
+    assert len(refused) == 1 and isinstance(refused[0], ValidationError), outcomes
+    assert refused[0].field == "name"
+    # describing a collection the entity has already is no registration: it passes at the limit
+    kept = next(o for o in outcomes if not isinstance(o, BaseException))
+    again = await collections.set_description(db, embedder, kv, entity_id, kept["name"], "new notes")
+    assert again["description"] == "new notes"
 
 
 @pytest.mark.parametrize("existing", [0, LIMIT - 3])
