@@ -8,8 +8,8 @@ import asyncio
 
 import numpy as np
 import pytest
-from edgeindex.errors import ValidationError
 from edgeindex.bindings.kv import DiskKV
+from edgeindex.errors import ValidationError
 from edgeindex.selection import collections, indices, tools
 
 from ..helpers import new_tenant
