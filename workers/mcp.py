@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from edgeindex.errors import EdgeIndexError, RateLimited
 from edgeindex.mcp_server.asgi import call_asgi
+from edgeindex.mcp_server.messages import precheck
 from edgeindex.mcp_server.server import CONTEXT, PRINCIPAL, build_server
 from edgeindex.mcp_server.service import McpTools
 from edgeindex.runtime.http import (
@@ -71,6 +72,8 @@ async def mcp(request, services: Services, ctx):
     except EdgeIndexError as exc:
         return jsonrpc_refusal(exc, request_id(request))
     body = await read_body(request, max_bytes=MAX_BODY_BYTES)
+    if (refused := precheck(body, request_id(request))) is not None:
+        return refused
     return await call_asgi(services.sessions.handle_request, request, body,
                            extra_scope={PRINCIPAL: principal, CONTEXT: ctx})
 

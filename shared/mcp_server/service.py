@@ -10,6 +10,7 @@ from typing import Any
 from .. import sqlfiles
 from ..bindings.database import Database
 from ..errors import NotFound, ValidationError
+from ..json_codec import check_json_value
 from ..search.service import SearchService
 from ..selection import collections
 from ..selection.http import SelectionService
@@ -32,6 +33,7 @@ class McpTools:
         """``background`` is the worker's ctx: search stores its cache entries after answering."""
         if name not in TOOLS:
             raise NotFound(f"no tool {name!r}; tools: {', '.join(TOOLS)}", field="name")
+        check_json_value(arguments)   # what every HTTP body passes first (NUL, lone surrogates, depth)
         if name == "search":  # the search service parses and checks the grant, as POST /search does
             return await self.search.search(principal, arguments, background=background)
         if name == "select_tools":  # parsed and grant-checked by the selection service, as over HTTP

@@ -27,7 +27,7 @@ from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
 from psycopg_pool import PoolTimeout
 
-from ..errors import EdgeIndexError, PayloadTooLarge, RateLimited, UnsupportedMediaType, ValidationError
+from ..errors import EdgeIndexError, NotFound, PayloadTooLarge, RateLimited, UnsupportedMediaType, ValidationError
 from ..json_codec import check_text, decode_json_object, encode_json
 
 log = logging.getLogger(__name__)
@@ -192,7 +192,10 @@ class Routes:
                     params[name] = check_text(unquote(value, errors="strict"), name)
                 except UnicodeDecodeError:
                     raise ValidationError(f"{name}: not valid UTF-8 once URL-decoded", field=name) from None
-            result = await route.handler(request, services, ctx, **params)
+            try:
+                result = await route.handler(request, services, ctx, **params)
+            except psycopg.errors.ForeignKeyViolation as exc:
+                raise missing_reference(exc, params) from None
             if isinstance(result, web.StreamResponse):
                 return result
             return json_response(result)
@@ -200,6 +203,22 @@ class Routes:
             raise MethodNotAllowed(f"{request.method} is not allowed on {request.path}; use {', '.join(allowed)}",
                                    allowed=allowed)
         raise RouteNotFound(f"no route for {request.method} {request.path}")
+
+
+_FOREIGN_KEY = re.compile(r'^Key \((?P<column>[^)]+)\)=\((?P<value>.*)\) is not present in table "(?P<table>[^"]+)"')
+
+
+def missing_reference(exc: psycopg.errors.ForeignKeyViolation, params: dict[str, str]) -> NotFound:
+    """A write that names a row that does not exist (an admin key registering tools for a missing
+    entity): a 404 naming the request's field that holds the value (the path parameter, else the
+    column)."""
+    found = _FOREIGN_KEY.match(exc.diag.message_detail or "")
+    if found is None:
+        return NotFound("the request refers to something that does not exist")
+    column, value, table = found["column"], found["value"], found["table"]
+    field = next((name for name, given in params.items() if given == value), column)
+    noun = {"entities": "entity"}.get(table, table)
+    return NotFound(f"{field}: no {noun} {value!r}", field=field)
 
 
 class RouteNotFound(EdgeIndexError):

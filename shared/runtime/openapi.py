@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import mimetypes
 import re
+from collections.abc import Callable
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -40,7 +41,9 @@ BUILTIN: list[Route] = [
 
 
 def build_spec(routes: Routes, *, title: str, version: str = "0.1.0", description: str = "",
-               server_url: str | None = None, builtin: bool = True) -> dict[str, Any]:
+               server_url: str = "/", builtin: bool = True) -> dict[str, Any]:
+    """``server_url``: where clients reach the worker, relative by default (the spec's own location):
+    never derived from a request, whose Host header the client chooses."""
     everything = [*(BUILTIN if builtin else []), *routes.routes]
     wanted = []
     for route in everything:
@@ -72,8 +75,7 @@ def build_spec(routes: Routes, *, title: str, version: str = "0.1.0", descriptio
             },
         },
     }
-    if server_url:
-        spec["servers"] = [{"url": server_url}]
+    spec["servers"] = [{"url": server_url}]
     return spec
 
 
@@ -152,15 +154,16 @@ DOCS_PAGE = """<!doctype html>
 """
 
 
-def attach(app: web.Application, spec_for) -> None:
+def attach(app: web.Application, build: Callable[[], dict[str, Any]]) -> None:
     """``GET /openapi.json``, ``GET /docs`` and the page's assets on an aiohttp app.
 
-    ``spec_for(request)`` builds the spec (once; it is the same for every request)."""
+    ``build()`` makes the spec, once: it is the same for every request, and nothing of a request
+    goes into it."""
     cache: dict[str, str] = {}
 
     async def openapi_json(request: web.Request) -> web.Response:
         if "spec" not in cache:
-            cache["spec"] = json.dumps(spec_for(request))
+            cache["spec"] = json.dumps(build())
         return web.Response(text=cache["spec"], content_type="application/json")
 
     async def docs(request: web.Request) -> web.Response:

@@ -34,6 +34,9 @@ from .http import JSONErrorServer, error_middleware, json_response
 
 log = logging.getLogger(__name__)
 ENV_KEY = web.AppKey("env", Env)
+# One header line's limit: above a key's own limit (tenancy.MAX_KEY_CHARS) with room to spare, so an
+# over-long key is refused by the key check as unauthorized, not by the parser as a bad request.
+MAX_HEADER_BYTES = 32 * 1024
 SECRETS = {"ADMIN_KEY": "EDGEINDEX_ADMIN_KEY", "UPLOAD_SIGNING_KEY": "EDGEINDEX_UPLOAD_SIGNING_KEY"}  # env.secrets name → the environment variable holding it
 
 
@@ -93,9 +96,8 @@ def build_app(module: ModuleType, env: Env, services, ctx: ExecutionContext, *,
 
     app.router.add_get("/health", health)
     if routes := getattr(module, "routes", None):
-        openapi.attach(app, lambda request: openapi.build_spec(
-            routes, title=f"edgeindex {env.worker_name} worker", description=(module.__doc__ or "").strip(),
-            server_url=f"{request.scheme}://{request.host}"))
+        openapi.attach(app, lambda: openapi.build_spec(
+            routes, title=f"edgeindex {env.worker_name} worker", description=(module.__doc__ or "").strip()))
     app.router.add_route("*", "/{tail:.*}", dispatch)
     return app
 
@@ -135,7 +137,7 @@ async def serve(config: Config, name: str, *, stop: asyncio.Event | None = None,
                 consumers.append(Consumer(SQSQueue(sqs, settings.queue), settings, dead_letter=dlq,
                                           poll_wait_seconds=config.services.sqs.poll_wait_seconds))
         app = build_app(module, env, services, ctx, consumers=consumers)
-        runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        runner = web.AppRunner(app, access_log=None, handle_signals=False, max_field_size=MAX_HEADER_BYTES)
         await runner.setup()
         # Requests aiohttp cannot parse get our JSON error shape too (see http.JSONErrorRequestHandler).
         runner.server.__class__ = JSONErrorServer

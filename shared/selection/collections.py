@@ -32,14 +32,15 @@ from psycopg.types.json import Jsonb
 
 from .. import sqlfiles, validation
 from ..cache import Invalidation
-from ..errors import NotFound
+from ..errors import NotFound, ValidationError
 from ..ingest.summary import extractive_summary
 from . import field_vectors as fv
 from .catalog_cache import bump
-from .indices import KIND, IndexDef, field_plan
+from .indices import KIND, MAX_PER_ENTITY, IndexDef, field_plan
 
 log = logging.getLogger(__name__)
 SQL = sqlfiles.load("collections.sql")
+TOOLS_SQL = sqlfiles.load("tools.sql")   # the registry lock and count shared with indices
 
 DEBOUNCE_SECONDS = 0.5     # quiet time after a collection's last change before it is recomputed
 MAX_WAIT_SECONDS = 5.0     # ... but never longer than this after its first unprocessed change
@@ -212,9 +213,17 @@ async def get_collection(db, entity_id: str, name: str) -> dict:
 
 
 async def set_description(db, embedder, kv, entity_id: str, name: str, description: str) -> dict:
-    """Store the description, then recompute the descriptor at once (selection sees it on return)."""
+    """Store the description, then recompute the descriptor at once (selection sees it on return).
+
+    A new name registers a collection: it counts toward the entity's limit of indices, checked under
+    the same per-entity lock as index registrations."""
     async with db.transaction() as conn:
+        await conn.execute(TOOLS_SQL["registry_lock"], {"kind": "indices", "entity_id": entity_id})
         await conn.execute(SQL["lock"], {"entity_id": entity_id, "name": name})
+        others = (await (await conn.execute(TOOLS_SQL["index_count_others"], {
+            "entity_id": entity_id, "names": [name]})).fetchone())["n"]
+        if others + 1 > MAX_PER_ENTITY:
+            raise ValidationError(f"an entity holds at most {MAX_PER_ENTITY} indices and collections", field="name")
         await conn.execute(SQL["set_description"], {"entity_id": entity_id, "name": name, "description": description})
     await refresh(db, embedder, kv, entity_id, name)
     return await get_collection(db, entity_id, name)

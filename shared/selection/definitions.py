@@ -155,6 +155,9 @@ def _schema(value: Any, where: str) -> dict:
         value = _plain_parameters(value, where)
     if not isinstance(value, dict):
         raise ValidationError(f"{where} must be a JSON Schema object or a list of parameters", field=where)
+    if "$schema" in value and not isinstance(value["$schema"], str):
+        raise ValidationError(f"{where}.$schema must be a string (the URI of a JSON Schema dialect)",
+                              field=f"{where}.$schema")
     if value.get("type", "object") != "object":
         raise ValidationError(f"{where}: a tool's parameters must be a schema of type 'object', "
                               f"got {value.get('type')!r}", field=where)

@@ -145,11 +145,15 @@ async def register(db, embedder, entity_id: str, body: dict) -> dict:
         raise Conflict(f"indices.{seen[name]}.name: {name!r} is a collection of this entity's documents",
                        field=f"indices.{seen[name]}.name")
     existing = {r["name"]: r["content_hash"] for r in await db.fetch(SQL["index_hashes"], {"entity_id": entity_id})}
-    if len(set(existing) | set(seen)) > MAX_PER_ENTITY:
-        raise ValidationError(f"an entity holds at most {MAX_PER_ENTITY} indices", field="indices")
+    _check_limit(len(set(existing) | set(seen)))
     written = await upsert(db, embedder, entity_id, parsed, existing)
     return {"entity_id": entity_id, "registered": len(parsed), "embedded": written,
             "unchanged": len(parsed) - written, "model_id": embedder.model_id}
+
+
+def _check_limit(total: int) -> None:
+    if total > MAX_PER_ENTITY:
+        raise ValidationError(f"an entity holds at most {MAX_PER_ENTITY} indices", field="indices")
 
 
 async def upsert(db, embedder, entity_id: str, parsed: list[IndexDef], existing: dict[str, str]) -> int:
@@ -165,6 +169,11 @@ async def upsert(db, embedder, entity_id: str, parsed: list[IndexDef], existing:
     field_matrix = await embedder.embed(flat) if flat else np.zeros((0, 0), np.float32)
     bounds = np.cumsum([0] + [len(plan) for plan in plans])
     async with db.transaction() as conn:
+        # the limit again under the entity's registry lock: a concurrent registration may have added some
+        await conn.execute(SQL["registry_lock"], {"kind": KIND, "entity_id": entity_id})
+        others = (await (await conn.execute(SQL["index_count_others"], {
+            "entity_id": entity_id, "names": [d.name for d in parsed]})).fetchone())["n"]
+        _check_limit(others + len(parsed))
         for n, (d, vector) in enumerate(zip(changed, vectors)):
             own = field_matrix[bounds[n]:bounds[n + 1]]
             await conn.execute(SQL["index_upsert"], {

@@ -98,10 +98,7 @@ async def register(db, embedder, entity_id: str, body: dict) -> dict:
     tools = parse_catalogue(body)
     model_id = embedder.model_id
     existing = {r["name"]: r for r in await db.fetch(SQL["tool_hashes"], {"entity_id": entity_id})}
-    new_names = [t.name for t in tools if t.name not in existing]
-    if len(existing) + len(new_names) > MAX_TOOLS_PER_ENTITY:
-        raise ValidationError(f"an entity holds at most {MAX_TOOLS_PER_ENTITY} tools: {len(existing)} registered, "
-                              f"{len(new_names)} new in this request", field="tools")
+    _check_limit(len(existing), tools, existing)   # early, before any model time; checked again under the lock
     texts = {t.name: t.embedded_text() for t in tools}
     hashes = {t.name: definitions.content_hash(texts[t.name], model_id) for t in tools}
     unchanged_names = {t.name for t in tools if t.name in existing
@@ -125,6 +122,11 @@ async def register(db, embedder, entity_id: str, body: dict) -> dict:
 
     changed = to_embed + keep_vector
     async with db.transaction() as conn:
+        await conn.execute(SQL["registry_lock"], {"kind": KIND, "entity_id": entity_id})
+        names = [t.name for t in tools]
+        others = (await (await conn.execute(SQL["tool_count_others"], {"entity_id": entity_id, "names": names}))
+                  .fetchone())["n"]
+        _check_limit(others + len(tools), tools, existing)
         for tool, vector in zip(to_embed, vectors):
             await conn.execute(SQL["tool_upsert"], {**_row(entity_id, tool, hashes[tool.name], model_id, vector),
                                                     "description_embedding": description_vectors.get(tool.name)})
@@ -147,6 +149,15 @@ async def register(db, embedder, entity_id: str, body: dict) -> dict:
             "model_id": model_id, "unresolved_requires": unresolved,
             "tools": [{"name": t.name, "status": "unchanged" if t.name in unchanged_names else
                        "updated" if t.name in keep_names else "embedded"} for t in tools]}
+
+
+def _check_limit(total: int, tools: list[ToolDef], existing: dict) -> None:
+    """``total``: the entity's tools once this registration is stored."""
+    if total <= MAX_TOOLS_PER_ENTITY:
+        return
+    new = sum(t.name not in existing for t in tools)
+    raise ValidationError(f"an entity holds at most {MAX_TOOLS_PER_ENTITY} tools: {total - new} registered, "
+                          f"{new} new in this request", field="tools")
 
 
 def _row(entity_id: str, tool: ToolDef, content_hash: str, model_id: str, vector) -> dict:

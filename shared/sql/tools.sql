@@ -6,6 +6,15 @@ SELECT name, content_hash, definition_hash FROM tools WHERE entity_id = %(entity
 -- name: tool_count
 SELECT count(*) AS n FROM tools WHERE entity_id = %(entity_id)s;
 
+-- name: registry_lock
+-- One registration of a kind (tools, indices) per entity at a time, until the transaction ends: the
+-- entity's limit is checked under it, so two concurrent registrations cannot both pass it.
+SELECT pg_advisory_xact_lock(hashtextextended('edgeindex.registry:' || %(kind)s || ':' || %(entity_id)s, 0));
+
+-- name: tool_count_others
+-- The entity's tools a registration does not name (what it adds comes on top of these).
+SELECT count(*) AS n FROM tools WHERE entity_id = %(entity_id)s AND NOT (name = ANY(%(names)s));
+
 -- name: tool_upsert
 INSERT INTO tools (entity_id, name, description, parameters, category, tags, requires, examples,
                    content_hash, definition_hash, tokens, model_id, embedding, description_embedding)
@@ -94,6 +103,13 @@ WHERE entity_id = ANY(%(entity_ids)s) AND kind = ANY(%(kinds)s);
 
 -- name: index_hashes
 SELECT name, content_hash FROM index_descriptors WHERE entity_id = %(entity_id)s;
+
+-- name: index_count_others
+-- The entity's indices and collections a registration does not name; a described collection counts
+-- before ingestion or its refresh has written its descriptor.
+SELECT count(*) AS n FROM (SELECT name FROM index_descriptors WHERE entity_id = %(entity_id)s
+                           UNION SELECT name FROM collections WHERE entity_id = %(entity_id)s) AS named
+WHERE NOT (name = ANY(%(names)s));
 
 -- name: index_upsert
 INSERT INTO index_descriptors (entity_id, name, kind, description, fields, profile, content_hash, model_id, embedding,

@@ -22,6 +22,7 @@ from pydantic import StringConstraints
 
 from .. import sqlfiles
 from ..errors import EdgeIndexError, UnsupportedMediaType, ValidationError
+from ..json_codec import MAX_JSON_DEPTH
 from ..validation import DocumentId, content_hash, parse
 from .bulk_versions import NewVersion, store_new_versions
 from .models import DocumentFields
@@ -78,32 +79,43 @@ def _unchanged(row: dict | None, doc: BulkDocument, data: bytes) -> bool:
     return all(getattr(doc, name) is None or getattr(doc, name) == row[name] for name in ("title", "source", "tags"))
 
 
-def parse_lines(body: bytes) -> list[tuple[int, dict[str, Any] | EdgeIndexError]]:
-    """(line number, JSON object or the error for that line) for every non-blank line."""
-    try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ValidationError("body is not UTF-8 NDJSON", field="body") from None
+def parse_lines(body: bytes, check_json=None) -> list[tuple[int, dict[str, Any] | EdgeIndexError]]:
+    """(line number, JSON object or the error for that line) for every non-blank line.
+
+    Everything that can be wrong with one line (not UTF-8, not JSON, nested too deep, a NUL or a
+    lone surrogate anywhere in it, as ``check_json`` finds) is that line's error: nothing of a bad
+    line reaches the database, and the other lines go on."""
     # NDJSON lines end at "\n" only: str.splitlines() also breaks at U+0085, U+2028 and other separators
     # that JSON encoders leave raw inside strings (an MS MARCO passage holds U+0085), splitting a document in two.
-    lines = [(n, line.removesuffix("\r")) for n, line in enumerate(text.split("\n"), start=1) if line.strip()]
+    lines = [(n, line.removesuffix(b"\r")) for n, line in enumerate(body.split(b"\n"), start=1) if line.strip()]
     if not lines:
         raise ValidationError("body is empty: send one JSON object per line", field="body")
     if len(lines) > MAX_BULK_DOCUMENTS:
         raise ValidationError(f"body: {len(lines)} documents is more than the {MAX_BULK_DOCUMENTS} "
                               "one request takes", field="body")
     out: list[tuple[int, dict[str, Any] | EdgeIndexError]] = []
-    for n, line in lines:
+    for n, raw in lines:
         try:
-            value = json.loads(line)
-        except json.JSONDecodeError as exc:
-            out.append((n, ValidationError(f"line {n} is not valid JSON: {exc.msg}", field="body")))
-            continue
-        if not isinstance(value, dict):
-            out.append((n, ValidationError(f"line {n} must be a JSON object", field="body")))
-            continue
-        out.append((n, value))
+            out.append((n, _line(n, raw, check_json)))
+        except EdgeIndexError as exc:
+            out.append((n, exc))
     return out
+
+
+def _line(n: int, raw: bytes, check_json) -> dict[str, Any]:
+    try:
+        value = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ValidationError(f"line {n} is not UTF-8", field="body") from None
+    except json.JSONDecodeError as exc:
+        raise ValidationError(f"line {n} is not valid JSON: {exc.msg}", field="body") from None
+    except RecursionError:
+        raise ValidationError(f"line {n}: nested more than {MAX_JSON_DEPTH} levels deep", field="body") from None
+    if not isinstance(value, dict):
+        raise ValidationError(f"line {n} must be a JSON object", field="body")
+    if check_json is not None:
+        check_json(value)
+    return value
 
 
 async def bulk_upload(uploads, entity_id: str, body: bytes, *, check_json=None) -> dict:
@@ -112,7 +124,7 @@ async def bulk_upload(uploads, entity_id: str, body: bytes, *, check_json=None) 
     Lines whose live version may already hold their bytes go the direct upload's way, one each (it
     checks under a row lock and updates changed fields in place); every other good line needs a new
     version, and those are written together (``bulk_versions``: a few statements per request)."""
-    parsed = parse_lines(body)
+    parsed = parse_lines(body, check_json)
     ids = [line.get("document_id") for _, line in parsed if isinstance(line, dict)]
     seen: set = set()
     repeated = {i for i in ids if isinstance(i, str) and (i in seen or seen.add(i))}
@@ -138,8 +150,6 @@ async def bulk_upload(uploads, entity_id: str, body: bytes, *, check_json=None) 
         try:
             if isinstance(line, EdgeIndexError):
                 raise line
-            if check_json is not None:
-                check_json(line)
             doc = parse(BulkDocument, line)
             if (doc.text is None) == (doc.content_base64 is None):
                 raise ValidationError("give exactly one of text and content_base64", field="text")

@@ -272,6 +272,19 @@ CASES = [
          {"indices": [{"name": "x", "fields": "title"}]}),
     Case("indices: select foreign entity", "search", "POST", "/indices/select", 403, "entity_ids",
          {"query": "x", "entity_ids": [O]}),
+    Case("tools: $schema a list", "search", "POST", f"/entities/{T}/tools", 400, "tools.0.parameters.$schema",
+         {"tools": [{"name": "x", "parameters": {"type": "object", "$schema": ["x"]}}]}),
+    Case("tools: $schema a number", "search", "POST", f"/entities/{T}/tools", 400, "tools.0.parameters.$schema",
+         {"tools": [{"name": "x", "parameters": {"type": "object", "$schema": 5}}]}),
+    Case("tools: $schema an object", "search", "POST", f"/entities/{T}/tools", 400, "tools.0.parameters.$schema",
+         {"tools": [{"name": "x", "parameters": {"type": "object", "$schema": {}}}]}),
+    # --- an admin key writing for an entity that does not exist ------------------------------
+    Case("tools: admin key, missing entity", "search", "POST", "/entities/no-such-entity-x/tools", 404, "entity",
+         {"tools": [{"name": "x"}]}, key="admin"),
+    Case("indices: admin key, missing entity", "search", "POST", "/entities/no-such-entity-x/indices", 404,
+         "entity", {"indices": [{"name": "x", "description": "d", "fields": ["a"]}]}, key="admin"),
+    Case("collections: admin key, missing entity", "search", "PUT", "/entities/no-such-entity-x/collections/c",
+         404, "entity", {"description": "d"}, key="admin"),
 ]
 
 
@@ -329,3 +342,80 @@ def test_the_service_is_healthy_after_the_catalogue(stack):
     for name in stack.config.workers:  # every worker the stack runs
         with urllib.request.urlopen(stack.url(name) + "/health", timeout=30) as resp:
             assert json.loads(resp.read())["status"] == "ok"
+
+
+# --- bulk lines: each bad one fails alone, naming its field; the good ones are stored --------------
+
+BULK_LINES = [
+    ("NUL in document_id", b'{"document_id": "a\\u0000b", "text": "x"}', "document_id"),
+    ("lone surrogate in document_id", b'{"document_id": "a\\ud800b", "text": "x"}', "document_id"),
+    ("lone surrogate in text", b'{"document_id": "s", "text": "a\\udfffb"}', "text"),
+    ("a line of 100,000 [", b"[" * 100_000, "body"),
+    ("document_id nested 40 deep", b'{"document_id": ' + b"[" * 40 + b'"x"' + b"]" * 40 + b', "text": "x"}',
+     "document_id." + ".".join(["0"] * 32)),
+    ("not UTF-8", b"\xff\xfe", "body"),
+]
+
+
+@pytest.mark.parametrize("line, field", [(line, field) for _, line, field in BULK_LINES],
+                         ids=[name for name, _, _ in BULK_LINES])
+def test_a_bad_bulk_line_fails_alone_naming_its_field(stack, parties, line, field):
+    tenant_id, _ = parties["ids"]
+    body = b'{"document_id": "good-before", "text": "kept"}\n' + line + b'\n{"document_id": "good-after", "text": "kept"}\n'
+    client = Client(stack.url("upload"), parties["tenant"])
+    status, answer = client.post(f"/entities/{tenant_id}/documents", raw=body,
+                                 headers={"Content-Type": "application/x-ndjson"})
+    assert status == 200, answer
+    assert [r["outcome"] for r in answer["results"]] in (["accepted", "failed", "accepted"],
+                                                         ["unchanged", "failed", "unchanged"]), answer
+    bad = answer["results"][1]
+    assert (bad["status"], bad["error"]["field"]) == (400, field), bad
+
+
+# --- MCP: the same refusals through the official SDK client, and what arrives before it --------
+
+MCP_TOOL_CASES = [
+    ("search: NUL in query", "search", {"query": "a\u0000b"}, "query"),
+    ("select_tools: NUL in query", "select_tools", {"query": "a\u0000b"}, "query"),
+    ("search: NUL in a filter", "search", {"query": "x", "filters": {"sources": ["a\u0000"]}}, "filters.sources.0"),
+    ("search: k zero", "search", {"query": "x", "k": 0}, "k"),
+]
+
+
+@pytest.mark.parametrize("tool, arguments, field", [c[1:] for c in MCP_TOOL_CASES], ids=[c[0] for c in MCP_TOOL_CASES])
+async def test_mcp_tool_bad_input_names_its_field(stack, parties, tool, arguments, field):
+    from .test_mcp import call, http_session  # noqa: PLC0415 (the MCP tests' SDK session)
+
+    async with http_session(stack, parties["tenant"]) as session:
+        error, body = await call(session, tool, arguments)
+    assert error and body["field"] == field, body
+
+
+MCP_RAW_CASES = [
+    ("lone surrogate in a query", b'{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "search", '
+     b'"arguments": {"query": "a\\ud800b"}}}', {}, "tenant", 200, "query"),
+    ("id an object", b'{"jsonrpc": "2.0", "id": {}, "method": "tools/list"}', {}, "tenant", 400, "id"),
+    ("10 kB key", b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}', {"Authorization": "Bearer " + "k" * 10_000},
+     "none", 401, "Authorization"),
+    ("Host with a bad port", b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}', {"Host": "localhost:abc"},
+     "tenant", 400, "Host"),
+]
+
+
+@pytest.mark.parametrize("content, headers, key, status, field", [c[1:] for c in MCP_RAW_CASES],
+                         ids=[c[0] for c in MCP_RAW_CASES])
+async def test_mcp_bad_request_names_its_field(stack, parties, content, headers, key, status, field):
+    from .test_mcp import raw_mcp  # noqa: PLC0415
+
+    reply = await raw_mcp(stack, content, key=parties[key], headers=headers)
+    assert reply.status_code == status, reply.text
+    answer = reply.json()
+    if "result" in answer:       # a tool's refusal: a result the agent reads
+        assert answer["result"]["isError"], answer
+        named = json.loads(answer["result"]["content"][0]["text"])["field"]
+    elif "error" in answer and isinstance(answer["error"], dict):   # JSON-RPC's own error
+        named = answer["error"]["data"]["field"]
+    else:                        # refused before JSON-RPC, as every worker refuses
+        named = answer["field"]
+    assert named == field, answer
+    assert reply.headers.get("X-Request-Id", "").startswith("req_")

@@ -65,6 +65,31 @@ async def test_bulk_route_reports_each_document_good_and_bad(stack, tenant, db):
     assert (doc["status"], doc["chunks_reused"], doc["chunks_embedded"]) == ("ready", 1, 1)
 
 
+async def test_a_line_no_database_can_store_fails_alone_and_the_good_lines_are_stored(stack, tenant, db):
+    nested_id: object = "deep"
+    for _ in range(40):
+        nested_id = [nested_id]
+    body = ndjson(
+        {"document_id": "bulk-good-1", "text": "a good line before the bad ones"},
+        {"document_id": "nul\u0000id", "text": "x"},
+        '{"document_id": "lone\\ud800surrogate", "text": "x"}',
+        {"document_id": "bulk-nul-text", "text": "a\u0000b"},
+        "[" * 100_000,
+        {"document_id": nested_id, "text": "x"},
+    ) + b"\xff\xfe not UTF-8\n" + ndjson({"document_id": "bulk-good-2", "text": "a good line after the bad ones"})
+    status, answer = tenant.upload.post(f"/entities/{tenant.entity_id}/documents", raw=body, headers=NDJSON)
+    assert status == 200, answer
+    results = answer["results"]
+    assert [(r["line"], r["outcome"], r["status"]) for r in results] == [
+        (1, "accepted", 202), (2, "failed", 400), (3, "failed", 400), (4, "failed", 400), (5, "failed", 400),
+        (6, "failed", 400), (7, "failed", 400), (8, "accepted", 202)]
+    fields = [r["error"]["field"] for r in results if r["outcome"] == "failed"]
+    assert fields[:4] == ["document_id", "document_id", "text", "body"]
+    assert fields[4].startswith("document_id.0.0")
+    for doc_id in ("bulk-good-1", "bulk-good-2"):
+        assert (await wait_document(tenant, doc_id))["status"] == "ready"
+
+
 async def test_a_bulk_line_a_delete_overtakes_is_refused_alone(stack, tenant, db):
     """The lines of one request are written together (one transaction for their rows, one statement
     confirming their bytes), yet a line whose document is deleted between its row and its bytes is

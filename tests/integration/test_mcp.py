@@ -213,3 +213,84 @@ async def test_stdio_bridge_refuses_an_unknown_key_at_start(stack, tmp_path):
         async with stdio_session(stack, "ei_not-a-key", errlog):
             pass
     assert "refused to start an MCP session: unauthorized: unknown or revoked API key" in log.read_text()
+
+
+# --- MCP and HTTP agree on bad input ------------------------------------------------------------
+
+ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+def tools_call(name: str, arguments: dict, rid: object = 1) -> dict:
+    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
+
+
+async def raw_mcp(stack, content: bytes, *, key: str | None, headers: dict | None = None) -> httpx2.Response:
+    sent = {**ACCEPT, **({"Authorization": f"Bearer {key}"} if key else {}), **(headers or {})}
+    async with httpx2.AsyncClient(timeout=60) as http:
+        return await http.post(mcp_url(stack), content=content, headers=sent)
+
+
+@pytest.mark.parametrize("tool, route", [("search", "/search"), ("select_tools", "/tools/select")])
+async def test_a_nul_in_a_query_is_refused_naming_the_field_as_over_http(stack, indexed, tool, route):
+    arguments = {"query": "glaciers\x00feed", "entity_ids": [indexed.entity_id]}
+    status, over_http = indexed.search.post(route, arguments)
+    assert (status, over_http["field"]) == (400, "query"), over_http
+    async with http_session(stack, indexed.key) as session:
+        error, body = await call(session, tool, arguments)
+    assert error and (body["error"], body["field"]) == (over_http["error"], "query"), body
+
+
+@pytest.mark.parametrize("tool, route", [("search", "/search"), ("select_tools", "/tools/select")])
+async def test_a_lone_surrogate_in_a_query_is_refused_naming_the_field_as_over_http(stack, indexed, tool, route):
+    # no client library encodes a lone surrogate; it arrives as a JSON escape
+    arguments = '{"query": "glaciers \\ud800 feed", "entity_ids": [' + json.dumps(indexed.entity_id) + ']}'
+    status, over_http = indexed.search.post(route, raw=arguments.encode(), headers={"Content-Type": "application/json"})
+    assert (status, over_http["field"]) == (400, "query"), over_http
+    content = ('{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": ' + json.dumps(tool)
+               + ', "arguments": ' + arguments + '}}').encode()
+    reply = await raw_mcp(stack, content, key=indexed.key)
+    assert reply.status_code == 200, reply.text
+    answer = reply.json()
+    assert answer["id"] == 7 and answer["result"]["isError"], answer
+    body = json.loads(answer["result"]["content"][0]["text"])
+    assert (body["error"], body["field"]) == (over_http["error"], "query"), body
+
+
+async def test_a_successful_mcp_answer_carries_its_request_id(stack, indexed):
+    reply = await raw_mcp(stack, json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).encode(),
+                          key=indexed.key)
+    assert reply.status_code == 200 and reply.json()["result"]["tools"], reply.text
+    assert reply.headers.get("X-Request-Id", "").startswith("req_"), dict(reply.headers)
+    called = await raw_mcp(stack, json.dumps(tools_call("list_collections", {"entity_id": indexed.entity_id})
+                                             ).encode(), key=indexed.key)
+    assert called.status_code == 200 and called.headers.get("X-Request-Id", "").startswith("req_")
+
+
+@pytest.mark.parametrize("rid", [{}, {"a": 1}, [1], True, 1.5])
+async def test_a_request_whose_id_is_not_a_string_or_integer_gets_a_jsonrpc_error(stack, indexed, rid):
+    reply = await raw_mcp(stack, json.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/list"}).encode(),
+                          key=indexed.key)
+    assert reply.status_code == 400, (reply.status_code, reply.text)
+    answer = reply.json()
+    assert answer["id"] is None and answer["error"]["code"] == -32600, answer
+    assert answer["error"]["data"]["field"] == "id", answer
+
+
+async def test_a_huge_key_is_unauthorized(stack):
+    reply = await raw_mcp(stack, json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).encode(),
+                          key="ei_" + "k" * 10_000)
+    assert reply.status_code == 401, reply.text
+    assert reply.json()["error"]["data"]["field"] == "Authorization"
+    status, body = Client(stack.url("search")).post("/search", {"query": "x"},
+                                                    headers={"Authorization": "Bearer ei_" + "k" * 10_000})
+    assert (status, body["field"]) == (401, "Authorization"), body
+
+
+@pytest.mark.parametrize("host, status", [("[::1]:8790", 200), ("[::1]", 200), ("localhost", 200),
+                                          ("localhost:abc", 400), ("localhost:99999", 400), ("[::1", 400)])
+async def test_the_mcp_worker_reads_any_host_header(stack, indexed, host, status):
+    reply = await raw_mcp(stack, json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).encode(),
+                          key=indexed.key, headers={"Host": host})
+    assert reply.status_code == status, reply.text
+    if status == 400:
+        assert reply.json()["field"] == "Host"

@@ -26,11 +26,29 @@ def spec_of(stack, worker: str) -> dict:
     return json.loads(body)
 
 
+def fetch_as(url: str, host: str) -> bytes:
+    request = urllib.request.Request(url, headers={"Host": host})
+    with urllib.request.urlopen(request, timeout=30) as resp:
+        return resp.read()
+
+
+@pytest.mark.parametrize("worker", WORKERS)
+def test_a_client_host_header_never_reaches_the_spec(stack, worker):
+    # the hostile request comes first: a spec built from the first request's Host would keep it
+    hostile = fetch_as(stack.url(worker) + "/openapi.json", "evil.example:666")
+    served = [hostile, fetch(stack.url(worker) + "/openapi.json")[2],
+              fetch_as(stack.url(worker) + "/docs", "evil.example:666")]
+    for body in served:
+        assert b"evil.example" not in body
+    for body in served[:2]:
+        assert json.loads(body)["servers"] == [{"url": "/"}]
+
+
 @pytest.mark.parametrize("worker", WORKERS)
 def test_spec_is_valid_and_lists_every_route(stack, worker):
     spec = spec_of(stack, worker)
     validate(spec)  # raises on an invalid document
-    assert spec["openapi"] == "3.1.0" and spec["servers"] == [{"url": stack.url(worker)}]
+    assert spec["openapi"] == "3.1.0" and spec["servers"] == [{"url": "/"}]   # relative: never a client's Host
     routes = importlib.import_module(f"edgeindex.workers.{worker}").routes
     assert routes.routes, "a worker without routes would make this test vacuous"
     documented = {(method.upper(), path) for path, ops in spec["paths"].items() for method in ops}

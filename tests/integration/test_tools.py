@@ -247,6 +247,9 @@ def test_bulk_import_from_mcp_and_openai(stack, upload_admin):
     ([{"description": "no name"}], "tools.0.name"),
     ([{"name": "x", "parameters": [{"name": "a", "type": "quaternion"}]}], "tools.0.parameters.0.type"),
     ([{"name": "x", "requires": ["x"]}], "tools.0.requires"),
+    ([{"name": "x", "parameters": {"type": "object", "$schema": ["x"]}}], "tools.0.parameters.$schema"),
+    ([{"name": "x", "parameters": {"type": "object", "$schema": 5}}], "tools.0.parameters.$schema"),
+    ([{"name": "x", "parameters": {"type": "object", "$schema": {}}}], "tools.0.parameters.$schema"),
     ([{"name": f"tool_{i}"} for i in range(1001)], "tools"),
     ([], "tools"),
 ])

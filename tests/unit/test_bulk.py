@@ -6,6 +6,7 @@ import json
 
 import pytest
 from edgeindex.errors import UnsupportedMediaType, ValidationError
+from edgeindex.json_codec import check_json_value
 from edgeindex.uploads.bulk import MAX_BULK_DOCUMENTS, check_media_type, parse_lines
 from edgeindex_client._ops import bulk_batches, bulk_document
 
@@ -19,11 +20,23 @@ def test_lines_are_numbered_blank_ones_skipped_and_bad_ones_reported_alone():
     assert parsed[3][1]["document_id"] == "b"
 
 
-@pytest.mark.parametrize("body", [b"", b"\n  \n", b"\xff\xfe", b'{"a": 1}\n' * (MAX_BULK_DOCUMENTS + 1)])
+@pytest.mark.parametrize("body", [b"", b"\n  \n", b'{"a": 1}\n' * (MAX_BULK_DOCUMENTS + 1)])
 def test_a_body_that_holds_no_usable_lines_or_too_many_is_refused(body):
     with pytest.raises(ValidationError) as error:
         parse_lines(body)
     assert error.value.field == "body"
+
+
+def test_a_line_nothing_downstream_can_store_is_that_lines_error_alone():
+    good = b'{"document_id": "a", "text": "x"}'
+    bad = [b"\xff\xfe", b"[" * 100_000, b'{"document_id": "a\\u0000b", "text": "x"}',
+           b'{"document_id": "a\\ud800b", "text": "x"}', b'{"document_id": ' + b"[" * 40 + b"1" + b"]" * 40 + b"}"]
+    parsed = parse_lines(b"\n".join([good, *bad, good]), check_json_value)
+    assert parsed[0][1] == parsed[-1][1] == {"document_id": "a", "text": "x"}
+    errors = [line for _, line in parsed[1:-1]]
+    assert all(isinstance(e, ValidationError) for e in errors), errors
+    assert [e.field for e in errors[:4]] == ["body", "body", "document_id", "document_id"]
+    assert errors[4].field.startswith("document_id.0.0")
 
 
 def test_only_ndjson_media_types_are_taken():
