@@ -73,8 +73,17 @@ async def test_a_crash_in_a_shared_batch_resumes_every_document_once(stack, tena
         assert await wait_exit(process) == 137  # died with the other runs of its batches in flight
     # The normal worker is back: it resumes the unfinished runs and settles the redelivered messages.
     await assert_each_ingested_once(db, tenant, docs)
-    rows = await db.fetch("SELECT id, status FROM workflow_runs WHERE id LIKE %s ORDER BY id",
-                          (f"ingest/{tenant.entity_id}/%",))
+
+    async def runs():
+        return await db.fetch("SELECT id, status FROM workflow_runs WHERE id LIKE %s ORDER BY id",
+                              (f"ingest/{tenant.entity_id}/%",))
+
+    # a document is ready at its upsert; its run completes after the step that deletes what it replaced
+    async def settled():
+        return all(r["status"] != "running" for r in await runs())
+
+    await wait_for(settled, timeout=120)
+    rows = await runs()
     assert len(rows) == len(docs) and {r["status"] for r in rows} == {"complete"}, rows
     # A step checkpointed before the crash never ran again: crash-5 resumed after its embed step.
     run_id = (await db.fetch("SELECT run_id FROM documents WHERE entity_id = %s AND id = %s",
