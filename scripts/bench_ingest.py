@@ -271,8 +271,7 @@ def sharing(url: str, admin_key: str) -> str:
              f"{1000 * (stats.get('model_cpu_s') or 0) / texts:.1f}, waiting for a core "
              f"{1000 * (stats.get('model_runqueue_s') or 0) / texts:.1f}), {stats['gathering_s']:.1f} s waiting "
              f"for calls to fill, " if texts and stats.get("model_busy_s") is not None else "")
-    first = f"the process's other threads at nice +{stats['others_nice']}, " if stats.get("others_nice") else ""
-    return (f"{stats['mean_texts_per_call']} texts per model call ({stats['calls']} calls), {first}{model}"
+    return (f"{stats['mean_texts_per_call']} texts per model call ({stats['calls']} calls), {model}"
             f"{writes.get('mean_documents_per_commit')} documents per upsert commit ({writes.get('commits')} commits, "
             f"{writes.get('isolated')} redone alone)"
             + (f", {steps.get('mean_statements_per_commit')} step-engine statements per commit ({steps.get('commits')} "
@@ -382,10 +381,6 @@ def main() -> int:
     parser.add_argument("--window", type=int, default=128,
                         help="at most this many documents uploaded but not yet ingested (0: upload everything at "
                              "once; the embedded SQS then scans a deep queue on every receive)")
-    parser.add_argument("--background-nice", "--model-first", dest="background_nice", type=int, default=None, metavar="N",
-                        help="the ingest worker's threads other than the model's, Postgres, moto and the upload "
-                             "worker at nice +N (default: the ingest worker's MODEL_FIRST; 0: nothing lowered). "
-                             "This client and the raw pass stay at normal priority")
     parser.add_argument("--changed", type=float, default=0.01, help="fraction changed in the re-ingest")
     parser.add_argument("--config", default=str(ROOT / "wrangler.toml"), help="wrangler.toml to use")
     args = parser.parse_args()
@@ -403,7 +398,6 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory(prefix="edgeindex-bench-") as state:
         environ = {"EDGEINDEX_STATE_DIR": state,
-                   **({"EDGEINDEX_VAR_MODEL_FIRST": str(args.background_nice)} if args.background_nice is not None else {}),
                    **{f"EDGEINDEX_{n.upper()}_PORT": str(free_port()) for n in ("upload", "ingest", "search")}}
         config = config_module.load(args.config, environ={**os.environ, **environ})
         admin_key = "bench-" + secrets.token_urlsafe(16)
@@ -412,17 +406,12 @@ def main() -> int:
             stack = DevStack(config, worker_output=log, environ={**os.environ, **environ,
                                                                  "EDGEINDEX_ADMIN_KEY": admin_key},
                              ingest_processes=args.ingest_processes,
-                             workers=["upload", "ingest"],  # search workers would only share the cores
-                             background_nice=int(config.worker("ingest").vars.get("MODEL_FIRST") or 0))
+                             workers=["upload", "ingest"])  # search workers would only share the cores
             # A throwaway stack needs no bucket snapshots, and each round lists every object.
             stack.SNAPSHOT_SECONDS = 24 * 3600
             moto = MotoRequests()
             print(f"starting a dev stack in {state} ...", flush=True)
             stack.start()
-            print(f"thread priority: the ingest worker's other threads, Postgres, moto and the upload worker at nice "
-                  f"+{stack.background_nice}; the model's thread, this client and the raw pass at normal priority"
-                  if stack.background_nice else "thread priority: off (every process of the stack at normal priority)",
-                  flush=True)
             try:
                 asyncio.run(run(args, config, stack.url("upload"), admin_key, StackCPU(stack, state), moto))
             finally:

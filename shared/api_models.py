@@ -217,8 +217,6 @@ class BatcherStats(_Body):
                                                                       "a core in its calls")
     span_s: float | None = Field(default=None, description="seconds from the first model call's start to the "
                                                            "last one's end")
-    others_nice: int | None = Field(default=None, description="how much lower (nice) the process's other threads "
-                                                              "run than the model's (MODEL_FIRST)")
     writes: WriterStats | None = Field(default=None, description="how the runs' upserts shared transactions")
     step_writes: StepWriteStats | None = Field(default=None, description="how the runs' step-engine statements "
                                                                           "shared transactions")

@@ -25,8 +25,7 @@ def cmd_dev(args) -> int:
     cfg = _load(args)
     if args.reset:
         reset_state(cfg)
-    stack = DevStack(cfg, workers=args.workers or None, ingest_processes=args.ingest_processes,
-                     background_nice=args.background_nice)
+    stack = DevStack(cfg, workers=args.workers or None, ingest_processes=args.ingest_processes)
     stopping = threading.Event()
 
     def on_signal(signum, frame):
@@ -116,9 +115,6 @@ def build_parser() -> argparse.ArgumentParser:
     dev.add_argument("--workers", nargs="*", help="only these workers (default: all)")
     dev.add_argument("--ingest-processes", type=int, default=1, metavar="N",
                      help="ingest worker processes sharing the queue (default 1; each on its own port)")
-    dev.add_argument("--background-nice", "--model-first", dest="background_nice", type=int, default=0, metavar="N",
-                     help="run Postgres, moto and the workers other than ingest at nice +N, so the ingest "
-                          "worker's model thread wins a contended core (default 0: off)")
     dev.set_defaults(func=cmd_dev)
 
     worker = sub.add_parser("worker", help="run one worker (production: one process per worker)")

@@ -45,8 +45,6 @@ class IngestVars(_Vars):
     MODEL_THREADS: int = Field(1, ge=0, le=64, description="threads per model call (0: the runtime's default)")
     MODEL_BATCH_SIZE: int = Field(8, ge=1, le=2048, description="texts per forward pass of the model")
     MAX_RUNS: int = Field(128, ge=1, le=10_000, description="workflow runs in flight in one process")
-    MODEL_FIRST: int = Field(19, ge=0, le=19, description="the process's other threads run this much nicer than "
-                                                          "the model's (0: off)")
     RECONCILE_EVERY_SECONDS: float = Field(30, ge=0, description="between reconciler sweeps (0: off)")
     RECONCILE_AFTER_SECONDS: float = Field(60, ge=0, description="a pending version with no run this old is "
                                                                  "sent again")

@@ -43,8 +43,6 @@ async def startup(env) -> Services:
     if run_on is not None:  # batches on ONNX Runtime: ~0.67x torch's CPU per passage (bindings/ai.py)
         await asyncio.to_thread(run_on, "onnx")  # a first load exports the graph (seconds)
     getattr(embedder, "set_batch_size", lambda n: None)(env.var("MODEL_BATCH_SIZE"))
-    if first := env.var("MODEL_FIRST"):  # the rest of the process below the model (runtime/thread_priority.py)
-        getattr(embedder, "put_first", lambda n: None)(first)
     # py3langid's model, loaded now rather than by the first document's upsert
     await asyncio.to_thread(language.preload)
     ingest = IngestService(db=env.DB, bucket=env.BUCKET, kv=env.KV, embedder=env.AI.embedder,

@@ -135,7 +135,6 @@ class LocalEmbedder:
         self.wall_seconds = 0.0
         self.runqueue_seconds = 0.0  # ready to run but waiting for a core (Linux schedstat)
         self._model_thread = ThreadPoolExecutor(1, thread_name_prefix="embed")
-        self.others_nice = 0  # how much lower the process's other threads run than the model's (put_first)
         self._queries: OnnxQueryEncoder | None = None
         self._select: OnnxQueryEncoder | None = None  # tool selection's request texts (prepare_select)
         self.select_graph = "fp32"
@@ -192,14 +191,6 @@ class LocalEmbedder:
                 if self.threads > 1:
                     encoder.batch_session(self.threads)
                 self._batches = encoder
-
-    def put_first(self, increment: int) -> None:
-        """Every other thread of this process ``increment`` lower than the model's (``MODEL_FIRST`` of the
-        ingest worker; runtime/thread_priority.py says why)."""
-        from ..runtime import thread_priority
-
-        if thread_priority.lower_other_threads(increment, self._model_thread) is not None:
-            self.others_nice = increment
 
     def set_batch_size(self, texts: int) -> None:
         """Texts per forward pass (``MODEL_BATCH_SIZE`` of the ingest worker). A call's texts are sorted

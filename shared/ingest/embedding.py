@@ -72,8 +72,7 @@ class EmbeddingBatcher:
                 "model_busy_s": round(self.busy, 2), "gathering_s": round(self.gathering, 2),
                 "span_s": round(self._last_end - self._first_start, 2) if self.calls else 0.0,
                 "model_cpu_s": round(getattr(self.embedder, "cpu_seconds", 0.0), 2),
-                "model_runqueue_s": round(getattr(self.embedder, "runqueue_seconds", 0.0), 2),
-                "others_nice": getattr(self.embedder, "others_nice", 0)}
+                "model_runqueue_s": round(getattr(self.embedder, "runqueue_seconds", 0.0), 2)}
 
     def __init__(self, embedder, *, max_texts: int = MODEL_CALL_TEXTS, linger: float = 0.02,
                  fill: int | None = None, window: float = 0.5) -> None:

@@ -34,7 +34,6 @@ from urllib.parse import quote
 
 from ..config import Config
 from ..errors import BindingError
-from . import thread_priority as priorities
 from .provision import provision
 
 if TYPE_CHECKING:
@@ -206,11 +205,9 @@ class DevStack:
 
     def __init__(self, config: Config, *, workers: list[str] | None = None,
                  worker_output: IO | None = None, environ: dict[str, str] | None = None,
-                 ingest_processes: int = 1, background_nice: int = 0, hooks: WorkerHooks | None = None) -> None:
+                 ingest_processes: int = 1, hooks: WorkerHooks | None = None) -> None:
         """``ingest_processes``: consumers of the ingest queue to run (``ingest``, ``ingest-2``, ...); they
         share its messages (visibility timeout) and each run (advisory lock), each on its own port.
-        ``background_nice``: Postgres, moto's threads and the workers other than ingest at nice +N, so that
-        the ingest worker's model thread wins a contended core (runtime/thread_priority.py).
         ``hooks``: hold points and faults for every worker (tests: ``edgeindex.testing.worker``)."""
         self.config = config
         self.hooks = hooks
@@ -225,13 +222,11 @@ class DevStack:
         self._moto = None
         self._snapshots: list[S3Snapshot] = []
         self._stop_snapshots = threading.Event()
-        self._stop_autogroups = threading.Event()
         self._snapshot_thread: threading.Thread | None = None
         self.dsn = config.services.database.dsn
         self.s3_endpoint = config.services.s3.endpoint
         self.sqs_endpoint = config.services.sqs.endpoint
         self.admin_key = ""
-        self.background_nice = max(0, background_nice)
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -255,7 +250,6 @@ class DevStack:
                 self.start_worker(name)
             for name in names:
                 self.wait_healthy(name)
-            self._lower_background()
             self._recover()
         except BaseException:
             self.stop()
@@ -346,48 +340,6 @@ class DevStack:
             preexec_fn=_die_with_parent, cwd=str(self.config.root))
         return self.processes[name]
 
-    def _lower_background(self) -> None:
-        """Everything the stack runs beside the ingest workers' models ``background_nice`` lower: Postgres
-        (backends fork from the postmaster and inherit it), moto (this process's threads but the caller's:
-        its server thread starts the request threads) and the other workers."""
-        if not self.background_nice or not priorities.supported():
-            return
-        if self._postgres is not None:
-            for pid in priorities.postgres_pids(self.state / "pgdata"):
-                priorities.nice_process(pid, self.background_nice)
-            # Each Postgres process is a session of its own (setsid), so its nice ranks it only inside its own
-            # autogroup: the autogroup is what must be lowered, for backends forked later too.
-            self._autogroups_thread = threading.Thread(target=self._postgres_autogroups_loop,
-                                                       name="postgres-autogroups", daemon=True)
-            self._autogroups_thread.start()
-        priorities.nice_process(os.getpid(), self.background_nice, skip={threading.get_native_id()})
-        for name, process in self.processes.items():
-            if not name.startswith("ingest"):
-                priorities.nice_process(process.pid, self.background_nice)
-
-    def _postgres_autogroups_loop(self) -> None:
-        """Lower each Postgres process's autogroup once, new backends as they appear (the pools open
-        connections during a run). A backend runs at its autogroup's full weight for up to a second."""
-        lowered: set[str] = set()
-        while not self._stop_autogroups.is_set():
-            lowered = self._lower_postgres_autogroups(lowered)
-            self._stop_autogroups.wait(1.0)
-
-    def _lower_postgres_autogroups(self, lowered: set[str]) -> set[str]:
-        """One pass: each autogroup of a Postgres process not in ``lowered`` ``background_nice`` lower, once;
-        returns the autogroups lowered that still have a Postgres process. By autogroup, not pid: a backend
-        just forked is still in the postmaster's autogroup until its ``setsid``, and must be neither
-        counted as done nor lower the postmaster's a second time."""
-        seen: set[str] = set()
-        for pid in priorities.postgres_pids(self.state / "pgdata"):
-            group = priorities.autogroup_of(pid)
-            if group is None:
-                continue
-            if group not in lowered and priorities.nice_autogroup(pid, self.background_nice):
-                lowered.add(group)
-            seen.add(group)
-        return lowered & seen
-
     def url(self, name: str) -> str:
         if name in self.ports:
             return f"http://127.0.0.1:{self.ports[name]}"
@@ -434,7 +386,6 @@ class DevStack:
         for name in list(self.processes):
             self.stop_worker(name)
         self._stop_snapshots.set()
-        self._stop_autogroups.set()
         if self._snapshot_thread is not None:
             self._snapshot_thread.join(timeout=10)
         for snapshot in self._snapshots:
