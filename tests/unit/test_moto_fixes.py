@@ -1,6 +1,8 @@
-"""The dev stack's fixes to moto (runtime/moto_fixes.py): a queue's delete holds the lock sends append
-under, so a message sent meanwhile is not dropped; a receive's scan cannot meet a concurrent change; and an
-S3 listing survives a concurrent delete."""
+"""The dev stack's patches to moto (runtime/moto_fixes.py): the same deliveries without computing every
+queue attribute per delivered message, the same sends without computing them per sent message, the same
+backend per request without listing moto's package for each, and a queue's delete holding the lock sends
+append under, so a message sent meanwhile is not dropped (the lost-message fix), and an S3 listing that a
+concurrent delete does not fail."""
 
 from __future__ import annotations
 
@@ -8,6 +10,10 @@ import boto3
 import pytest
 from edgeindex.runtime import moto_fixes
 from moto import mock_aws
+from moto.sqs.models import Queue, SQSBackend
+
+ORIGINAL = SQSBackend.is_message_valid_based_on_retention_period
+EVERY_ATTRIBUTE = Queue.attributes.fget  # moto's own, before apply() wraps it
 
 
 @pytest.fixture
@@ -22,6 +28,33 @@ def _backend_and_queue(sqs, retention: int):
 
     sqs.create_queue(QueueName="q", Attributes={"MessageRetentionPeriod": str(retention)})
     return sqs_backends[DEFAULT_ACCOUNT_ID]["us-east-1"]
+
+
+def test_the_patch_judges_retention_as_moto_does(sqs):
+    moto_fixes.apply()
+    patched = SQSBackend.is_message_valid_based_on_retention_period
+    assert patched is not ORIGINAL
+    backend = _backend_and_queue(sqs, retention=60)
+    sqs.send_message(QueueUrl=sqs.get_queue_url(QueueName="q")["QueueUrl"], MessageBody="fresh")
+    [message] = backend.get_queue("q")._messages
+    assert patched(backend, "q", message) is True
+    assert ORIGINAL(backend, "q", message) is True
+    message.sent_timestamp -= 61_000  # older than the retention period
+    assert patched(backend, "q", message) is False
+    assert ORIGINAL(backend, "q", message) is False
+
+
+def test_a_patched_receive_delivers_a_kept_message_and_not_an_expired_one(sqs):
+    moto_fixes.apply()
+    backend = _backend_and_queue(sqs, retention=60)
+    url = sqs.get_queue_url(QueueName="q")["QueueUrl"]
+    sqs.send_message(QueueUrl=url, MessageBody="kept")
+    assert [m["Body"] for m in sqs.receive_message(QueueUrl=url).get("Messages", [])] == ["kept"]
+    sqs.send_message(QueueUrl=url, MessageBody="expired")
+    [expired] = [m for m in backend.get_queue("q")._messages if m.body == "expired"]
+    expired.sent_timestamp -= 61_000
+    assert sqs.receive_message(QueueUrl=url).get("Messages", []) == []
+
 
 
 def test_a_delete_holds_the_lock_a_send_appends_under(sqs):
@@ -113,6 +146,82 @@ def test_a_receive_scans_the_pending_messages_while_no_other_thread_can_change_t
     assert third.body == "c"
     sqs.delete_message(QueueUrl=url, ReceiptHandle=handle)  # the delete that waited goes through after
     assert sorted(m.body for m in queue._messages) == sorted({"a", "b", "c"} - {pending[0]["Body"]})
+
+
+@pytest.mark.parametrize("fifo, content_dedup", [(False, None), (True, "false"), (True, "true")])
+def test_a_send_reads_the_deduplication_flag_as_moto_renders_it(sqs, fifo, content_dedup):
+    moto_fixes.apply()
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.sqs.models import sqs_backends
+
+    name = "q.fifo" if fifo else "q"
+    attributes = {"FifoQueue": "true", "ContentBasedDeduplication": content_dedup} if fifo else {}
+    sqs.create_queue(QueueName=name, Attributes=attributes)
+    queue = sqs_backends[DEFAULT_ACCOUNT_ID]["us-east-1"].get_queue(name)
+    every = EVERY_ATTRIBUTE(queue)
+    expected = {"ContentBasedDeduplication": every["ContentBasedDeduplication"]} if fifo else {}
+    assert "ContentBasedDeduplication" in every or not fifo
+    assert moto_fixes._send_flags(queue) == expected
+    # and a send behaves as moto's: a FIFO queue without content deduplication still wants its ids
+    url = sqs.get_queue_url(QueueName=name)["QueueUrl"]
+    if content_dedup == "false":
+        with pytest.raises(sqs.exceptions.ClientError):
+            sqs.send_message(QueueUrl=url, MessageBody="m", MessageGroupId="g")
+    else:
+        sqs.send_message(QueueUrl=url, MessageBody="m", **({"MessageGroupId": "g"} if fifo else {}))
+        sqs.send_message(QueueUrl=url, MessageBody="m", **({"MessageGroupId": "g"} if fifo else {}))
+        # content deduplication drops the second copy, a standard queue keeps both
+        assert len(queue._messages) == (1 if fifo else 2)
+
+
+def test_a_send_does_not_walk_the_queued_messages_but_get_queue_attributes_still_counts_them(sqs):
+    """A bucket notification's send computed every queue attribute (the approximate counts walk every
+    queued message) to read one FIFO flag; GetQueueAttributes must still count."""
+    moto_fixes.apply()
+    backend = _backend_and_queue(sqs, retention=60)
+    url = sqs.get_queue_url(QueueName="q")["QueueUrl"]
+    queue = backend.get_queue("q")
+    for i in range(3):
+        sqs.send_message(QueueUrl=url, MessageBody=str(i))
+    walked = []
+    message_type = type(queue._messages[0])
+    original = message_type.visible
+
+    def visible(message):
+        walked.append(message)
+        return original.fget(message)
+
+    message_type.visible = property(visible)
+    try:
+        sqs.send_message(QueueUrl=url, MessageBody="one more")
+        assert walked == []
+        counts = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])
+    finally:
+        message_type.visible = original
+    assert counts["Attributes"]["ApproximateNumberOfMessages"] == "4"
+    assert walked
+
+
+def test_the_backend_for_a_host_is_moto_s_own_and_kept_per_host(monkeypatch):
+    """moto lists its package folder and tries every service's URL pattern on every request."""
+    moto_fixes.apply()
+    from moto import backends
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+
+    app = DomainDispatcherApplication(create_backend_app)
+    fresh = DomainDispatcherApplication(create_backend_app)
+    hosts = ["s3.us-east-1.amazonaws.com", "sqs.us-east-1.amazonaws.com", "s3", "sqs", "moto_api", None,
+             "bucket.s3.amazonaws.com", "nothing.example"]
+    first = [app.get_backend_for_host(h) for h in hosts]
+    assert first[:5] == ["s3", "sqs", "s3", "sqs", "moto_api"] and first[5] is None
+    listed = []
+    real = backends.list_of_moto_modules
+    monkeypatch.setattr(backends, "list_of_moto_modules", lambda: listed.append(1) or real())
+    assert [app.get_backend_for_host(h) for h in hosts] == first  # kept: moto's folder not listed again
+    assert listed == []
+    monkeypatch.setattr(moto_fixes, "HOST_MEMO", 0)  # nothing kept: each answer computed as moto does
+    assert [fresh.get_backend_for_host(h) for h in hosts] == first
+    assert listed
 
 
 def test_a_listing_survives_a_key_deleted_while_it_runs():
