@@ -351,12 +351,14 @@ def apply_env(data: dict, environ: dict[str, str]) -> dict:
             for variable, key in (("EDGEINDEX_RERANK_URL", "url"), ("EDGEINDEX_RERANK_MODEL", "model")):
                 if environ.get(variable) is not None:
                     worker["rerank"][key] = environ[variable]
+        values = worker.setdefault("vars", {})
+        if not isinstance(values, dict):
+            continue  # not a table: validation names it
         schema = _vars_schema(worker.get("main"))
-        declared = set(schema.model_fields) if schema else set()
-        for var in sorted(declared | set((worker.get("vars") or {}).keys())):
-            override = environ.get(f"EDGEINDEX_VAR_{var}")
-            if override is not None and isinstance(worker.setdefault("vars", {}), dict):
-                worker["vars"][var] = override
+        # every key the worker's schema declares can be overridden, also one the file leaves out
+        for var in sorted(set(schema.model_fields if schema else ()) | set(values)):
+            if (override := environ.get(f"EDGEINDEX_VAR_{var}")) is not None:
+                values[var] = override
     return data
 
 
