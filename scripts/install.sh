@@ -26,6 +26,16 @@ if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null
              "(as root: apt-get install chromium chromium-driver)" >&2
     fi
 fi
+# redis-server: the shared KV engine ([services.kv] backend = "redis"); its contract tests run it.
+if ! command -v redis-server >/dev/null 2>&1 && ! command -v valkey-server >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq >/dev/null
+        apt-get install -y -qq redis-server >/dev/null
+    else
+        echo "install.sh: redis-server is missing; the KV contract tests need it (as root: apt-get install redis-server)" >&2
+    fi
+fi
 # wrk, a C HTTP load generator: scripts/load_search.py measures exact-cache hits with it (a Python
 # client on the same cores would be the bottleneck). Optional: nothing else needs it.
 if ! command -v wrk >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then

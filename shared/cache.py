@@ -34,6 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from .bindings.kv import KV
+from .errors import KVConflict
 
 BARRIER_SECONDS = 120.0
 
@@ -86,7 +87,18 @@ def store(kv: KV, key: str, value: dict, *, chunk_ids: Iterable[str], entity_ids
 
 
 def store_many(kv: KV, entries: list[Entry]) -> list[bool]:
-    """``store`` for each entry, in one transaction (each entry checked against its own sequences)."""
+    """``store`` for each entry, in one transaction (each entry checked against its own sequences).
+
+    A KV whose transactions are optimistic (Redis) raises ``KVConflict`` when an entity's sequence
+    or barrier changed between the check and the commit: then nothing was stored.
+    """
+    try:
+        return _store_many(kv, entries)
+    except KVConflict:
+        return [False] * len(entries)
+
+
+def _store_many(kv: KV, entries: list[Entry]) -> list[bool]:
     stored = []
     with kv.transact():
         now = time.time()

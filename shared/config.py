@@ -181,8 +181,10 @@ class DatabaseService(_Strict):
 
 
 class KVService(_Strict):
-    backend: Literal["diskcache"] = Field("diskcache", description="the KV engine (one host)")
-    path: str = Field("kv", description="its folder, relative to state_dir")
+    backend: Literal["diskcache", "redis"] = Field(
+        "diskcache", description="the KV engine: diskcache (one host, embedded) or redis (shared by every host)")
+    path: str = Field("kv", description="diskcache: its folder, relative to state_dir")
+    url: str = Field("redis://127.0.0.1:6379/0", description="redis: the server's URL (Redis or Valkey)")
     default_ttl: int = Field(3600, ge=1, description="seconds a value lives when its writer names no TTL")
 
 
@@ -316,6 +318,8 @@ ENV_OVERRIDES: list[tuple[str, tuple[str, ...]]] = [
     ("AWS_SECRET_ACCESS_KEY", ("services", "sqs", "secret_access_key")),
     ("EDGEINDEX_DATABASE_URL", ("services", "database", "dsn")),
     ("EDGEINDEX_KV_PATH", ("services", "kv", "path")),
+    ("EDGEINDEX_KV_BACKEND", ("services", "kv", "backend")),
+    ("EDGEINDEX_KV_URL", ("services", "kv", "url")),
     ("EDGEINDEX_AI_PROVIDER", ("services", "ai", "provider")),
     ("EDGEINDEX_AI_MODEL", ("services", "ai", "model")),
     ("EDGEINDEX_AI_BASE_URL", ("services", "ai", "base_url")),

@@ -17,7 +17,7 @@ from .bindings import aws
 from .bindings.ai import AI, model_identity
 from .bindings.bucket import S3Bucket
 from .bindings.database import Database
-from .bindings.kv import DiskKV
+from .bindings.kv import KV, DiskKV
 from .bindings.queue import SQSQueue
 from .bindings.rerank import HTTPReranker
 from .bindings.vectorize import PgVectorIndex
@@ -126,7 +126,7 @@ async def open_env(config: Config, worker_name: str, *, migrate: bool = True,
             for p in worker.queues.producers:
                 env.bind(p.binding, SQSQueue(sqs, p.queue))
         for ns in worker.kv_namespaces:
-            kv = DiskKV(config.state_path / services.kv.path, namespace=ns.id, default_ttl=services.kv.default_ttl)
+            kv = kv_namespace(config, ns.id)
             stack.callback(kv.close)
             env.bind(ns.binding, kv)
 
@@ -178,3 +178,13 @@ def sqs_client(config: Config):
     s = config.services.sqs
     return aws.client("sqs", endpoint=s.endpoint, region=s.region, access_key_id=s.access_key_id,
                       secret_access_key=s.secret_access_key)
+
+
+def kv_namespace(config: Config, namespace: str) -> KV:
+    """The configured KV engine's namespace: diskcache under the state folder, or a Redis server."""
+    kv = config.services.kv
+    if kv.backend == "redis":
+        from .bindings.redis_kv import RedisKV  # the redis client is only loaded where it is used
+
+        return RedisKV(kv.url, namespace=namespace, default_ttl=kv.default_ttl)
+    return DiskKV(config.state_path / kv.path, namespace=namespace, default_ttl=kv.default_ttl)

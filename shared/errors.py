@@ -44,6 +44,13 @@ class BindingError(EdgeIndexError):
     status = 503
 
 
+class KVConflict(BindingError):
+    """A KV transaction's watched key changed before it committed: nothing of it was written."""
+
+    code = "kv_conflict"
+    status = 409
+
+
 class ObjectStoreError(BindingError):
     """S3 (or SQS) answered with an error; ``service_code`` is its code (``NoSuchKey``, ``InvalidPart``...)."""
 
