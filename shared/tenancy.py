@@ -12,7 +12,7 @@ import secrets
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
@@ -74,27 +74,45 @@ def bearer(headers) -> str:
     return secret
 
 
-class RateLimiter:
-    """A token bucket per API key, in this process: ``rate`` requests a second, bursts up to ``burst``.
-    Each worker process keeps its own buckets (a deployment's limit is per process; see README)."""
+class TokenBuckets(Protocol):
+    def take(self, bucket: str, rate: float, burst: float) -> float: ...
 
-    def __init__(self, rate: float, burst: float | None = None, *, clock=time.monotonic) -> None:
+
+class LocalTokenBuckets:
+    """Token buckets in this process's memory: with N processes a key gets N times the rate."""
+
+    def __init__(self, *, clock=time.monotonic) -> None:
+        self._clock = clock
+        self._buckets: dict[str, tuple[float, float]] = {}  # bucket → (tokens, when)
+
+    def take(self, bucket: str, rate: float, burst: float) -> float:
+        now = self._clock()
+        tokens, then = self._buckets.get(bucket, (burst, now))
+        tokens = min(burst, tokens + (now - then) * rate)
+        if tokens < 1:
+            self._buckets[bucket] = (tokens, now)
+            return (1 - tokens) / rate
+        self._buckets[bucket] = (tokens - 1, now)
+        return 0.0
+
+
+class RateLimiter:
+    """A token bucket per API key: ``rate`` requests a second, bursts up to ``burst``. The buckets are
+    the shared KV's when it has them (Redis: the limit is the deployment's, whatever the process
+    count), else this process's own."""
+
+    def __init__(self, rate: float, burst: float | None = None, *, clock=time.monotonic,
+                 buckets: TokenBuckets | None = None) -> None:
         self.rate = rate
         self.burst = burst if burst is not None else max(1.0, 2 * rate)
-        self._clock = clock
-        self._buckets: dict[str, tuple[float, float]] = {}  # key id → (tokens, when)
+        self.buckets = buckets if buckets is not None else LocalTokenBuckets(clock=clock)
 
     def take(self, key_id: str) -> None:
         if self.rate <= 0:
             return
-        now = self._clock()
-        tokens, then = self._buckets.get(key_id, (self.burst, now))
-        tokens = min(self.burst, tokens + (now - then) * self.rate)
-        if tokens < 1:
-            self._buckets[key_id] = (tokens, now)
-            raise RateLimited(f"too many requests for this API key (limit {self.rate:g}/s)",
-                              retry_after=(1 - tokens) / self.rate)
-        self._buckets[key_id] = (tokens - 1, now)
+        wait = self.buckets.take(key_id, self.rate, self.burst)
+        if wait > 0:
+            raise RateLimited(f"too many requests for this API key (limit {self.rate:g}/s)", retry_after=wait)
 
 
 class Tenancy:

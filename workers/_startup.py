@@ -12,8 +12,11 @@ from edgeindex.tenancy import RateLimiter, Tenancy
 
 
 def tenancy(env) -> Tenancy:
-    """Key lookups on the worker's database, limited per key by its RATE_LIMIT_PER_SECOND var."""
-    return Tenancy(env.DB, limiter=RateLimiter(env.var("RATE_LIMIT_PER_SECOND", float)))
+    """Key lookups on the worker's database, limited per key by its RATE_LIMIT_PER_SECOND var, in the
+    shared KV's token buckets when it has them (Redis), else in this process's."""
+    token_buckets = getattr(getattr(env, "KV", None), "token_buckets", None)
+    buckets = token_buckets() if token_buckets is not None else None
+    return Tenancy(env.DB, limiter=RateLimiter(env.var("RATE_LIMIT_PER_SECOND", float), buckets=buckets))
 
 
 def search_service(env) -> SearchService:

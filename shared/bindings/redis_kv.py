@@ -28,6 +28,35 @@ import redis
 
 from ..errors import KVConflict
 
+# A token bucket in one round trip, on the server's clock (every host agrees on it): refill by the
+# time since the last take, take one token if there is one, else answer how long until there is.
+_TAKE_TOKEN = """
+local rate, burst = tonumber(ARGV[1]), tonumber(ARGV[2])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1e6
+local state = redis.call('HMGET', KEYS[1], 'tokens', 'when')
+local tokens = tonumber(state[1]) or burst
+local when = tonumber(state[2]) or now
+tokens = math.min(burst, tokens + math.max(0, now - when) * rate)
+local wait = 0
+if tokens < 1 then wait = (1 - tokens) / rate else tokens = tokens - 1 end
+redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'when', tostring(now))
+redis.call('PEXPIRE', KEYS[1], math.ceil(burst / rate * 1000) + 1000)
+return tostring(wait)
+"""
+
+
+class RedisTokenBuckets:
+    """Token buckets shared by every process and host on one Redis: ``take`` answers 0 when a token
+    was taken, else the seconds until one is there."""
+
+    def __init__(self, kv: RedisKV) -> None:
+        self._kv = kv
+        self._script = kv._redis.register_script(_TAKE_TOKEN)
+
+    def take(self, bucket: str, rate: float, burst: float) -> float:
+        return float(self._script(keys=[self._kv._k(f"bucket:{bucket}")], args=[rate, burst]))
+
 
 class _Transaction:
     def __init__(self, pipe: redis.client.Pipeline) -> None:
@@ -181,6 +210,9 @@ class RedisKV:
                 pipe.execute()
             except redis.WatchError as exc:
                 raise KVConflict("a key read in the transaction changed before it committed") from exc
+
+    def token_buckets(self) -> RedisTokenBuckets:
+        return RedisTokenBuckets(self)
 
     def close(self) -> None:
         self._redis.close()

@@ -14,9 +14,10 @@ from edgeindex.bindings.kv import KV, DiskKV
 from edgeindex.bindings.redis_kv import RedisKV
 from edgeindex.config import Config
 from edgeindex.env import kv_namespace
-from edgeindex.errors import KVConflict
+from edgeindex.errors import KVConflict, RateLimited
 from edgeindex.runtime.dev import free_port
 from edgeindex.runtime.redis_server import RedisServer
+from edgeindex.tenancy import RateLimiter
 
 
 @pytest.fixture(scope="module")
@@ -179,3 +180,42 @@ def _wait_until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
     while not condition():
         assert time.monotonic() < deadline, "condition not reached"
         time.sleep(0.02)  # expiry is the clock's doing: there is no event to wait on
+
+
+def test_a_key_rate_limit_on_redis_holds_across_processes(redis_url):
+    """Two workers (two limiters, two connections) share one bucket per key: together they allow the
+    configured burst, not twice it; another key has its own bucket; and the bucket refills."""
+    first, second = RedisKV(redis_url, namespace="limits"), RedisKV(redis_url, namespace="limits")
+    try:
+        limiters = [RateLimiter(2, burst=4, buckets=kv.token_buckets()) for kv in (first, second)]
+        allowed = 0
+        with pytest.raises(RateLimited) as refused:
+            for i in range(10):
+                limiters[i % 2].take("key-a")
+                allowed += 1
+        assert allowed == 4
+        assert 0 < refused.value.retry_after <= 0.5
+        limiters[1].take("key-b")  # a key of its own
+        _wait_until(lambda: _allowed(limiters[0], "key-a"))
+    finally:
+        first.close()
+        second.close()
+
+
+def test_in_process_buckets_count_per_process():
+    clock = [0.0]
+    limiters = [RateLimiter(2, burst=4, clock=lambda: clock[0]) for _ in range(2)]
+    for i in range(8):  # each process allows its own burst: why several hosts need the shared KV
+        limiters[i % 2].take("key-a")
+    with pytest.raises(RateLimited):
+        limiters[0].take("key-a")
+    clock[0] += 0.5
+    limiters[0].take("key-a")
+
+
+def _allowed(limiter: RateLimiter, key: str) -> bool:
+    try:
+        limiter.take(key)
+    except RateLimited:
+        return False
+    return True
