@@ -184,7 +184,8 @@ class KVService(_Strict):
     backend: Literal["diskcache", "redis"] = Field(
         "diskcache", description="the KV engine: diskcache (one host, embedded) or redis (shared by every host)")
     path: str = Field("kv", description="diskcache: its folder, relative to state_dir")
-    url: str = Field("redis://127.0.0.1:6379/0", description="redis: the server's URL (Redis or Valkey)")
+    url: str = Field("", description="redis: the server's URL (Redis 7 or Valkey); empty: `edgeindex dev` "
+                                      "starts a redis-server under state_dir")
     default_ttl: int = Field(3600, ge=1, description="seconds a value lives when its writer names no TTL")
 
 

@@ -186,5 +186,8 @@ def kv_namespace(config: Config, namespace: str) -> KV:
     if kv.backend == "redis":
         from .bindings.redis_kv import RedisKV  # the redis client is only loaded where it is used
 
+        if not kv.url:
+            raise ConfigError("backend = \"redis\" needs the server's url (only `edgeindex dev` starts one)",
+                              file=str(config.path), key="services.kv.url")
         return RedisKV(kv.url, namespace=namespace, default_ttl=kv.default_ttl)
     return DiskKV(config.state_path / kv.path, namespace=namespace, default_ttl=kv.default_ttl)

@@ -166,7 +166,7 @@ def running_stack(state: Path, hooks: WorkerHooks | None = None, **extra_env: st
     """A whole stack on free ports under ``state``; its workers' output goes to ``state/workers.log``.
     ``hooks``: hold points and faults of its workers (the test stacks turn on hold points: ``edgeindex.holds``);
     ``extra_env`` goes to the workers."""
-    cfg = make_config(state)
+    cfg = make_config(state, **extra_env)
     log_path = state / "workers.log"
     with open(log_path, "w") as log:
         stack = DevStack(cfg, worker_output=log, hooks=hooks,

@@ -35,6 +35,7 @@ from urllib.parse import quote
 from ..config import Config
 from ..errors import BindingError
 from .provision import provision
+from .redis_server import RedisServer
 
 if TYPE_CHECKING:
     from ..testing.worker import WorkerHooks
@@ -224,6 +225,8 @@ class DevStack:
         self._stop_snapshots = threading.Event()
         self._snapshot_thread: threading.Thread | None = None
         self.dsn = config.services.database.dsn
+        self.kv_url = config.services.kv.url if config.services.kv.backend == "redis" else ""
+        self._redis: RedisServer | None = None
         self.s3_endpoint = config.services.s3.endpoint
         self.sqs_endpoint = config.services.sqs.endpoint
         self.admin_key = ""
@@ -259,6 +262,10 @@ class DevStack:
         if not self.dsn:
             self._postgres = EmbeddedPostgres(self.state / "pgdata")
             self.dsn = self._postgres.start()
+        if self.config.services.kv.backend == "redis" and not self.kv_url:
+            port = int(self.environ.get("EDGEINDEX_REDIS_PORT") or free_port())
+            self._redis = RedisServer(self.state / "redis", port).start()
+            self.kv_url = self._redis.url
         if not self.s3_endpoint or not self.sqs_endpoint:
             from moto.server import ThreadedMotoServer
 
@@ -309,6 +316,7 @@ class DevStack:
             "EDGEINDEX_CONFIG": str(self.config.path.resolve()),
             "EDGEINDEX_STATE_DIR": str(self.state),
             "EDGEINDEX_DATABASE_URL": self.dsn,
+            **({"EDGEINDEX_KV_URL": self.kv_url} if self.kv_url else {}),
             "EDGEINDEX_S3_ENDPOINT": self.s3_endpoint,
             "EDGEINDEX_SQS_ENDPOINT": self.sqs_endpoint,
             "EDGEINDEX_ADMIN_KEY": self.admin_key,
@@ -395,6 +403,9 @@ class DevStack:
             with contextlib.suppress(Exception):
                 self._moto.stop()
             self._moto = None
+        if self._redis is not None:
+            self._redis.stop()
+            self._redis = None
         if self._postgres is not None:
             self._postgres.stop()
             self._postgres = None
