@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-from ..helpers import put_document, wait_document
+from ..helpers import Client, put_document, wait_document
 
 ISO_8601 = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(\+00:00|Z)$")
 
@@ -45,3 +45,18 @@ async def test_entities_collections_and_documents_share_one_timestamp_form(stack
     assert status == 200, listed
     stamps = next(c for c in listed["collections"] if c["name"] == "stamps")
     assert_iso(stamps, {"created_at", "updated_at"})
+
+
+def test_an_admin_search_over_an_entity_that_does_not_exist_is_a_404_naming_it(stack, upload_admin, tenant):
+    admin = Client(stack.url("search"), upload_admin.key)
+    missing = f"{tenant.entity_id}-nowhere"
+    for path, body in (("/search", {"query": "kettles", "entity_ids": [tenant.entity_id, missing]}),
+                       ("/tools/select", {"query": "kettles", "entity_ids": [missing]}),
+                       ("/indices/select", {"query": "kettles", "entity_ids": [missing]})):
+        status, answer = admin.post(path, body)
+        assert status == 404, (path, answer)
+        assert answer["field"] == "entity_ids", (path, answer)
+        assert missing in answer["message"], (path, answer)
+        assert tenant.entity_id not in answer["message"].replace(missing, ""), (path, answer)
+    status, answer = admin.post("/search", {"query": "kettles", "entity_ids": [tenant.entity_id], "cache": False})
+    assert status == 200, answer
