@@ -215,6 +215,7 @@ def _collections(values: list[str] | None) -> list[str] | str | None:
 
 
 def cmd_search(args) -> int:
+    from rich.markup import escape
     from rich.table import Table
 
     filters = {k: v for k, v in {"tags": _split(args.tag), "sources": _split(args.source),
@@ -230,7 +231,8 @@ def cmd_search(args) -> int:
         _dump(answer)
         return 0
     console = _console()
-    table = Table(title=f"{args.query!r}: {answer.count} results, {answer.took_ms:g} ms, cache {answer.cache}",
+    # Stored text is shown as written: rich would read "[workers.search]" as a markup tag and drop it.
+    table = Table(title=escape(f"{args.query!r}: {answer.count} results, {answer.took_ms:g} ms, cache {answer.cache}"),
                   show_lines=True)
     for name, style in (("#", "dim"), ("score", "bold"), ("vector", ""), ("text", ""), ("trigram", ""),
                         ("document", "cyan"), ("passage", "")):
@@ -241,10 +243,11 @@ def cmd_search(args) -> int:
         snippet = text if len(text) <= SNIPPET_CHARS else text[:SNIPPET_CHARS - 1] + "…"
         title = f"{r.document_id}" + (f"\n{r.document.title}" if r.document.title else "")
         table.add_row(str(rank), f"{r.score:.3f}", f"{r.scores.vector:.3f}", f"{r.scores.text:.3f}",
-                      f"{r.scores.trigram:.3f}", title, snippet)
+                      f"{r.scores.trigram:.3f}", escape(title), escape(snippet))
     console.print(table)
     if answer.corrections:
-        console.print("corrections: " + ", ".join(f"{w} → {', '.join(t)}" for w, t in answer.corrections.items()))
+        console.print(escape("corrections: " + ", ".join(f"{w} → {', '.join(t)}"
+                                                         for w, t in answer.corrections.items())))
     return 0
 
 

@@ -5,6 +5,7 @@ encode or decode JSON themselves (the search caches) import it without the HTTP 
 from __future__ import annotations
 
 import json
+from datetime import date, datetime, time
 from typing import Any
 
 import orjson
@@ -13,13 +14,16 @@ from .errors import ValidationError
 
 MAX_JSON_DEPTH = 32
 
-# orjson encodes what json.dumps(default=str) did, byte for byte where it matters: datetimes and
-# dataclasses still go through str (not orjson's own forms), so answers keep their shape.
+# Datetimes and dataclasses pass through to encode_default (not orjson's own forms), so every
+# answer, whichever encoder writes it, carries one timestamp form: ISO 8601 with a ``T``.
 ORJSON_OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
 
 
 def encode_default(value: Any) -> Any:
-    # a float subclass (numpy's float64) is a number to json.dumps; orjson hands it here
+    """What JSON has no type for: timestamps as ISO 8601 (``2026-12-01T22:40:52.19+00:00``), a float
+    subclass (numpy's float64) as a number, anything else as its string."""
+    if isinstance(value, (datetime, date, time)):
+        return value.isoformat()
     return float(value) if isinstance(value, float) else str(value)
 
 
@@ -27,7 +31,7 @@ def encode_json(body: Any) -> bytes:
     try:
         return orjson.dumps(body, default=encode_default, option=ORJSON_OPTIONS)
     except (orjson.JSONEncodeError, TypeError):  # what orjson refuses (ints over 64 bits, odd keys)
-        return json.dumps(body, default=str).encode()
+        return json.dumps(body, default=encode_default).encode()
 
 
 def check_json_value(value: Any, path: str = "", depth: int = 0) -> None:

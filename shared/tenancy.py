@@ -60,6 +60,24 @@ def resolve_entities(principal: Principal, requested: list[str] | None) -> list[
     return sorted(principal.check(requested))
 
 
+async def missing_entities(db: Database, entity_ids: list[str]) -> list[str]:
+    rows = await db.fetch(SQL["existing_entities"], {"ids": entity_ids})
+    found = {r["id"] for r in rows}
+    return [e for e in entity_ids if e not in found]
+
+
+async def resolve_existing_entities(db: Database, principal: Principal, requested: list[str] | None) -> list[str]:
+    """``resolve_entities``, and 404 naming any entity that does not exist. A key's grant names only
+    entities that exist; an admin key reaches every id, so its request is the one checked here, or
+    a typo in an entity id would answer an empty 200."""
+    entity_ids = resolve_entities(principal, requested)
+    if principal.is_admin:
+        missing = await missing_entities(db, entity_ids)
+        if missing:
+            raise NotFound(f"unknown entity {', '.join(map(repr, missing))}", field="entity_ids")
+    return entity_ids
+
+
 def bearer(headers) -> str:
     """The presented secret: ``Authorization: Bearer <key>`` or ``X-API-Key``; a 401 if it cannot be one."""
     value = headers.get("Authorization", "")
@@ -188,9 +206,7 @@ class Tenancy:
         return await self.db.fetch(SQL["list_entities"])
 
     async def missing_entities(self, entity_ids: list[str]) -> list[str]:
-        rows = await self.db.fetch(SQL["existing_entities"], {"ids": entity_ids})
-        found = {r["id"] for r in rows}
-        return [e for e in entity_ids if e not in found]
+        return await missing_entities(self.db, entity_ids)
 
 
 # --- request bodies of the tenancy admin routes ---------------------------------------

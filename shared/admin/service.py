@@ -17,6 +17,7 @@ import aiohttp
 from .. import sqlfiles
 from ..bindings.database import Database
 from ..errors import BindingError, NotFound
+from ..json_codec import encode_default
 
 log = logging.getLogger(__name__)
 SQL = sqlfiles.load("admin.sql")
@@ -79,7 +80,7 @@ class AdminService:
             data = await data
         if not data:
             raise NotFound(NO_TELEMETRY)
-        return json.loads(json.dumps(data, default=str))
+        return json.loads(json.dumps(data, default=encode_default))
 
 
 def search_url(env) -> str:

@@ -12,6 +12,7 @@ import mcp_types as types
 from mcp.server import Server
 
 from ..errors import EdgeIndexError, Unauthorized
+from ..json_codec import encode_default
 from .service import McpTools
 from .tools import tool_definitions
 
@@ -32,7 +33,7 @@ def list_tools_result() -> types.ListToolsResult:
 
 def text_result(body: Any, *, error: bool = False) -> types.CallToolResult:
     # Compact JSON: every character of a result lands in the agent's context window.
-    text = json.dumps(body, default=str, ensure_ascii=False, separators=(",", ":"))
+    text = json.dumps(body, default=encode_default, ensure_ascii=False, separators=(",", ":"))
     return types.CallToolResult(content=[types.TextContent(text=text)], is_error=error)
 
 

@@ -40,7 +40,7 @@ from ..routing.features import PROBE
 from ..routing.service import Decision, Router, new_search_id, scope_hash
 from ..routing.telemetry_writer import TelemetryWriter
 from ..selection import collections
-from ..tenancy import Principal, resolve_entities
+from ..tenancy import Principal, resolve_existing_entities
 from . import defaults, engine
 from .cache_keys import CacheKeys, _digest, cache_keys
 from .enhance import QueryEnhancer
@@ -237,7 +237,7 @@ class SearchService:
         ctx.request, ctx.decision = self.router.resolve(ctx.request)
 
     async def scope(self, ctx: SearchContext) -> None:
-        ctx.entity_ids = resolve_entities(ctx.principal, ctx.request.entity_ids)
+        ctx.entity_ids = await resolve_existing_entities(self.db, ctx.principal, ctx.request.entity_ids)
         ctx.keys = self._keys(ctx)
         if self.router_decides(ctx):
             ctx.version = await self.router.version(ctx.entity_ids)

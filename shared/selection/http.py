@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..tenancy import Principal, resolve_entities
+from ..tenancy import Principal, resolve_existing_entities
 from ..validation import parse
 from . import collections, indices, tools
 from .models import (
@@ -65,7 +65,7 @@ class SelectionService:
 
     async def select_tools(self, principal: Principal, body: dict) -> dict:
         given = parse(ToolSelectRequest, body)
-        entity_ids = resolve_entities(principal, given.entity_ids)
+        entity_ids = await resolve_existing_entities(self.db, principal, given.entity_ids)
         threshold = tools.DEFAULT_THRESHOLD if given.threshold is None else given.threshold
         request = tools.SelectRequest(given.query, given.entity_ids, given.k, threshold, given.threshold is None,
                                       given.include_requirements, given.expand_categories)
@@ -73,7 +73,7 @@ class SelectionService:
 
     async def tool_feedback(self, principal: Principal, body: dict) -> dict:
         given = parse(ToolFeedbackRequest, body)
-        entity_ids = resolve_entities(principal, given.entity_ids)
+        entity_ids = await resolve_existing_entities(self.db, principal, given.entity_ids)
         return await tools.feedback(self.db, self.embedder, entity_ids, given.model_dump())
 
     async def register_indices(self, principal: Principal, entity: str, body: dict) -> dict:
@@ -90,6 +90,6 @@ class SelectionService:
 
     async def select_indices(self, principal: Principal, body: dict) -> dict:
         given = parse(IndexSelectRequest, body)
-        entity_ids = resolve_entities(principal, given.entity_ids)
+        entity_ids = await resolve_existing_entities(self.db, principal, given.entity_ids)
         request = indices.SelectRequest(given.query, given.entity_ids, given.k)
         return await indices.select(self.db, self.embedder, entity_ids, request, llm=self.llm)

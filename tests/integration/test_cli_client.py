@@ -7,6 +7,7 @@ import time
 
 from edgeindex import cli
 
+from ..helpers import put_document, wait_document
 from .test_sdk import FACTS, unique
 
 
@@ -62,3 +63,13 @@ def test_cli_tenancy_upload_search_and_status(stack, capsys, tmp_path):
             break
         time.sleep(0.5)
     assert code == 2 and "401 unauthorized" in captured.err
+
+
+async def test_cli_search_table_prints_square_brackets_as_written(stack, capsys, tenant, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")  # a passage column wide enough that no word folds
+    put_document(tenant, "brackets.md", "Set [workers.search] port in wrangler.toml.", content_type="text/markdown")
+    await wait_document(tenant, "brackets.md")
+    code, out = run(capsys, stack, tenant.key, "search", "workers search port", "--entity", tenant.entity_id,
+                    "--no-cache")
+    assert code == 0, out
+    assert "brackets.md" in out and "Set [workers.search] port" in out, out

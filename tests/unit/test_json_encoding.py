@@ -9,7 +9,7 @@ import uuid
 from dataclasses import dataclass
 
 import numpy as np
-from edgeindex.json_codec import encode_json
+from edgeindex.json_codec import encode_default, encode_json
 from edgeindex.runtime.http import json_response
 
 
@@ -26,7 +26,9 @@ def test_same_values_as_json_dumps():
         "created_at": datetime.datetime(2026, 1, 1, 12, 30, tzinfo=datetime.UTC),
         "day": datetime.date(2026, 1, 2), "point": Point(1), "ok": True,
     }
-    assert json.loads(encode_json(body)) == json.loads(json.dumps(body, default=str))
+    answer = json.loads(encode_json(body))
+    assert answer == json.loads(json.dumps(body, default=encode_default))
+    assert (answer["created_at"], answer["day"]) == ("2026-01-01T12:30:00+00:00", "2026-01-02")
 
 
 def test_what_orjson_refuses_falls_back_to_json():
