@@ -7,7 +7,10 @@
 - ``decide`` (after the lexical statement and the embedding, before retrieval): features,
   then the serving model's bin. Under a millisecond (``route_ms`` in the worker timings).
 - ``record`` (off the request path): one telemetry row per search, pruned past the retention.
-- ``feedback``: ``POST /feedback``; bounded updates once enough evidence is in.
+- ``feedback``: ``POST /feedback``, once per search and only from the key that ran it; bounded
+  updates once enough evidence is in. A search of one entity steps that entity's override; the
+  deployment's model steps only from the admin key's feedback (a tenant key's on a search of
+  several entities is recorded and steps nothing).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from psycopg.types.json import Jsonb
 
 from .. import language, sqlfiles
 from ..bindings.database import Database
-from ..errors import NotFound, ValidationError
+from ..errors import Conflict, NotFound, ValidationError
 from ..tenancy import Principal
 from ..validation import parse
 from . import store
@@ -154,7 +157,7 @@ class Router:
 
     # --- telemetry -------------------------------------------------------------------------------
 
-    def record(self, search_id: str, *, entity_ids: list[str], scope_hash: str, query: str,
+    def record(self, search_id: str, *, key_id: str, entity_ids: list[str], scope_hash: str, query: str,
                decision: Decision | None, results: list[dict], cache: str, timings: dict) -> Awaitable[None] | None:
         """Queue the search's row; what to hand ``ctx.wait_until`` (done once the row is written),
         or None when the deployment keeps no telemetry."""
@@ -166,7 +169,7 @@ class Router:
         except Exception:
             log.exception("could not make the telemetry row of search %s", search_id)
             return None
-        return self.record_answer(search_id, entity_ids=entity_ids, scope_hash=scope_hash, query=query,
+        return self.record_answer(search_id, key_id=key_id, entity_ids=entity_ids, scope_hash=scope_hash, query=query,
                                   requested=d.requested, answer=answer, cache=cache, timings=timings)
 
     def cached_columns(self, answer: dict) -> AnswerColumns | None:
@@ -177,7 +180,7 @@ class Router:
             log.exception("could not make the telemetry columns of a cached answer")
             return None
 
-    def record_answer(self, search_id: str, *, entity_ids: list[str], scope_hash: str, query: str,
+    def record_answer(self, search_id: str, *, key_id: str, entity_ids: list[str], scope_hash: str, query: str,
                       requested: str, answer: AnswerColumns, cache: str,
                       timings: dict) -> Awaitable[None] | None:
         """``record`` with the columns the answer fixes made already (``answer_columns``: a cached
@@ -191,7 +194,7 @@ class Router:
             written = self.telemetry_rows.enqueue((
                 search_id, scope_hash, entity_ids, query, answer.features, requested, answer.strategy,
                 answer.alpha, shadow[0] if shadow else None, shadow[1] if shadow else None,
-                answer.model_version, answer.results, cache, _json(timings)))
+                answer.model_version, answer.results, cache, _json(timings), key_id))
         except Exception:
             log.exception("could not make the telemetry row of search %s", search_id)
             return None
@@ -225,10 +228,13 @@ class Router:
                                   "(ROUTER_TELEMETRY)", field="search_id")
         row = await self._telemetry_row(request.search_id)
         if row is None:
-            raise NotFound("no search with this search_id (unknown, or past the telemetry retention)")
-        # only the key's own entities: a key that could not have run this search cannot judge it
-        if not principal.is_admin and not set(row["entity_ids"]) <= principal.entity_ids:
-            raise NotFound("no search with this search_id (unknown, or past the telemetry retention)")
+            raise NotFound("no search with this search_id (unknown, or past the telemetry retention)",
+                           field="search_id")
+        # only the key that ran the search judges it (a 404 as for an unknown one: another key's
+        # search does not show that it exists)
+        if row["key_id"] != principal.key_id:
+            raise NotFound("no search with this search_id (unknown, or past the telemetry retention)",
+                           field="search_id")
         returned = {r["chunk_id"] for r in row["results"]}
         useful, not_useful = set(map(str, request.useful)), set(map(str, request.not_useful))
         if unknown := (useful | not_useful) - returned:
@@ -241,10 +247,14 @@ class Router:
         model = version.model if version is not None else RouterModel.builtin()
         rewards = {name: round(ranking_reward(row["results"], useful, not_useful, alpha), 6)
                    for name, alpha in model.bins}
-        await self.db.execute(SQL["insert_feedback"], {
+        # the deployment's model is everyone's: only the operator's feedback steps it
+        steps = scope != store.DEPLOYMENT or principal.is_admin
+        inserted = await self.db.fetchone(SQL["insert_feedback"], {
             "search_id": request.search_id, "scope": scope, "useful": sorted(useful),
-            "not_useful": sorted(not_useful), "rewards": Jsonb(rewards)})
-        applied = await self.apply_feedback(scope, entity_ids=row["entity_ids"])
+            "not_useful": sorted(not_useful), "rewards": Jsonb(rewards), "steps_model": steps})
+        if inserted is None:
+            raise Conflict("this search has feedback already (each search is judged once)", field="search_id")
+        applied = await self.apply_feedback(scope, entity_ids=row["entity_ids"]) if steps else None
         return {"search_id": str(request.search_id), "rewards": rewards, "scope": scope or None,
                 "applied_in_version": applied}
 

@@ -466,12 +466,12 @@ class SearchService:
                     if copy is not None:
                         copy.telemetry = answer
                 written = None if answer is None else self.router.record_answer(
-                    ctx.search_id, entity_ids=ctx.entity_ids, scope_hash=scope_hash(ctx.entity_ids),
+                    ctx.search_id, key_id=ctx.principal.key_id, entity_ids=ctx.entity_ids, scope_hash=scope_hash(ctx.entity_ids),
                     query=ctx.request.query, requested=ctx.decision.requested, answer=answer,
                     cache=ctx.cache_outcome, timings=timings)
             else:
                 written = self.router.record(
-                    ctx.search_id, entity_ids=ctx.entity_ids, scope_hash=scope_hash(ctx.entity_ids),
+                    ctx.search_id, key_id=ctx.principal.key_id, entity_ids=ctx.entity_ids, scope_hash=scope_hash(ctx.entity_ids),
                     query=ctx.request.query, decision=ctx.decision, results=response["results"],
                     cache=ctx.cache_outcome, timings=timings)
             if written is not None:

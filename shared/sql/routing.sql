@@ -33,26 +33,28 @@ LIMIT %(limit)s;
 -- name: copy_telemetry
 -- the grouped path (routing/telemetry_writer.py): one COPY per group, columns in this order
 COPY search_telemetry (search_id, scope_hash, entity_ids, query, features, requested, strategy, alpha,
-                       shadow_strategy, shadow_alpha, model_version, results, cache, timings) FROM STDIN;
+                       shadow_strategy, shadow_alpha, model_version, results, cache, timings, key_id) FROM STDIN;
 
 -- name: prune_telemetry
 DELETE FROM search_telemetry WHERE created_at < now() - make_interval(days => %(days)s);
 
 -- name: telemetry
 SELECT search_id, created_at, scope_hash, entity_ids, query, features, requested, strategy, alpha,
-       shadow_strategy, shadow_alpha, model_version, results, cache, timings
+       shadow_strategy, shadow_alpha, model_version, results, cache, timings, key_id
 FROM search_telemetry WHERE search_id = %(search_id)s;
 
 -- name: insert_feedback
-INSERT INTO router_feedback (search_id, scope, useful, not_useful, rewards)
-VALUES (%(search_id)s, %(scope)s, %(useful)s, %(not_useful)s, %(rewards)s)
+-- nothing when the search has feedback already (router_feedback_search, migration 0023)
+INSERT INTO router_feedback (search_id, scope, useful, not_useful, rewards, steps_model)
+VALUES (%(search_id)s, %(scope)s, %(useful)s, %(not_useful)s, %(rewards)s, %(steps_model)s)
+ON CONFLICT (search_id) DO NOTHING
 RETURNING id;
 
 -- name: pending_feedback
 -- feedback not yet applied to a scope's model, with the features of its search
 SELECT f.id, f.rewards, t.features
 FROM router_feedback f JOIN search_telemetry t ON t.search_id = f.search_id
-WHERE f.scope = %(scope)s AND f.applied_in IS NULL AND t.features IS NOT NULL
+WHERE f.scope = %(scope)s AND f.applied_in IS NULL AND f.steps_model AND t.features IS NOT NULL
 ORDER BY f.id;
 
 -- name: mark_applied

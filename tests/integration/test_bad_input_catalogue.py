@@ -257,7 +257,7 @@ CASES = [
          {"search_id": "nope", "useful": ["00000000-0000-0000-0000-000000000001"]}),
     Case("feedback: chunk id not a uuid", "search", "POST", "/feedback", 400, "useful.0",
          {"search_id": "00000000-0000-0000-0000-000000000001", "useful": ["nope"]}),
-    Case("feedback: unknown search", "search", "POST", "/feedback", 404, None,
+    Case("feedback: unknown search", "search", "POST", "/feedback", 404, "search_id",
          {"search_id": "00000000-0000-0000-0000-000000000001", "useful": ["00000000-0000-0000-0000-000000000002"]}),
     # --- tool and index selection: what the cases above leave out ----------------------------
     Case("tools: foreign entity list", "search", "GET", f"/entities/{O}/tools", 403, "entity"),

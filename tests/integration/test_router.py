@@ -13,7 +13,7 @@ from edgeindex.routing.service import Router, RouterSettings
 from edgeindex.search.service import SearchService, SearchSettings
 from edgeindex.tenancy import Principal
 
-from ..helpers import new_tenant, put_document, wait_document, wait_for
+from ..helpers import Tenant, new_tenant, put_document, wait_document, wait_for
 
 DOCS = {
     "cold-start": "When the weather turns freezing, engines struggle to start: the battery loses charge and "
@@ -260,3 +260,55 @@ async def test_auto_sees_a_language_the_embedding_model_does_not_know(stack, upl
     # a fixed strategy asks for no probe, and reports no features
     fixed = search(t, {"query": GERMAN_QUERY, "strategy": "hybrid"})
     assert "features" not in fixed["routing"]
+
+
+def second_key(stack, upload_admin, entity_ids: list[str]) -> Tenant:
+    """Another API key, granted ``entity_ids``; its client works on the first of them."""
+    status, body = upload_admin.post("/admin/keys", {"name": f"second key for {entity_ids}", "entity_ids": entity_ids})
+    assert status == 201, body
+    return Tenant(stack, entity_ids[0], body["key"])
+
+
+async def test_feedback_belongs_to_the_searching_key_counts_once_and_leaves_the_deployment(stack, upload_admin, db):
+    t = await corpus(stack, upload_admin, "ro")
+    bounds = Bounds()
+    before = await store.active(db, store.DEPLOYMENT)
+    empty = new_tenant(stack, upload_admin, prefix="re")
+    both = second_key(stack, upload_admin, [t.entity_id, empty.entity_id])
+    # a search of two entities: its feedback would be the deployment model's to learn from
+    answers = []
+    for _ in range(bounds.min_evidence):
+        status, answer = both.search.post("/search", {"entity_ids": [t.entity_id, empty.entity_id], "cache": False,
+                                                      "query": "err_4711 why does my car not start when it is cold",
+                                                      "strategy": "auto"})
+        assert status == 200, answer
+        answers.append(answer)
+    for answer in answers:
+        await telemetry(db, answer["search_id"])
+    chunk = answers[0]["results"][0]["chunk_id"]
+
+    # a key granted the same entities did not run these searches: 404, as for an unknown search
+    same_grant = second_key(stack, upload_admin, [t.entity_id, empty.entity_id])
+    status, body = same_grant.search.post("/feedback", {"search_id": answers[0]["search_id"], "useful": [chunk]})
+    assert status == 404 and body["field"] == "search_id", body
+
+    applied = []
+    for answer in answers:
+        status, body = both.search.post("/feedback", {"search_id": answer["search_id"],
+                                                      "useful": [answer["results"][0]["chunk_id"]]})
+        assert status == 200, body
+        applied.append(body["applied_in_version"])
+    # a tenant's feedback is recorded and steps nothing: the deployment's version is the one before
+    assert applied == [None] * bounds.min_evidence
+    assert (await store.active(db, store.DEPLOYMENT)).version == before.version
+    rows = await db.fetch("SELECT steps_model FROM router_feedback WHERE search_id = ANY(%s::uuid[])",
+                          ([a["search_id"] for a in answers],))
+    assert [r["steps_model"] for r in rows] == [False] * bounds.min_evidence
+
+    # a search is judged once: the second report is refused and the first one stays as it was
+    status, body = both.search.post("/feedback", {"search_id": answers[0]["search_id"], "useful": [],
+                                                  "not_useful": [chunk]})
+    assert status == 409 and body["field"] == "search_id", body
+    rows = await db.fetch("SELECT useful, not_useful FROM router_feedback WHERE search_id = %s",
+                          (answers[0]["search_id"],))
+    assert [(r["useful"], r["not_useful"]) for r in rows] == [([chunk], [])]

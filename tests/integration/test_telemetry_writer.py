@@ -102,7 +102,7 @@ async def test_a_search_row_is_written_by_drain_and_a_bad_row_fails_no_search(db
     search_id = str(uuid.uuid4())
     result = {"chunk_id": str(uuid.uuid4()), "document_id": "d1", "entity_id": "e1", "score": 0.5,
               "scores": {"text": 0.5}}
-    ctx.wait_until(router.record(search_id, entity_ids=["e1"], scope_hash="h", query="tab\there",
+    ctx.wait_until(router.record(search_id, key_id="k1", entity_ids=["e1"], scope_hash="h", query="tab\there",
                                  decision=None, results=[result], cache="exact", timings={"took_ms": 1.0}))
     await asyncio.wait_for(ctx.drain(), timeout=10)
     row = await db.fetchone("SELECT query, cache, results, results::text AS stored, timings::text AS timings "
@@ -113,7 +113,7 @@ async def test_a_search_row_is_written_by_drain_and_a_bad_row_fails_no_search(db
     # that parse was most of the row's Postgres CPU
     assert (row["stored"], row["timings"]) == (dumps([result]).decode(), '{"took_ms":1.0}')
     # a row that cannot be made is logged; the search it belongs to goes on
-    assert router.record(str(uuid.uuid4()), entity_ids=["e1"], scope_hash="h", query="q", decision=None,
+    assert router.record(str(uuid.uuid4()), key_id="k1", entity_ids=["e1"], scope_hash="h", query="q", decision=None,
                          results=[{"chunk_id": "c"}], cache="none", timings={}) is None
     assert "could not make the telemetry row" in caplog.text
 

@@ -42,7 +42,7 @@ def test_a_cached_answers_row_is_the_row_of_the_decision_it_was_made_with():
     routing = ANSWER["routing"]
     for requested, cache in (("", "exact"), ("hybrid", "semantic")):
         router = _router()
-        common = dict(entity_ids=["e1"], scope_hash="h", query="how to \\ bake\nbread", cache=cache,
+        common = dict(key_id="k1", entity_ids=["e1"], scope_hash="h", query="how to \\ bake\nbread", cache=cache,
                       timings={"took_ms": 0.4})
         router.record("s1", decision=Decision(requested, routing["strategy"], routing["alpha"], routing["features"],
                                               routing["model_version"], routing["bin"]),
@@ -63,7 +63,7 @@ def test_every_hit_of_one_copy_shares_its_columns_and_keeps_its_own_fields():
         copy = local.get_copy("k", (1,))
         if copy.telemetry is None:   # what SearchService.telemetry does on a hit
             copy.telemetry = answer_columns(copy.payload)
-        router.record_answer(f"s{i}", entity_ids=["e1"], scope_hash="h", query="q", requested="",
+        router.record_answer(f"s{i}", key_id="k1", entity_ids=["e1"], scope_hash="h", query="q", requested="",
                              answer=copy.telemetry, cache="exact", timings={"took_ms": i})
     rows = router.telemetry_rows.rows
     assert [r[0] for r in rows] == ["s0", "s1", "s2"]
