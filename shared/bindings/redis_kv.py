@@ -167,14 +167,6 @@ class RedisKV:
         members: Any = self._redis.zrangebyscore(self._k(name), time.time(), "+inf")
         return {m.decode() for m in members}
 
-    def prune_sets(self, *, now: float | None = None) -> int:
-        """Delete this namespace's expired set members; how many were deleted."""
-        now = time.time() if now is None else now
-        removed = 0
-        for key in self._redis.scan_iter(match=_glob_escape(self._k("")) + "*", _type="zset", count=1000):
-            removed += int(self._redis.zremrangebyscore(key, "-inf", now))
-        return removed
-
     # transactions
 
     def _queue(self, op: str, *args, **kwargs) -> bool:
