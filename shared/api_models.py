@@ -306,7 +306,9 @@ class SearchResponse(_Body):
     entity_ids: list[str]
     corrections: dict[str, list[str]] = Field(description="query words no chunk holds, and what stood in for them")
     count: int
-    cache: Literal["exact", "semantic", "none"]
+    cache: Literal["exact", "semantic", "none", "bypassed"] = Field(
+        description="where the answer came from: a cache, none (computed), or bypassed (the KV did not answer: "
+                    "computed, and not stored)")
     took_ms: float
     timings: dict[str, float] | None = Field(None, description="embed_ms, semantic_lookup_ms, search_ms (or lexical_ms, route_ms, hybrid_ms), ... on a miss")
     enhancement: dict[str, Any] | None = Field(

@@ -28,6 +28,7 @@ the commit's bump, so it can never store its (stale) result afterwards.
 from __future__ import annotations
 
 import asyncio
+import secrets
 import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -37,6 +38,8 @@ from .bindings.kv import KV
 from .errors import KVConflict
 
 BARRIER_SECONDS = 120.0
+EPOCH_KEY = "epoch"
+EPOCH_TTL = 10 * 365 * 86400.0  # for good; a KV that drops it retires every entry, which is safe
 
 
 def _seq_key(entity: str) -> str:
@@ -51,8 +54,25 @@ def result_key(key: str) -> str:
     return f"result:{key}"
 
 
+def read_epoch(kv: KV) -> int:
+    """The KV's epoch: a random number written once, the first element of every sequence tuple.
+
+    A KV that loses its contents (a Redis restarted without persistence) starts its sequences
+    again from 0, so a sequence alone could come back to a value that an in-process copy was
+    computed at; the epoch it loses with them is drawn anew, and no such copy matches again.
+    Two processes that both find it missing each write one: the last write wins and the
+    other's reads and stores only miss.
+    """
+    epoch = kv.get(EPOCH_KEY)
+    if epoch is None:
+        epoch = secrets.randbits(52)
+        kv.put(EPOCH_KEY, epoch, ttl=EPOCH_TTL)
+    return int(epoch)
+
+
 def read_sequences(kv: KV, entity_ids: Iterable[str]) -> tuple[int, ...]:
-    return tuple(int(kv.get(_seq_key(e), 0)) for e in entity_ids)
+    """``(epoch, sequence of each entity ...)``, read before the database is: what an entry must match."""
+    return (read_epoch(kv), *(int(kv.get(_seq_key(e), 0)) for e in entity_ids))
 
 
 def load(kv: KV, key: str, sequences: tuple[int, ...]) -> dict | None:
@@ -103,13 +123,14 @@ def _store_many(kv: KV, entries: list[Entry]) -> list[bool]:
     with kv.transact():
         now = time.time()
         current: dict[str, tuple[int, bool]] = {}  # entity → (sequence, barrier up), read once per group
+        epoch = kv.get(EPOCH_KEY)
         for entry in entries:
             for entity in entry.entity_ids:
                 if entity not in current:
                     current[entity] = (int(kv.get(_seq_key(entity), 0)),
                                        float(kv.get(_barrier_key(entity), 0)) > now)
             state = [current[e] for e in entry.entity_ids]
-            if tuple(seq for seq, _ in state) != tuple(entry.sequences) or any(up for _, up in state):
+            if (epoch, *(seq for seq, _ in state)) != tuple(entry.sequences) or any(up for _, up in state):
                 stored.append(False)
                 continue
             kv.put(result_key(entry.key), {"sequences": list(entry.sequences), "payload": entry.value,

@@ -51,6 +51,12 @@ class KVConflict(BindingError):
     status = 409
 
 
+class KVUnavailable(BindingError):
+    """The KV's server did not answer (Redis down, restarting or unreachable)."""
+
+    code = "kv_unavailable"
+
+
 class ObjectStoreError(BindingError):
     """S3 (or SQS) answered with an error; ``service_code`` is its code (``NoSuchKey``, ``InvalidPart``...)."""
 

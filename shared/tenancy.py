@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from . import sqlfiles
 from .bindings.database import Database
-from .errors import Conflict, Forbidden, NotFound, RateLimited, Unauthorized, ValidationError
+from .errors import BindingError, Conflict, Forbidden, NotFound, RateLimited, Unauthorized, ValidationError
 from .validation import EntityId
 
 SQL = sqlfiles.load("tenancy.sql")
@@ -124,11 +124,16 @@ class RateLimiter:
         self.rate = rate
         self.burst = burst if burst is not None else max(1.0, 2 * rate)
         self.buckets = buckets if buckets is not None else LocalTokenBuckets(clock=clock)
+        # while the shared buckets' KV does not answer, this process's own keep a limit
+        self.fallback = LocalTokenBuckets(clock=clock)
 
     def take(self, key_id: str) -> None:
         if self.rate <= 0:
             return
-        wait = self.buckets.take(key_id, self.rate, self.burst)
+        try:
+            wait = self.buckets.take(key_id, self.rate, self.burst)
+        except BindingError:
+            wait = self.fallback.take(key_id, self.rate, self.burst)
         if wait > 0:
             raise RateLimited(f"too many requests for this API key (limit {self.rate:g}/s)", retry_after=wait)
 

@@ -162,14 +162,15 @@ async def chunks(db, entity_id: str, document_id: str) -> list[dict]:
 
 
 @contextlib.contextmanager
-def running_stack(state: Path, hooks: WorkerHooks | None = None, **extra_env: str):
+def running_stack(state: Path, hooks: WorkerHooks | None = None, *, workers: list[str] | None = None,
+                  **extra_env: str):
     """A whole stack on free ports under ``state``; its workers' output goes to ``state/workers.log``.
     ``hooks``: hold points and faults of its workers (the test stacks turn on hold points: ``edgeindex.holds``);
-    ``extra_env`` goes to the workers."""
+    ``workers``: which of them to run (all); ``extra_env`` goes to the configuration and the workers."""
     cfg = make_config(state, **extra_env)
     log_path = state / "workers.log"
     with open(log_path, "w") as log:
-        stack = DevStack(cfg, worker_output=log, hooks=hooks,
+        stack = DevStack(cfg, workers=workers, worker_output=log, hooks=hooks,
                          environ={**os.environ, "EDGEINDEX_ADMIN_KEY": "test-admin-key", **extra_env})
         try:
             stack.start()

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import functools
 import pickle
 import threading
 import time
@@ -25,8 +26,10 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
-from ..errors import KVConflict
+from ..errors import KVConflict, KVUnavailable
 
 # A token bucket in one round trip, on the server's clock (every host agrees on it): refill by the
 # time since the last take, take one token if there is one, else answer how long until there is.
@@ -46,6 +49,20 @@ return tostring(wait)
 """
 
 
+def _answered(method):
+    """``method``, with the client's connection errors raised as ``KVUnavailable`` (the KV's server
+    is down or restarting): callers that can go on without the KV catch that one error."""
+
+    @functools.wraps(method)
+    def call(*args, **kwargs):
+        try:
+            return method(*args, **kwargs)
+        except (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError) as exc:
+            raise KVUnavailable(f"the KV's Redis did not answer: {exc}") from exc
+
+    return call
+
+
 class RedisTokenBuckets:
     """Token buckets shared by every process and host on one Redis: ``take`` answers 0 when a token
     was taken, else the seconds until one is there."""
@@ -54,6 +71,7 @@ class RedisTokenBuckets:
         self._kv = kv
         self._script = kv._redis.register_script(_TAKE_TOKEN)
 
+    @_answered
     def take(self, bucket: str, rate: float, burst: float) -> float:
         return float(self._script(keys=[self._kv._k(f"bucket:{bucket}")], args=[rate, burst]))
 
@@ -73,8 +91,10 @@ class RedisKV:
         self.url = url
         self.namespace = namespace
         self.default_ttl = default_ttl
-        self._redis = client or redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5,
-                                                     health_check_interval=30)
+        # one immediate retry (a pooled connection that a server restart closed), then KVUnavailable:
+        # the caches go without the KV rather than hold a request through back-off
+        self._redis = client or redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2,
+                                                     health_check_interval=30, retry=Retry(NoBackoff(), 1))
         self._local = threading.local()
 
     def _k(self, key: str) -> str:
@@ -85,6 +105,7 @@ class RedisKV:
 
     # values
 
+    @_answered
     def get(self, key: str, default: Any = None) -> Any:
         tx = self._tx()
         if tx is not None:
@@ -95,6 +116,7 @@ class RedisKV:
             raw = self._redis.get(self._k(key))
         return default if raw is None else _decode(raw)
 
+    @_answered
     def put(self, key: str, value: Any, *, ttl: float | None = None) -> None:
         if self._queue("put", key, value, ttl=ttl):
             return
@@ -105,6 +127,7 @@ class RedisKV:
         target.set(self._k(key), _encode(value),
                    px=max(1, int(ttl * 1000)) if ttl is not None else None)
 
+    @_answered
     def delete(self, *keys: str) -> int:
         if not keys:
             return 0
@@ -112,6 +135,7 @@ class RedisKV:
             return 0  # counted at EXEC; the cache's transactions do not read this count
         return int(self._redis.delete(*(self._k(k) for k in keys)))
 
+    @_answered
     def list(self, prefix: str = "", *, limit: int | None = None) -> list[str]:
         pattern = _glob_escape(self._k(prefix)) + "*"
         start = len(self.namespace) + 1
@@ -122,6 +146,7 @@ class RedisKV:
                 break
         return found
 
+    @_answered
     def incr(self, key: str, delta: int = 1) -> int:
         tx = self._tx()
         if tx is not None and tx.read:
@@ -130,6 +155,7 @@ class RedisKV:
 
     # member sets
 
+    @_answered
     def add_to_sets(self, names: Iterable[str], member: str, *, ttl: float) -> None:
         """Add ``member`` to each named set, for ``ttl`` seconds (or longer, if it was there longer)."""
         names = list(names)
@@ -150,6 +176,7 @@ class RedisKV:
             target.expire(key, seconds, nx=True)
             target.expire(key, seconds, gt=True)
 
+    @_answered
     def pop_sets(self, names: Iterable[str]) -> set[str]:
         """The live members of the named sets, taken out: the sets are deleted."""
         names = list(names)
@@ -163,6 +190,7 @@ class RedisKV:
         replies: builtins.list[Any] = pipe.execute()
         return {m.decode() for reply in replies[:-1] for m in reply}
 
+    @_answered
     def set_members(self, name: str) -> set[str]:
         members: Any = self._redis.zrangebyscore(self._k(name), time.time(), "+inf")
         return {m.decode() for m in members}
@@ -202,6 +230,8 @@ class RedisKV:
                 pipe.execute()
             except redis.WatchError as exc:
                 raise KVConflict("a key read in the transaction changed before it committed") from exc
+            except (redis.ConnectionError, redis.TimeoutError) as exc:
+                raise KVUnavailable(f"the KV's Redis did not answer: {exc}") from exc
 
     def token_buckets(self) -> RedisTokenBuckets:
         return RedisTokenBuckets(self)

@@ -226,7 +226,7 @@ class DevStack:
         self._snapshot_thread: threading.Thread | None = None
         self.dsn = config.services.database.dsn
         self.kv_url = config.services.kv.url if config.services.kv.backend == "redis" else ""
-        self._redis: RedisServer | None = None
+        self.redis_server: RedisServer | None = None
         self.s3_endpoint = config.services.s3.endpoint
         self.sqs_endpoint = config.services.sqs.endpoint
         self.admin_key = ""
@@ -264,8 +264,8 @@ class DevStack:
             self.dsn = self._postgres.start()
         if self.config.services.kv.backend == "redis" and not self.kv_url:
             port = int(self.environ.get("EDGEINDEX_REDIS_PORT") or free_port())
-            self._redis = RedisServer(self.state / "redis", port).start()
-            self.kv_url = self._redis.url
+            self.redis_server = RedisServer(self.state / "redis", port).start()
+            self.kv_url = self.redis_server.url
         if not self.s3_endpoint or not self.sqs_endpoint:
             from moto.server import ThreadedMotoServer
 
@@ -403,9 +403,9 @@ class DevStack:
             with contextlib.suppress(Exception):
                 self._moto.stop()
             self._moto = None
-        if self._redis is not None:
-            self._redis.stop()
-            self._redis = None
+        if self.redis_server is not None:
+            self.redis_server.stop()
+            self.redis_server = None
         if self._postgres is not None:
             self._postgres.stop()
             self._postgres = None

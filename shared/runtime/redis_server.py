@@ -1,8 +1,8 @@
 """A local ``redis-server`` (or ``valkey-server``) process for the dev stack and the tests.
 
 Nothing is persisted: the KV holds caches, sequences and counters, all of which a restart may
-lose (sequences restart from 0 together with the results stored under them, so nothing stale
-survives either).
+lose (sequences restart from 0 together with the results stored under them, and the KV's epoch,
+``cache.read_epoch``, is drawn anew, so no copy made before the restart matches after it).
 """
 
 from __future__ import annotations

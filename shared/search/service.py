@@ -34,7 +34,7 @@ from ..bindings.kv import KV
 from ..bindings.rerank import Reranker
 from ..bindings.vectorize import UPSERT as SEMANTIC_UPSERT
 from ..bindings.vectorize import PgVectorIndex
-from ..errors import ValidationError
+from ..errors import KVUnavailable, ValidationError
 from ..json_codec import decode_json_object
 from ..routing.features import PROBE
 from ..routing.service import Decision, Router, new_search_id, scope_hash
@@ -44,6 +44,7 @@ from ..tenancy import Principal, resolve_existing_entities
 from . import defaults, engine
 from .cache_keys import CacheKeys, _digest, cache_keys
 from .enhance import QueryEnhancer
+from .kv_outage import KVOutage
 from .local_exact_cache import Copy, LocalExactCache
 from .local_semantic_cache import LocalSemanticCache
 from .request import SearchRequest, parse_request
@@ -122,6 +123,7 @@ class SearchService:
         self._stores = itertools.count(1)
         self._tuned = engine.tuned_connections()
         self.local_exact = LocalExactCache()
+        self.kv_outage = KVOutage()  # the KV down: searches answer uncached (kv_outage.py)
         self.local_semantic = LocalSemanticCache()   # the pointers this process stored, searched first
         self.parsed = ParsedMemo()
         # Semantic-cache pointers go in groups, after the answer (as telemetry rows do): one
@@ -247,7 +249,20 @@ class SearchService:
         # Before any lookup or database read: see the module docstring. Reads of the KV are plain
         # SQLite selects that never wait for a writer (bindings/kv.py), cheaper on the loop than
         # the hand-off to a thread.
-        ctx.sequences = cache.read_sequences(self.kv, ctx.entity_ids)
+        if ctx.request.cache:
+            try:
+                if not self.kv_outage.available():
+                    raise KVUnavailable("the KV did not answer a moment ago")
+                ctx.sequences = cache.read_sequences(self.kv, ctx.entity_ids)
+            except KVUnavailable as exc:
+                self._bypass(ctx, exc)
+
+    def _bypass(self, ctx: SearchContext, exc: KVUnavailable) -> None:
+        """The rest of this search without the caches: nothing served from them, nothing stored."""
+        self.kv_outage.failed(exc)
+        self.kv_outage.bypassed += 1
+        ctx.request = ctx.request.model_copy(update={"cache": False})
+        ctx.cache_outcome = "bypassed"
 
     def _keys(self, ctx: SearchContext) -> CacheKeys:
         """The cache keys of the request for its entities (a remembered body's, when it has them)."""
@@ -269,7 +284,11 @@ class SearchService:
             # the same request's answer is being stored (store stage): a repeat sees it, as when
             # the store was awaited before answering (its failure is the first request's, logged)
             await asyncio.wait([storing])
-        hit = self._cached(ctx, ctx.keys.exact)
+        try:
+            hit = self._cached(ctx, ctx.keys.exact)
+        except KVUnavailable as exc:
+            self._bypass(ctx, exc)
+            return None
         if hit is not None:
             ctx.cache_outcome = "exact"
         return hit
@@ -335,22 +354,29 @@ class SearchService:
             # rare words must match exactly ("invoice 4711" is not "invoice 4712").
             wanted = self._signature(ctx)
             # this process's own pointers first (local_semantic_cache.py): no statement when one answers
-            for key in self.local_semantic.nearest(ctx.keys.namespace, ctx.embedding, signature=wanted,
-                                                   min_score=self.settings.semantic_threshold,
-                                                   k=SEMANTIC_CANDIDATES):
-                if (hit := self._pointed_at(ctx, key, background)) is not None:
-                    return hit
-            matches = await self.semantic_cache.query(ctx.embedding, namespace=ctx.keys.namespace,
-                                                      top_k=SEMANTIC_CANDIDATES,
-                                                      min_score=self.settings.semantic_threshold)
-            for match in matches:
-                if match.metadata.get("signature") != wanted:
-                    continue
-                if (hit := self._pointed_at(ctx, match.id, background)) is not None:
-                    return hit
-            return None
+            try:
+                return await self._semantic_hit(ctx, wanted, background)
+            except KVUnavailable as exc:
+                self._bypass(ctx, exc)
+                return None
         finally:
             ctx.timings["semantic_lookup_ms"] = _since(mark)
+
+    async def _semantic_hit(self, ctx: SearchContext, wanted: str, background: Any) -> dict | None:
+        for key in self.local_semantic.nearest(ctx.keys.namespace, ctx.embedding, signature=wanted,
+                                               min_score=self.settings.semantic_threshold,
+                                               k=SEMANTIC_CANDIDATES):
+            if (hit := self._pointed_at(ctx, key, background)) is not None:
+                return hit
+        matches = await self.semantic_cache.query(ctx.embedding, namespace=ctx.keys.namespace,
+                                                  top_k=SEMANTIC_CANDIDATES,
+                                                  min_score=self.settings.semantic_threshold)
+        for match in matches:
+            if match.metadata.get("signature") != wanted:
+                continue
+            if (hit := self._pointed_at(ctx, match.id, background)) is not None:
+                return hit
+        return None
 
     def _signature(self, ctx: SearchContext) -> str:
         if ctx.signature is None:
@@ -493,8 +519,12 @@ class SearchService:
 
     async def _store(self, ctx: SearchContext, payload: dict, background: Any) -> None:
         ttl = self.settings.cache_ttl
-        stored = await self.stores.store(cache.Entry(ctx.keys.exact, payload, _chunk_ids(ctx.results),
-                                                     ctx.entity_ids, ctx.sequences, ttl))
+        try:
+            stored = await self.stores.store(cache.Entry(ctx.keys.exact, payload, _chunk_ids(ctx.results),
+                                                         ctx.entity_ids, ctx.sequences, ttl))
+        except KVUnavailable as exc:  # answered already; the next searches bypass the caches
+            self.kv_outage.failed(exc)
+            return
         if stored:  # the pointer goes in its own group's window: a repeat waits for the entry only
             background.wait_until(self._remember(ctx, ttl))
 
