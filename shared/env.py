@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Coroutine
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
+from . import startup_progress
 from .bindings import aws
 from .bindings.ai import AI, model_identity
 from .bindings.bucket import S3Bucket
@@ -125,6 +126,7 @@ async def open_env(config: Config, worker_name: str, *, migrate: bool = True,
             sqs = sqs_client(config)
             for p in worker.queues.producers:
                 env.bind(p.binding, SQSQueue(sqs, p.queue))
+        startup_progress.report("opening the object store, queue and KV bindings")
         for ns in worker.kv_namespaces:
             kv = kv_namespace(config, ns.id)
             stack.callback(kv.close)
@@ -137,12 +139,14 @@ async def open_env(config: Config, worker_name: str, *, migrate: bool = True,
                           max_size=max(h.pool_max or services.database.pool_max, services.database.pool_min),
                           name=h.binding)
             if migrate:
+                startup_progress.report("migrating the database")
                 await db.migrate(model_id=model_id, dimension=dimension)
             await db.open()
             stack.push_async_callback(db.close)
             env.bind(h.binding, db)
 
         if worker.ai:
+            startup_progress.report("loading the embedding model")
             ai = await asyncio.to_thread(AI, services.ai)
             stack.push_async_callback(ai.close)
             env.bind(worker.ai.binding, ai)

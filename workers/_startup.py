@@ -3,6 +3,7 @@ wrangler.toml names no entry module here)."""
 
 from __future__ import annotations
 
+from edgeindex import startup_progress
 from edgeindex.routing.model import Bounds
 from edgeindex.routing.service import Router, RouterSettings
 from edgeindex.search.enhance import QueryEnhancer
@@ -30,6 +31,7 @@ def search_service(env) -> SearchService:
                                 semantic_threshold=env.var("SEMANTIC_CACHE_THRESHOLD", float),
                                 cache_ttl=env.var("CACHE_TTL_SECONDS", float)),
         router=router(env))
+    startup_progress.report("preparing the query encoder (exported once per machine)")
     search.prepare()
     return search
 

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 from urllib.parse import quote
 
+from .. import startup_progress
 from ..config import Config
 from ..errors import BindingError
 from .provision import provision
@@ -206,11 +207,13 @@ class DevStack:
 
     def __init__(self, config: Config, *, workers: list[str] | None = None,
                  worker_output: IO | None = None, environ: dict[str, str] | None = None,
-                 ingest_processes: int = 1, hooks: WorkerHooks | None = None) -> None:
+                 ingest_processes: int = 1, hooks: WorkerHooks | None = None, verbose: bool = True) -> None:
         """``ingest_processes``: consumers of the ingest queue to run (``ingest``, ``ingest-2``, ...); they
         share its messages (visibility timeout) and each run (advisory lock), each on its own port.
-        ``hooks``: hold points and faults for every worker (tests: ``edgeindex.testing.worker``)."""
+        ``hooks``: hold points and faults for every worker (tests: ``edgeindex.testing.worker``);
+        ``verbose``: print each worker's start-up stages and time."""
         self.config = config
+        self.verbose = verbose
         self.hooks = hooks
         self.ingest_processes = max(1, ingest_processes)
         self.ports: dict[str, int] = {}  # extra processes of a worker: "ingest-2" → its HTTP port
@@ -321,6 +324,8 @@ class DevStack:
             "EDGEINDEX_SQS_ENDPOINT": self.sqs_endpoint,
             "EDGEINDEX_ADMIN_KEY": self.admin_key,
             "HF_HUB_OFFLINE": "1",
+            # start-up says what it does (startup_progress.py) instead of drawing weight-loading bars
+            "HF_HUB_DISABLE_PROGRESS_BARS": "1",
             "PYTHONUNBUFFERED": "1",
         })
         if self._moto is not None and self.s3_endpoint.startswith("http://127.0.0.1"):
@@ -341,6 +346,10 @@ class DevStack:
         own = {f"EDGEINDEX_{kind.upper()}_PORT": str(self.ports[name])} if name in self.ports else {}
         chosen = hooks or self.hooks
         launcher = chosen.command() if chosen else [sys.executable, "-m", "edgeindex.cli"]
+        progress = self.startup_file(name)
+        progress.parent.mkdir(parents=True, exist_ok=True)
+        progress.unlink(missing_ok=True)  # a stage of the previous process is not this one's progress
+        own[startup_progress.FILE_VARIABLE] = str(progress)
         self.processes[name] = subprocess.Popen(
             [*launcher, "--config", str(self.config.path.resolve()), "worker", kind],
             env={**self.worker_environ(), **own, **(extra_env or {})}, stdout=out,
@@ -353,19 +362,41 @@ class DevStack:
             return f"http://127.0.0.1:{self.ports[name]}"
         return f"http://127.0.0.1:{self.config.worker(name).port}"
 
-    def wait_healthy(self, name: str, timeout: float = 120.0) -> dict:
-        deadline = time.monotonic() + timeout
+    def startup_file(self, name: str) -> Path:
+        return self.state / "run" / f"{name}.startup"
+
+    def wait_healthy(self, name: str, stall: float | None = None) -> dict:
+        """The worker's /health once it answers. Start-up is waited for as long as it makes progress
+        (startup_progress.py: each stage it begins, shown here); it fails when the process exits, or
+        stays in one stage longer than ``stall`` seconds (EDGEINDEX_STARTUP_STALL_SECONDS, 600)."""
+        stall = stall if stall is not None else float(self.environ.get("EDGEINDEX_STARTUP_STALL_SECONDS") or 600)
         process = self.processes[name]
-        while time.monotonic() < deadline:
+        progress = self.startup_file(name)
+        started = last_change = time.monotonic()
+        seen: tuple[float, str] | None = None
+        while True:
             if process.poll() is not None:
                 raise BindingError(f"worker {name} exited with code {process.returncode} during start-up "
                                    "(its log says why)")
             try:
                 with urllib.request.urlopen(f"{self.url(name)}/health", timeout=2) as resp:
-                    return json.loads(resp.read())
+                    answer = json.loads(resp.read())
+                if self.verbose:
+                    print(f"edgeindex: {name} started in {time.monotonic() - started:.1f}s", flush=True)
+                return answer
             except (urllib.error.URLError, ConnectionError, TimeoutError):
-                time.sleep(0.2)
-        raise BindingError(f"worker {name} did not answer /health within {timeout:.0f}s")
+                pass
+            now = time.monotonic()
+            stage = startup_progress.read(progress)
+            if stage is not None and stage != seen:
+                seen, last_change = stage, now
+                if self.verbose and stage[1] != "ready":
+                    print(f"edgeindex: {name}: {stage[1]} ({now - started:.0f}s)", flush=True)
+            if now - last_change > stall:
+                doing = f" (still {seen[1]})" if seen else ""
+                raise BindingError(f"worker {name} made no start-up progress for {stall:.0f}s{doing}; "
+                                   "its log says where it stopped")
+            time.sleep(0.2)
 
     def stop_worker(self, name: str, *, kill: bool = False, timeout: float = 40.0) -> None:
         process = self.processes.pop(name, None)

@@ -25,6 +25,7 @@ from types import ModuleType
 
 from aiohttp import web
 
+from .. import startup_progress
 from ..bindings.queue import Consumer, SQSQueue
 from ..config import Config
 from ..env import Env, ExecutionContext, open_env, sqs_client
@@ -122,6 +123,7 @@ async def serve(config: Config, name: str, *, stop: asyncio.Event | None = None,
     secrets = {name_: os.environ.get(variable, "") for name_, variable in SECRETS.items()}
     async with open_env(config, name, secrets=secrets) as env:
         ctx = ExecutionContext()
+        startup_progress.report("building the worker's services")
         services = await module.startup(env)
         # What start-up built (modules, the model, tokenizers: ~500k objects in a search worker) lives
         # as long as the process. Left to the collector, each full collection walks all of it: 0.2-1 s
@@ -144,6 +146,7 @@ async def serve(config: Config, name: str, *, stop: asyncio.Event | None = None,
         # several processes of one worker share its port: the kernel spreads connections among them
         site = web.TCPSite(runner, host, worker.port, reuse_address=True, reuse_port=worker.processes > 1)
         await site.start()
+        startup_progress.report("ready")
         log.info("worker %s listening on http://%s:%d", name, host, worker.port)
         print(f"edgeindex: worker {name} ready on http://{host}:{worker.port}", flush=True)
 
