@@ -18,6 +18,10 @@ concurrently, mixing:
     index names in the query (a named tool is chosen first, if the key may see it); GET
     /entities/{e}/tools and /indices for granted, other and crafted entities.
 
+Then router feedback (--feedbacks): for answered searches, another key judges the search (must be
+404: a search is its own key's), its own key judges it (200, scoped to its own grant; a search over
+several entities never steps the deployment's model), and judges it again (409: once per search).
+
 Every answer is checked: a request naming an entity outside its key's grant must be 403 (or
 400 for a malformed id); a 200 may only hold chunks, tools or indices of entities both granted
 and requested (all granted when none were named), of documents of those entities. Anything
@@ -27,9 +31,10 @@ Requests go through the project's SDK (edgeindex_client.AsyncClient) as a user's
 tool and index registry routes, which the SDK does not cover, are called over plain HTTP.
 
   .venv/bin/python scripts/fuzz_isolation.py                       # 10,000 searches, 2,500 selections
-  .venv/bin/python scripts/fuzz_isolation.py --searches 500 --selections 200 --agents 4
+  .venv/bin/python scripts/fuzz_isolation.py --searches 500 --selections 200 --feedbacks 100 --agents 4
 
-Ends with one JSON line: {"searches", "selections", "leaks": 0, "statuses": {…}, "by_kind": {…}, "req_per_s"}.
+Ends with one JSON line: {"searches", "selections", "feedbacks", "leaks": 0, "statuses": {…}, "by_kind": {…},
+"req_per_s"}.
 """
 
 from __future__ import annotations
@@ -268,8 +273,54 @@ async def _selection(client: AsyncClient, http: httpx.AsyncClient, kind: str, bo
     return 200, chosen.model_dump(mode="json")
 
 
+@dataclass
+class Answered:
+    """A search that answered with results: what its feedback may name."""
+
+    key: Key
+    search_id: str
+    entity_ids: list[str]
+    chunk_ids: list[str]
+
+
+def check_feedback(who: str, answered: Answered, status: int, answer: dict) -> str | None:
+    """None if a feedback was answered as it must be: ``who`` is foreign, first or repeat."""
+    expected = {"foreign": 404, "first": 200, "repeat": 409}[who]
+    if status != expected:
+        return f"{who} feedback answered {status}, not {expected}: {answer}"
+    if who == "foreign" and answer.get("field") != "search_id":
+        return f"a foreign search_id's 404 names {answer.get('field')!r}, not search_id"
+    if who != "first":
+        return None
+    scope = answer.get("scope")
+    if scope is None:
+        if answer.get("applied_in_version") is not None:
+            return f"a tenant's feedback stepped the deployment's model to {answer['applied_in_version']}"
+    elif scope not in answered.key.grant or answered.entity_ids != [scope]:
+        return f"feedback scoped to {scope!r}, outside the search's entities {answered.entity_ids}"
+    return None
+
+
+async def fuzz_feedback(world: World, answered: list[Answered], clients: dict, rng: random.Random,
+                        statuses: Counter, by_kind: Counter, leaks: list[str]) -> int:
+    """Each answered search judged by another key, by its own key, then by its own key again."""
+    secrets = [k.secret for k in world.keys]
+    for item in answered:
+        foreign = rng.choice([s for s in secrets if s != item.key.secret and s in clients] or [None])
+        body = {"search_id": item.search_id, "useful": item.chunk_ids[:1], "not_useful": item.chunk_ids[1:2]}
+        turns = ([("foreign", foreign)] if foreign else []) + [("first", item.key.secret), ("repeat", item.key.secret)]
+        for who, secret in turns:
+            resp = await clients[secret][1].post("/feedback", json=body)
+            answer = resp.json()
+            statuses[resp.status_code] += 1
+            by_kind[f"feedback-{who} {resp.status_code}"] += 1
+            if (problem := check_feedback(who, item, resp.status_code, answer)) is not None:
+                leaks.append(f"feedback: {problem} (search {item.search_id})")
+    return len(answered)
+
+
 async def fuzz(world: World, search_url: str, *, searches: int, agents: int, seed: int,
-               selections: int = 0) -> dict:
+               selections: int = 0, feedbacks: int = 0) -> dict:
     rng = random.Random(seed + 1)
     plan = [("search", *generate(world, rng)) for _ in range(searches)]
     plan += [generate_selection(world, rng) for _ in range(selections)]
@@ -278,6 +329,7 @@ async def fuzz(world: World, search_url: str, *, searches: int, agents: int, see
     by_kind: Counter = Counter()
     leaks: list[str] = []
     queue = iter(plan)
+    answered: list[Answered] = []
     clients: dict[str, tuple[AsyncClient, httpx.AsyncClient]] = {}
     started = time.perf_counter()
 
@@ -291,6 +343,9 @@ async def fuzz(world: World, search_url: str, *, searches: int, agents: int, see
             if kind == "search":
                 status, answer = await _search(client, body)
                 problem = check(world, key, body, status, answer)
+                if status == 200 and answer["results"]:
+                    answered.append(Answered(key, answer["search_id"], answer["entity_ids"],
+                                             [r["chunk_id"] for r in answer["results"]]))
             else:
                 status, answer = await _selection(client, http, kind, body)
                 problem = check_selection(world, kind, key, body, status, answer)
@@ -301,12 +356,14 @@ async def fuzz(world: World, search_url: str, *, searches: int, agents: int, see
 
     try:
         await asyncio.gather(*(agent() for _ in range(agents)))
+        judged = await fuzz_feedback(world, answered[:feedbacks], clients, rng, statuses, by_kind, leaks)
     finally:
         for client, http in clients.values():
             await client.aclose()
             await http.aclose()
     elapsed = time.perf_counter() - started
-    return {"searches": searches, "selections": selections, "leaks": len(leaks), "examples": leaks[:5],
+    return {"searches": searches, "selections": selections, "feedbacks": judged, "leaks": len(leaks),
+            "examples": leaks[:5],
             "statuses": {str(k): v for k, v in sorted(statuses.items())},
             "by_kind": dict(sorted(by_kind.items())),
             "req_per_s": round(len(plan) / elapsed, 1)}
@@ -315,7 +372,7 @@ async def fuzz(world: World, search_url: str, *, searches: int, agents: int, see
 async def main_async(args) -> dict:
     world = await build_world(args.upload_url, args.search_url, args.admin_key, tenants=args.tenants, seed=args.seed)
     return await fuzz(world, args.search_url, searches=args.searches, agents=args.agents, seed=args.seed,
-                      selections=args.selections)
+                      selections=args.selections, feedbacks=args.feedbacks)
 
 
 def main() -> None:
@@ -323,6 +380,8 @@ def main() -> None:
     parser.add_argument("--searches", type=int, default=10_000)
     parser.add_argument("--selections", type=int, default=2_500,
                         help="tool and index selections and catalogue listings, besides the searches")
+    parser.add_argument("--feedbacks", type=int, default=500,
+                        help="answered searches whose router feedback is tried by another key, then twice by its own")
     parser.add_argument("--agents", type=int, default=8)
     parser.add_argument("--tenants", type=int, default=8)
     parser.add_argument("--seed", type=int, default=7)
@@ -342,7 +401,8 @@ def main() -> None:
             result = asyncio.run(main_async(args))
     for example in result.pop("examples"):
         print("LEAK:", example)
-    print(f"{result['searches']} searches, {result['selections']} selections and listings, {result['leaks']} leaks, "
+    print(f"{result['searches']} searches, {result['selections']} selections and listings, "
+          f"{result['feedbacks']} searches judged, {result['leaks']} leaks, "
           f"statuses {result['statuses']}, {result['req_per_s']} req/s")
     print("by kind and status:", result["by_kind"])
     print(json.dumps(result))
