@@ -273,11 +273,10 @@ class Router:
         base_row = await self.db.fetchone(SQL["model"], {"version": base_version})
         base = RouterModel.from_json(store._weights(base_row["weights"])) if base_row else current.model
         names = [n for n, _ in current.model.bins]
-        gradient = np.zeros_like(current.model.weights)
-        for row in pending:
-            reward = np.array([float(row["rewards"].get(n, 0.0)) for n in names])
-            gradient += current.model.expected_gradient(row["features"], reward)
-        gradient /= len(pending)
+        gradients = [current.model.expected_gradient(row["features"],
+                                                     np.array([float(row["rewards"].get(n, 0.0)) for n in names]))
+                     for row in pending]
+        gradient = per_key_mean(gradients, [row["key_id"] for row in pending])
         moved = current.model.bounded_step(gradient, base, bounds)
         moved.meta = {**current.model.meta, "feedback_events": len(pending)}
         async with self.db.transaction() as conn:
@@ -289,6 +288,15 @@ class Router:
             await conn.execute(SQL["mark_applied"], {"version": new["version"], "ids": [r["id"] for r in pending]})
         self.models.invalidate()
         return new["version"]
+
+
+def per_key_mean(gradients: list[np.ndarray], key_ids: list) -> np.ndarray:
+    """The mean over keys of each key's mean gradient: however many searches one key judges, its
+    judgements weigh as much as any other key's, 1/K of a step among K keys."""
+    by_key: dict = {}
+    for gradient, key_id in zip(gradients, key_ids, strict=True):
+        by_key.setdefault(key_id, []).append(gradient)
+    return np.mean([np.mean(group, axis=0) for group in by_key.values()], axis=0)
 
 
 @dataclass(frozen=True)

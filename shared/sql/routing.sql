@@ -52,7 +52,7 @@ RETURNING id;
 
 -- name: pending_feedback
 -- feedback not yet applied to a scope's model, with the features of its search
-SELECT f.id, f.rewards, t.features
+SELECT f.id, f.rewards, t.features, t.key_id
 FROM router_feedback f JOIN search_telemetry t ON t.search_id = f.search_id
 WHERE f.scope = %(scope)s AND f.applied_in IS NULL AND f.steps_model AND t.features IS NOT NULL
 ORDER BY f.id;
