@@ -1,5 +1,7 @@
-"""``edgeindex``: dev, worker, provision, migrate; upload, search, status, keys, entities (cli_client.py);
-eval (added by the evaluation module)."""
+"""The ``edgeindex`` command: the dev stack, workers, operations and the client commands.
+
+Each command imports what it needs when it runs, so ``edgeindex --help`` answers at once.
+"""
 
 from __future__ import annotations
 
@@ -11,11 +13,19 @@ import sys
 import threading
 from pathlib import Path
 
-from . import config as config_module
 from .errors import EdgeIndexError
 
+DESCRIPTION = """\
+edgeindex: multi-tenant hybrid search for AI agents.
 
-def _load(args) -> config_module.Config:
+Run the whole stack on this machine with `edgeindex dev`; upload, search and manage
+tenants against a running stack with the other commands. `edgeindex COMMAND --help`
+describes each command."""
+
+
+def _load(args):
+    from . import config as config_module
+
     return config_module.load(Path(args.config) if args.config else config_module.find_config())
 
 
@@ -105,7 +115,8 @@ def cmd_mcp(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="edgeindex", description=__doc__)
+    parser = argparse.ArgumentParser(prog="edgeindex", description=DESCRIPTION,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", help="path to wrangler.toml (default: nearest one, or $EDGEINDEX_CONFIG)")
     parser.add_argument("-v", "--verbose", action="store_true")
     sub = parser.add_subparsers(dest="command", required=True)

@@ -16,7 +16,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import config as config_module
 from .errors import ConfigError, EdgeIndexError
 
 SNIPPET_CHARS = 160
@@ -26,6 +25,8 @@ SNIPPET_CHARS = 160
 
 class Target:
     def __init__(self, args: argparse.Namespace) -> None:
+        from . import config as config_module
+
         cfg = None
         try:
             cfg = config_module.load(Path(args.config) if args.config else config_module.find_config())
