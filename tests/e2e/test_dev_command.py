@@ -17,8 +17,12 @@ from edgeindex.runtime.dev import free_port
 from ..helpers import ROOT, Client
 
 
-def start_dev(state, ports: dict[str, int]) -> subprocess.Popen:
-    env = {**os.environ, "EDGEINDEX_STATE_DIR": str(state), "EDGEINDEX_ADMIN_KEY": "dev-test-admin"}
+def start_dev(state, ports: dict[str, int], admin_key: str | None = "dev-test-admin") -> subprocess.Popen:
+    """``edgeindex dev`` on ``state``; with ``admin_key=None`` it makes its own, in ``state/admin_key``."""
+    env = {**os.environ, "EDGEINDEX_STATE_DIR": str(state)}
+    env.pop("EDGEINDEX_ADMIN_KEY", None)
+    if admin_key is not None:
+        env["EDGEINDEX_ADMIN_KEY"] = admin_key
     env.pop("EDGEINDEX_CONFIG", None)
     for name, port in ports.items():
         env[f"EDGEINDEX_{name.upper()}_PORT"] = str(port)
