@@ -75,9 +75,11 @@ def main(argv: list[str] | None = None) -> int:
         for document_id in RUNBOOKS:
             page.wait_document(document_id, "ready")
 
+        for query in ("certificate renewal failed", "autovacuum_max_workers", "who hands over on monday"):
+            page.search(query, entity_ids=[args.entity], k=3)  # a little telemetry to show
         page.search("when does the pager escalate to the secondry", entity_ids=[args.entity], k=3)
         browser.execute_script("document.getElementById('search-extra').open = true;"
-                               "document.getElementById('search-meta').scrollIntoView()")
+                               "document.getElementById('screen-search').scrollIntoView()")
         page.screenshot(args.out / "search.png", whole_page=False)
 
         page.telemetry()

@@ -370,17 +370,30 @@
   // words, so each stem is shown as the query word it came from and the word the results hold.
   const WORD = /[\p{L}\p{N}_]+/gu;
 
-  function typedWord(stem, query) {
-    const words = query.match(WORD) || [];
+  // A stemmer trims endings and may rewrite the last letters ("secondry" → "secondri"), so a stem
+  // belongs to the word it shares the longest start with, all but its last two letters at least.
+  function commonStart(a, b) {
+    let i = 0;
+    while (i < a.length && i < b.length && a[i] === b[i]) i++;
+    return i;
+  }
+
+  function closest(stem, words) {
     const lower = stem.toLowerCase();
-    return words.find((w) => w.toLowerCase() === lower) ||
-      words.filter((w) => w.toLowerCase().startsWith(lower)).sort((a, b) => a.length - b.length)[0] || stem;
+    const need = Math.max(3, lower.length - 2);
+    const scored = words.map((w) => [w, commonStart(lower, w.toLowerCase())]).filter(([, n]) => n >= need);
+    if (!scored.length) return [];
+    const best = Math.max(...scored.map(([, n]) => n));
+    return scored.filter(([, n]) => n === best).map(([w]) => w);
+  }
+
+  function typedWord(stem, query) {
+    const found = closest(stem, query.match(WORD) || []);
+    return found.sort((a, b) => a.length - b.length)[0] || stem;
   }
 
   function shownWord(stem, results) {
-    const lower = stem.toLowerCase();
-    const found = results.flatMap((r) => (r.text || "").match(WORD) || [])
-      .filter((w) => w.toLowerCase().startsWith(lower)).map((w) => w.toLowerCase());
+    const found = closest(stem, results.flatMap((r) => (r.text || "").match(WORD) || [])).map((w) => w.toLowerCase());
     if (!found.length) return stem;
     const counts = new Map();
     for (const w of found) counts.set(w, (counts.get(w) || 0) + 1);
@@ -425,10 +438,10 @@
       // nothing to show under a heading (no data yet) is no heading at all
       const entries = Object.entries(value).filter(([, v]) => !isEmpty(v));
       const numeric = entries.filter(([, v]) => typeof v === "number");
-      if (entries.length > 1 && numeric.length === entries.length) {
-        // a count beside measurements (latency percentiles and their n) is a caption, not a bar on their axis
-        const counts = numeric.filter(([k]) => COUNT_KEYS.has(k));
-        const measured = numeric.filter(([k]) => !COUNT_KEYS.has(k));
+      // a count beside measurements (latency percentiles and their n) is a caption, not a bar on their axis
+      const counts = numeric.filter(([k]) => COUNT_KEYS.has(k));
+      const measured = numeric.filter(([k]) => !COUNT_KEYS.has(k));
+      if (measured.length && numeric.length === entries.length && (depth > 0 || entries.length > 1)) {
         const max = Math.max(...measured.map(([, v]) => Math.abs(v))) || 1;
         return el("div", { className: "bars" }, ...measured.map(([k, v]) => el("div", { className: "bar-row" },
           el("span", { className: "bar-label" }, k),
@@ -437,7 +450,9 @@
           ...(counts.length && measured.length ? [el("div", { className: "muted bar-count" },
             counts.map(([k, v]) => `${k === "n" ? "samples" : k}: ${fmtValue(v)}`).join(", "))] : []));
       }
-      return el("div", { className: "section" }, ...entries.map(([k, v]) =>
+      // a single value reads as "name: value" on one line; a map or a list gets its heading
+      return el("div", { className: "section" }, ...entries.map(([k, v]) => typeof v !== "object" ?
+        el("p", { className: "scalar" }, el("strong", {}, k + ": "), fmtValue(v)) :
         el("div", {}, el(depth ? "h4" : "h3", {}, k), render(v, depth + 1))));
     }
     return el("span", {}, fmtValue(value));
