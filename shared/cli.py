@@ -1,5 +1,7 @@
-"""``edgeindex``: dev, worker, provision, migrate; upload, search, status, keys, entities (cli_client.py);
-eval (added by the evaluation module)."""
+"""The ``edgeindex`` command: the dev stack, workers, operations and the client commands.
+
+Each command imports what it needs when it runs, so ``edgeindex --help`` answers at once.
+"""
 
 from __future__ import annotations
 
@@ -11,12 +13,55 @@ import sys
 import threading
 from pathlib import Path
 
-from . import config as config_module
 from .errors import EdgeIndexError
 
+DESCRIPTION = """\
+edgeindex: multi-tenant hybrid search for AI agents.
 
-def _load(args) -> config_module.Config:
+Run the whole stack on this machine with `edgeindex dev`; upload, search and manage
+tenants against a running stack with the other commands. `edgeindex COMMAND --help`
+describes each command."""
+
+
+def _load(args):
+    from . import config as config_module
+
     return config_module.load(Path(args.config) if args.config else config_module.find_config())
+
+
+def _without_password(dsn: str) -> str:
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(dsn)
+    if not parts.password:
+        return dsn
+    host = parts.hostname or ""
+    netloc = f"{parts.username}:***@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def ready_message(stack, cfg) -> list[str]:
+    """What ``edgeindex dev`` prints once every worker answers: where each thing is."""
+    embedded = []
+    if not cfg.services.database.dsn:
+        embedded.append("postgres (embedded)")
+    if not cfg.services.s3.endpoint or not cfg.services.sqs.endpoint:
+        embedded.append(f"s3+sqs {stack.s3_endpoint} (embedded moto)")
+    lines = ["", "edgeindex dev is up" + (f" — {', '.join(embedded)}" if embedded else "")]
+    for name in stack.worker_names + list(stack.ports):
+        lines.append(f"  {name:<7} {stack.url(name)}   (GET {stack.url(name)}/health)")
+    if "mcp" in stack.worker_names:
+        lines.append(f"  mcp url: {stack.url('mcp')}/mcp   (streamable HTTP; `edgeindex mcp` bridges stdio)")
+    key_file = stack.admin_key_file
+    lines.append(f"  admin key: {stack.admin_key}   "
+                 + (f"(file: {key_file})" if key_file else "(from $EDGEINDEX_ADMIN_KEY)"))
+    if "upload" in stack.worker_names:
+        lines.append(f"  admin page: {stack.url('upload')}/admin")
+    lines.append(f"  postgres: {_without_password(stack.dsn)}   (EDGEINDEX_DATABASE_URL, for "
+                 "`edgeindex router report --dsn`)")
+    lines.append(f"  state folder: {cfg.state_path}   (database, bucket snapshots, KV, admin key; "
+                 "`edgeindex dev --reset` empties it)")
+    return lines
 
 
 def cmd_dev(args) -> int:
@@ -40,12 +85,7 @@ def cmd_dev(args) -> int:
         embedded.append("postgres (embedded)")
     if not cfg.services.s3.endpoint or not cfg.services.sqs.endpoint:
         embedded.append(f"s3+sqs {stack.s3_endpoint} (embedded moto)")
-    print("\nedgeindex dev is up" + (f" — {', '.join(embedded)}" if embedded else ""))
-    for name in stack.worker_names + list(stack.ports):
-        print(f"  {name:<7} {stack.url(name)}   (GET {stack.url(name)}/health)")
-    print(f"  admin key: {stack.admin_key}   (also in {cfg.state_path / 'admin_key'})")
-    if "upload" in stack.worker_names:
-        print(f"  admin page: {stack.url('upload')}/admin")
+    print("\n".join(ready_message(stack, cfg)), flush=True)
     print("Press Ctrl-C to stop.\n", flush=True)
     try:
         while not stopping.wait(1.0):
@@ -105,7 +145,8 @@ def cmd_mcp(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="edgeindex", description=__doc__)
+    parser = argparse.ArgumentParser(prog="edgeindex", description=DESCRIPTION,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", help="path to wrangler.toml (default: nearest one, or $EDGEINDEX_CONFIG)")
     parser.add_argument("-v", "--verbose", action="store_true")
     sub = parser.add_subparsers(dest="command", required=True)

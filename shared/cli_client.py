@@ -16,7 +16,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import config as config_module
 from .errors import ConfigError, EdgeIndexError
 
 SNIPPET_CHARS = 160
@@ -26,6 +25,8 @@ SNIPPET_CHARS = 160
 
 class Target:
     def __init__(self, args: argparse.Namespace) -> None:
+        from . import config as config_module
+
         cfg = None
         try:
             cfg = config_module.load(Path(args.config) if args.config else config_module.find_config())
@@ -41,11 +42,17 @@ class Target:
         self.upload_url = args.upload_url or base or os.environ.get("EDGEINDEX_UPLOAD_URL") or local("upload")
         self.search_url = args.search_url or base or os.environ.get("EDGEINDEX_SEARCH_URL") or local("search")
         self.ingest_url = base or os.environ.get("EDGEINDEX_INGEST_URL") or local("ingest")
+        # $EDGEINDEX_MCP_URL is the MCP endpoint (`edgeindex mcp` takes it); its worker's /health is beside it
+        mcp = os.environ.get("EDGEINDEX_MCP_URL", "").rstrip("/").removesuffix("/mcp")
+        self.mcp_url = base or mcp or local("mcp")
         key = args.api_key or os.environ.get("EDGEINDEX_API_KEY") or os.environ.get("EDGEINDEX_ADMIN_KEY")
-        if not key and cfg is not None and (cfg.state_path / "admin_key").exists():
-            key = (cfg.state_path / "admin_key").read_text().strip()
+        key_file = cfg.state_path / "admin_key" if cfg is not None else None
+        if not key and key_file is not None and key_file.exists():
+            key = key_file.read_text().strip()
         if not key:
-            raise EdgeIndexError("no API key: pass --api-key or set EDGEINDEX_API_KEY", field="api_key")
+            where = (f"the dev stack's key file {key_file} does not exist" if key_file is not None
+                     else "no wrangler.toml here, so no dev stack's key file to read")
+            raise EdgeIndexError(f"no API key: pass --api-key or set EDGEINDEX_API_KEY ({where})", field="api_key")
         if not self.upload_url or not self.search_url:
             raise EdgeIndexError("no server: pass --url (or --upload-url/--search-url) or run inside a project "
                                  "with a wrangler.toml", field="url")
@@ -291,7 +298,8 @@ def cmd_status(args) -> int:
         for document_id, step, error in failed[:20]:
             console.print(f"[red]failed[/] {document_id} at {step}: {error}")
         return 0
-    workers = {"upload": target.upload_url, "ingest": target.ingest_url, "search": target.search_url}
+    workers = {"upload": target.upload_url, "ingest": target.ingest_url, "search": target.search_url,
+               "mcp": target.mcp_url}
     rows = []
     for name, url in workers.items():
         if not url:

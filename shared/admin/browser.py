@@ -1,5 +1,5 @@
 """Drive the admin page in a real headless browser: Debian's ``chromium`` through its ``chromedriver``
-(selenium). The browser tests and ``scripts/admin_screenshots.py`` use it; nothing here is imported
+(selenium). The browser tests and ``scripts/screenshots.py`` use it; nothing here is imported
 by the worker. Paths come from the system (``scripts/install.sh`` installs both packages): selenium
 is never allowed to fetch a browser or a driver of its own.
 """
@@ -98,8 +98,11 @@ class AdminPage:
     def text_of(self, css: str) -> str:
         return self.find(css).text
 
-    def screenshot(self, path: Path) -> Path:
+    def screenshot(self, path: Path, *, whole_page: bool = True) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
+        if not whole_page:  # the window as a person sees it, at its set size
+            self.browser.save_screenshot(str(path))
+            return path
         size = self.browser.get_window_size()
         height = self.browser.execute_script("return document.documentElement.scrollHeight")
         self.browser.set_window_size(size["width"], min(max(height + 140, 600), 2400))  # the whole page

@@ -1,4 +1,8 @@
-"""``edgeindex eval``: retrieval quality and latency on a BEIR dataset, side by side with baselines."""
+"""edgeindex eval: retrieval quality and latency on a BEIR dataset, side by side with baselines.
+
+The runner, the datasets and the baselines are imported when the command runs, so that
+``edgeindex --help`` stays fast.
+"""
 
 from __future__ import annotations
 
@@ -8,11 +12,8 @@ import os
 import signal
 from pathlib import Path
 
-from .. import config as config_module
 from ..errors import ValidationError
-from . import beir, report
-from .runner import BASELINES, MODES, Options, evaluate, parse_sweep, valid_mode
-from .stack import Endpoints, fresh_stack
+from .modes import BASELINES, MODES, parse_sweep, valid_mode
 
 EPILOG = """\
 Without --upload-url/--search-url a fresh stack is started on a temporary state
@@ -39,7 +40,8 @@ def _csv(choices: tuple[str, ...], option: str, valid=None):
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("eval", help="evaluate retrieval on a BEIR dataset (metrics, latency, baselines)",
-                                   description=__doc__, epilog=EPILOG,
+                                   description="Retrieval quality and latency on a BEIR dataset, side by side "
+                                               "with baselines.", epilog=EPILOG,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dataset",
                         help="BEIR folder (corpus.jsonl, queries.jsonl, qrels/test.tsv), or a name under ../shared/data")
@@ -83,7 +85,9 @@ def register(subparsers) -> None:
     parser.set_defaults(func=run)
 
 
-def options_from(args) -> Options:
+def options_from(args):
+    from .runner import Options
+
     if args.k < 1:
         raise ValidationError("--k must be at least 1", field="k")
     if args.window < 1 or args.concurrency < 1:
@@ -105,6 +109,8 @@ def run(args) -> int:
         return run_selection(args)
     if not args.dataset:
         raise ValidationError("give --dataset (BEIR), --tools DIR or --indices DIR", field="dataset")
+    from . import beir, report
+
     options = options_from(args)
     dataset = beir.load(args.dataset, split=args.split, qrels=args.qrels)
     print(f"dataset {dataset.name}: {len(dataset.corpus)} documents, {len(dataset.judged_queries)} judged queries "
@@ -144,7 +150,11 @@ def run(args) -> int:
     return 0
 
 
-def _evaluate(args, dataset: beir.Dataset, options: Options, progress) -> dict:
+def _evaluate(args, dataset, options, progress) -> dict:
+    from .. import config as config_module
+    from .runner import evaluate
+    from .stack import Endpoints, fresh_stack
+
     if args.upload_url or args.search_url:
         if not (args.upload_url and args.search_url and args.admin_key):
             raise ValidationError("a running stack needs --upload-url, --search-url and --admin-key together",

@@ -66,8 +66,15 @@ class EdgeIndexClient:
         await self._sdk("create entity", self._client.create_entity(entity_id, "user", name or entity_id))
 
     async def create_key(self, entity_id: str) -> str:
+        return (await self.create_key_with_id(entity_id))[1]
+
+    async def create_key_with_id(self, entity_id: str) -> tuple[str, str]:
+        """(key id, secret) of a new key granted ``entity_id``: the id is what revoking it takes."""
         created = await self._sdk("create key", self._client.create_key(f"eval {entity_id}", [entity_id]))
-        return created.key
+        return created.id, created.key
+
+    async def revoke_key(self, key_id: str) -> None:
+        await self._sdk("revoke key", self._client.revoke_key(key_id))
 
     # -- ingestion -----------------------------------------------------------------
 

@@ -17,25 +17,13 @@ from ..errors import ModelMismatchError, ValidationError
 from . import metrics
 from .beir import Dataset
 from .edgeindex_client import EdgeIndexClient
+from .modes import MODE_STRATEGY, MODES, split_mode
 from .stack import Endpoints
-
-MODES = ("hybrid", "vector", "text", "auto")
-BASELINES = ("chroma", "bm25")
-# the strategy each mode names (shared/routing/): hybrid is the fixed blend (the worker's alpha or
-# --alpha), auto the router's per-query choice; "default" names none, so it gets whatever the
-# deployment serves a request that names no strategy (ROUTER_DEFAULT), and always runs
-MODE_STRATEGY: dict[str, str | None] = {"hybrid": "hybrid", "vector": "vector", "text": "text", "auto": "auto",
-                                        "default": None}
 
 
 def mode_params(mode: str, options: Options) -> dict:
     return {"strategy": MODE_STRATEGY[mode], "alpha": options.alpha if mode == "hybrid" else None,
             "fusion": options.fusion}
-# A mode may name query enhancements after its base mode: "text+prf", "hybrid+synonyms+hyde",
-# "hybrid+none" (no enhancement, whatever "auto" does on this deployment); see shared/search/enhance/.
-ENHANCEMENTS = ("prf", "synonyms", "hyde", "none", "auto")
-SWEEPABLE = {"alpha": float, "vector_threshold": float, "text_threshold": float, "fusion": str}
-
 # A p99 over a few dozen samples is the slowest sample but one: time enough passes for this many
 # samples per system (at least 3 passes) unless --repeat says otherwise.
 MIN_LATENCY_SAMPLES = 200
@@ -121,55 +109,6 @@ def enhancement_summary(reports: dict[str, dict], queries: dict[str, str]) -> di
     return {"applied": applied, "skipped": skipped, "per_query": per_query}
 
 
-def parse_sweep(spec: str) -> tuple[str, list[Any]]:
-    """``alpha=0,0.1,...,1`` (``...`` continues the first step up to the last value) or ``fusion=linear,rrf``."""
-    name, sep, values = spec.partition("=")
-    name = name.strip()
-    if not sep or name not in SWEEPABLE:
-        raise ValidationError(f"--sweep: expected NAME=V1,V2,... with NAME one of {sorted(SWEEPABLE)}", field="sweep")
-    parts = [p.strip() for p in values.split(",") if p.strip()]
-    kind = SWEEPABLE[name]
-    if kind is str:
-        if not parts:
-            raise ValidationError("--sweep: no values", field="sweep")
-        return name, parts
-    if "..." in parts:
-        at = parts.index("...")
-        if at < 2 or at != len(parts) - 2:
-            raise ValidationError("--sweep: write 'a,b,...,z': two values, '...', then the last", field="sweep")
-        first, second, last = float(parts[0]), float(parts[1]), float(parts[-1])
-        step = second - first
-        if step <= 0 or last < second:
-            raise ValidationError("--sweep: the values must increase", field="sweep")
-        count = int(round((last - first) / step))
-        decimals = max(_decimals(parts[0]), _decimals(parts[1]), _decimals(parts[-1]))
-        return name, [round(first + i * step, decimals) for i in range(count + 1)]
-    try:
-        return name, [float(p) for p in parts]
-    except ValueError:
-        raise ValidationError(f"--sweep: {name} takes numbers", field="sweep") from None
-
-
-def _decimals(text: str) -> int:
-    return len(text.partition(".")[2])
-
-
-def split_mode(mode: str) -> tuple[str, str | list[str] | None]:
-    """``text+prf`` -> ("text", ["prf"]); ``hybrid+none`` -> ("hybrid", "none"); ``hybrid`` -> ("hybrid", None)."""
-    base, *names = mode.split("+")
-    if not names:
-        return base, None
-    if names in (["none"], ["auto"]):
-        return base, names[0]
-    return base, names
-
-
-def valid_mode(mode: str) -> bool:
-    base, *names = mode.split("+")
-    return (base in MODE_STRATEGY and all(n in ENHANCEMENTS for n in names)
-            and (len(names) <= 1 or not {"none", "auto"} & set(names)))
-
-
 def search_body(query: str, entity_id: str, k: int, params: dict) -> dict:
     body = {"query": query, "k": k, "entity_ids": [entity_id], "dedupe": True, "cache": False,
             "include": {"text": False}}
@@ -228,6 +167,7 @@ async def evaluate(dataset: Dataset, endpoints: Endpoints, options: Options,
     sweep_points: list[dict] = []
     load_before = os.getloadavg()
 
+    key_id = None  # the key this run made, revoked when it ends: a run leaves no active key behind
     if options.entity:
         entity_id, key = options.entity, endpoints.admin_key
         progress(f"entity {entity_id}: checking that it holds all {len(documents)} documents")
@@ -235,59 +175,64 @@ async def evaluate(dataset: Dataset, endpoints: Endpoints, options: Options,
         entity_id = entity_name(dataset)
         async with EdgeIndexClient(endpoints.upload_url, endpoints.search_url, endpoints.admin_key) as admin:
             await admin.create_entity(entity_id, name=f"edgeindex eval of {dataset.name}")
-            key = await admin.create_key(entity_id)
+            key_id, key = await admin.create_key_with_id(entity_id)
         progress(f"entity {entity_id}: uploading {len(documents)} documents through the upload worker")
-    async with EdgeIndexClient(endpoints.upload_url, endpoints.search_url, key) as client:
-        ingest = await client.ingest(entity_id, documents, source=f"beir:{dataset.name}",
-                                     concurrency=options.concurrency, window=options.window,
-                                     timeout=options.ingest_timeout, upload=not options.entity,
-                                     progress=progress)
-        if ingest.failed:
-            progress(f"warning: {len(ingest.failed)} documents failed to ingest "
-                     f"(first: {next(iter(ingest.failed.items()))})")
-        settled = await _settle(endpoints.dsn, progress)
+    try:
+        async with EdgeIndexClient(endpoints.upload_url, endpoints.search_url, key) as client:
+            ingest = await client.ingest(entity_id, documents, source=f"beir:{dataset.name}",
+                                         concurrency=options.concurrency, window=options.window,
+                                         timeout=options.ingest_timeout, upload=not options.entity,
+                                         progress=progress)
+            if ingest.failed:
+                progress(f"warning: {len(ingest.failed)} documents failed to ingest "
+                         f"(first: {next(iter(ingest.failed.items()))})")
+            settled = await _settle(endpoints.dsn, progress)
 
-        for mode in dict.fromkeys([*options.modes, "default"]):
-            base, enhance = split_mode(mode)
-            params = {**mode_params(base, options), "enhance": enhance}
-            server: list[dict] = []
-            reports: dict[str, dict] = {}
+            for mode in dict.fromkeys([*options.modes, "default"]):
+                base, enhance = split_mode(mode)
+                params = {**mode_params(base, options), "enhance": enhance}
+                server: list[dict] = []
+                reports: dict[str, dict] = {}
 
-            async def search(text: str, params=params, server=server, reports=reports) -> tuple[list[str], float]:
-                return await client.search(search_body(text, entity_id, options.k, params), server, reports)
+                async def search(text: str, params=params, server=server, reports=reports) -> tuple[list[str], float]:
+                    return await client.search(search_body(text, entity_id, options.k, params), server, reports)
 
-            runs.append(SystemRun(f"edgeindex-{mode}", "edgeindex", mode,
-                                  {k: v for k, v in params.items() if v is not None}, ingest.ready, search,
-                                  server_timings=server, enhancements=reports))
-        closers: list[Callable[[], None]] = []
-        try:
-            if "chroma" in options.baselines:
-                chroma, close = await _chroma(endpoints, entity_id, options, progress)
-                runs.append(chroma)
-                closers.append(close)
-            if "bm25" in options.baselines:
-                runs.append(_bm25(dataset, options, progress))
-            progress(f"timing {', '.join(r.key for r in runs)}: {len(queries)} queries x {passes}, "
-                     "interleaved")
-            await measure(runs, queries, passes)
-        finally:
-            for close in closers:
-                close()
+                runs.append(SystemRun(f"edgeindex-{mode}", "edgeindex", mode,
+                                      {k: v for k, v in params.items() if v is not None}, ingest.ready, search,
+                                      server_timings=server, enhancements=reports))
+            closers: list[Callable[[], None]] = []
+            try:
+                if "chroma" in options.baselines:
+                    chroma, close = await _chroma(endpoints, entity_id, options, progress)
+                    runs.append(chroma)
+                    closers.append(close)
+                if "bm25" in options.baselines:
+                    runs.append(_bm25(dataset, options, progress))
+                progress(f"timing {', '.join(r.key for r in runs)}: {len(queries)} queries x {passes}, "
+                         "interleaved")
+                await measure(runs, queries, passes)
+            finally:
+                for close in closers:
+                    close()
 
-        if options.sweep:
-            name, values = options.sweep
-            for value in values:
-                params = {"alpha": options.alpha, "fusion": options.fusion, name: value}
+            if options.sweep:
+                name, values = options.sweep
+                for value in values:
+                    params = {"alpha": options.alpha, "fusion": options.fusion, name: value}
 
-                async def search(text: str, params=params) -> tuple[list[str], float]:
-                    return await client.search(search_body(text, entity_id, options.k, params))
+                    async def search(text: str, params=params) -> tuple[list[str], float]:
+                        return await client.search(search_body(text, entity_id, options.k, params))
 
-                point_run = SystemRun("sweep", "edgeindex", "hybrid", params, ingest.ready, search)
-                await measure([point_run], queries, 1)
-                point = {"value": value, "metrics": metrics.evaluate(dataset.qrels, point_run.run, options.k),
-                         "latency_ms": metrics.latency_summary(point_run.latencies_ms)}
-                sweep_points.append(point)
-                progress(f"sweep {name}={value}: " + ", ".join(f"{m} {v:.4f}" for m, v in point["metrics"].items()))
+                    point_run = SystemRun("sweep", "edgeindex", "hybrid", params, ingest.ready, search)
+                    await measure([point_run], queries, 1)
+                    point = {"value": value, "metrics": metrics.evaluate(dataset.qrels, point_run.run, options.k),
+                             "latency_ms": metrics.latency_summary(point_run.latencies_ms)}
+                    sweep_points.append(point)
+                    progress(f"sweep {name}={value}: " + ", ".join(f"{m} {v:.4f}" for m, v in point["metrics"].items()))
+    finally:
+        if key_id is not None:
+            async with EdgeIndexClient(endpoints.upload_url, endpoints.search_url, endpoints.admin_key) as admin:
+                await admin.revoke_key(key_id)
 
     model_id = next((r.extra["model_id"] for r in runs if r.system == "chroma"), "")
     return {

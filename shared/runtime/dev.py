@@ -302,6 +302,11 @@ class DevStack:
                 except Exception:  # moto going away at shutdown, a transient error: next round retries
                     log.debug("snapshot of %s failed", snapshot.bucket, exc_info=True)
 
+    @property
+    def admin_key_file(self) -> Path | None:
+        """The file the admin key is kept in (None when ``$EDGEINDEX_ADMIN_KEY`` gives it)."""
+        return None if self.environ.get("EDGEINDEX_ADMIN_KEY") else self.state / "admin_key"
+
     def _admin_key(self) -> str:
         if key := self.environ.get("EDGEINDEX_ADMIN_KEY"):
             return key

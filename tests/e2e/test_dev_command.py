@@ -17,8 +17,12 @@ from edgeindex.runtime.dev import free_port
 from ..helpers import ROOT, Client
 
 
-def start_dev(state, ports: dict[str, int]) -> subprocess.Popen:
-    env = {**os.environ, "EDGEINDEX_STATE_DIR": str(state), "EDGEINDEX_ADMIN_KEY": "dev-test-admin"}
+def start_dev(state, ports: dict[str, int], admin_key: str | None = "dev-test-admin") -> subprocess.Popen:
+    """``edgeindex dev`` on ``state``; with ``admin_key=None`` it makes its own, in ``state/admin_key``."""
+    env = {**os.environ, "EDGEINDEX_STATE_DIR": str(state)}
+    env.pop("EDGEINDEX_ADMIN_KEY", None)
+    if admin_key is not None:
+        env["EDGEINDEX_ADMIN_KEY"] = admin_key
     env.pop("EDGEINDEX_CONFIG", None)
     for name, port in ports.items():
         env[f"EDGEINDEX_{name.upper()}_PORT"] = str(port)
@@ -66,6 +70,9 @@ def test_dev_up_health_restart_and_clean_shutdown(tmp_path):
             assert f"http://127.0.0.1:{port}" in printed
             status, body = Client(f"http://127.0.0.1:{port}").get("/health")
             assert status == 200 and body["worker"] == name and body["bindings"]
+        # where things are: the state folder, the MCP endpoint, the database to point other commands at
+        assert f"state folder: {state}" in printed and f"mcp url: http://127.0.0.1:{ports['mcp']}/mcp" in printed
+        assert "  postgres: postgresql://" in printed and "(from $EDGEINDEX_ADMIN_KEY)" in printed
         s3_endpoint = next(l for l in lines if "s3+sqs" in l).split("s3+sqs ")[1].split()[0]
         admin = Client(f"http://127.0.0.1:{ports['upload']}", "dev-test-admin")
         # data in Postgres, and an acknowledged object in the embedded bucket

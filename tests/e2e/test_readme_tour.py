@@ -113,10 +113,13 @@ def test_a_failing_block_fails_the_run(tmp_path):
 @pytest.mark.slow
 def test_readme_tour_runs_against_edgeindex_dev(tmp_path):
     ports = {name: free_port() for name in ("upload", "ingest", "search", "mcp")}
-    dev = start_dev(tmp_path / "state", ports)
+    # the dev stack makes its own admin key, and the tour reads it from the state folder as a user's would
+    state = tmp_path / "state"
+    dev = start_dev(state, ports, admin_key=None)
     try:
         wait_up(dev)
-        env = {**os.environ, "EDGEINDEX_ADMIN_KEY": "dev-test-admin"}
+        env = {**os.environ, "EDGEINDEX_STATE_DIR": str(state)}
+        env.pop("EDGEINDEX_ADMIN_KEY", None)
         env.pop("EDGEINDEX_API_KEY", None)
         env.pop("EDGEINDEX_URL", None)
         env.pop("EDGEINDEX_CONFIG", None)
@@ -134,3 +137,4 @@ def test_readme_tour_runs_against_edgeindex_dev(tmp_path):
     assert re.search(r'"document_id": ?"q3-report"', text), failure(result)
     assert "process_refund" in text and '"orders"' in text
     assert '"tools"' in text and '"search"' in text  # MCP's tools/list
+    assert '"worker": "mcp"' in text or '"worker":"mcp"' in text  # the MCP worker's /health

@@ -1,7 +1,7 @@
 """The admin page in a real headless browser (Debian's chromium through chromium-driver, selenium),
 against the shared stack: sign in, tenants and keys, upload, watch ingestion, retry, search, telemetry;
 a wrong key refused; user data rendered as text. Each screen is saved as a PNG under the test's
-temporary folder (scripts/admin_screenshots.py makes the README's)."""
+temporary folder (scripts/screenshots.py makes docs/screenshots/)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import os
 import pytest
 from edgeindex.admin.browser import AdminPage, BrowserMissing, chromium, find_browser
 
-from ..helpers import Client, new_tenant
+from ..helpers import Client, new_tenant, put_document, wait_document
 
 
 def _router_reports() -> bool:
@@ -97,9 +97,8 @@ def test_operator_flow_sign_in_tenant_key_upload_ready_search(page, stack, tmp_p
     status, direct = Client(stack.url("search"), stack.admin_key).post(
         "/search", {"query": "lighthuose keeper", "entity_ids": [entity]})
     assert status == 200 and direct["corrections"], direct
-    shown = page.text_of("#search-corrections")
-    for word, terms in direct["corrections"].items():
-        assert f"{word} → {', '.join(terms)}" in shown
+    # shown as the words a person reads (the query's word → the word the results hold), not as stems
+    assert page.text_of("#search-corrections") == "lighthuose → lighthouse"
 
     text = page.telemetry()
     if not _router_reports():
@@ -155,3 +154,45 @@ def test_user_data_is_rendered_as_text_never_as_html(page, stack, upload_admin):
     assert results[0]["document_id"] == hostile
     assert not page.find_all("#search-results img")
     assert page.browser.execute_script("return window.__pwned === undefined")
+
+
+def test_sign_in_screen_shows_no_session_before_sign_in(page, stack):
+    assert not page.find("#session").is_displayed()
+    assert "signed in" not in page.browser.find_element("tag name", "body").text.lower()
+    page.sign_in(stack.admin_key)
+    page.signed_in()
+    assert page.find("#session").is_displayed() and page.find("#signout").is_displayed()
+
+
+async def test_search_routing_is_indented_json_that_wraps(page, stack, tenant):
+    put_document(tenant, "long.txt", "The fog signal sounds every night. " * 20)
+    await wait_document(tenant, "long.txt")
+    page.sign_in(stack.admin_key)
+    page.signed_in()
+    page.search("signal " + "x" * 400, entity_ids=[tenant.entity_id])
+    shown = page.browser.execute_script("return document.getElementById('search-extra-json').textContent")
+    assert '\n  "routing": {' in shown  # indented, one field a line
+    overflow = page.browser.execute_script(
+        "const pre = document.getElementById('search-extra-json');"
+        "document.getElementById('search-extra').open = true;"
+        "return [document.documentElement.scrollWidth - document.documentElement.clientWidth,"
+        "        pre.scrollWidth - pre.clientWidth];")
+    assert overflow == [0, 0]  # nothing scrolls sideways
+
+
+@pytest.mark.skipif(not _router_reports(), reason="the router's report is not installed")
+def test_telemetry_puts_no_count_on_the_latency_axis(page, stack, tenant):
+    status, _ = Client(stack.url("search"), tenant.key).post(
+        "/search", {"query": "fog signal", "entity_ids": [tenant.entity_id]})
+    assert status == 200
+    page.sign_in(stack.admin_key)
+    page.signed_in()
+    page.telemetry()
+    labels = [e.text for e in page.find_all("#telemetry-report .bar-label")]
+    assert "p50" in labels and "n" not in labels
+    values = [e.text for e in page.find_all("#telemetry-report .bar-value")]
+    assert values and [v for v in values if len(v.partition(".")[2]) > 3] == []
+    empty = page.browser.execute_script(
+        "return [...document.querySelectorAll('#telemetry-report h3, #telemetry-report h4')]"
+        ".filter(h => !h.nextElementSibling || !h.nextElementSibling.textContent.trim()).map(h => h.textContent)")
+    assert empty == []

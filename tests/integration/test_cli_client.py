@@ -47,7 +47,7 @@ def test_cli_tenancy_upload_search_and_status(stack, capsys, tmp_path):
     answer = json.loads(out)
     assert code == 0 and answer["results"][0]["document_id"] == "galley.txt"
     code, out = run(capsys, stack, key["key"], "search", "bilge pump service", "--entity", entity)
-    assert code == 0 and "deck:pumps.txt" in out and "ninety days" in out  # the table
+    assert code == 0 and "deck/pumps.txt" in out and "ninety days" in out  # the table
 
     code, out = run(capsys, stack, key["key"], "status", "--entity", entity, "--json")
     assert json.loads(out)["documents"] == {"ready": 3}
@@ -73,3 +73,13 @@ async def test_cli_search_table_prints_square_brackets_as_written(stack, capsys,
                     "--no-cache")
     assert code == 0, out
     assert "brackets.md" in out and "Set [workers.search] port" in out, out
+
+
+def test_cli_status_lists_all_four_workers(stack, capsys, monkeypatch):
+    monkeypatch.setenv("EDGEINDEX_INGEST_URL", stack.url("ingest"))
+    monkeypatch.setenv("EDGEINDEX_MCP_URL", stack.url("mcp") + "/mcp")  # the endpoint, as `edgeindex mcp` takes it
+    code, out = run(capsys, stack, stack.admin_key, "status", "--json")
+    rows = json.loads(out)
+    assert [(r["worker"], r["url"], r["status"]) for r in rows] == [
+        (name, stack.url(name), "ok") for name in ("upload", "ingest", "search", "mcp")]
+    assert code == 0

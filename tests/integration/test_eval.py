@@ -8,6 +8,8 @@ import json
 
 from edgeindex.cli import main
 
+from ..helpers import Client
+
 CORPUS = {
     "bake_bread": ("Baking bread", "Knead the dough, let the yeast rise for an hour, then bake the loaf at 220 C "
                    "until the crust is brown and sounds hollow."),
@@ -73,6 +75,12 @@ def test_eval_end_to_end_against_the_session_stack(stack, tmp_path, capsys):
 
     results = json.loads((out / "results.json").read_text())
     assert results["dataset"]["documents"] == 12 and results["dataset"]["judged_queries"] == 4
+    # the key the run made for its entity is revoked when it ends: no active eval key is left behind
+    entity_id = results["config"]["entity_id"]
+    status, listed = Client(stack.url("upload"), stack.admin_key).get("/admin/keys")
+    made = [k for k in listed["keys"] if k["entity_ids"] == [entity_id]]
+    assert status == 200 and [k["name"] for k in made] == [f"eval {entity_id}"]
+    assert [k for k in made if k["revoked_at"] is None] == []
     # uploaded five at a time (--window 5), each wave once the previous documents were ingested
     assert results["config"]["ingest"]["ready"] == 12 and not results["config"]["ingest"]["failed"]
     assert results["config"]["settled"]  # VACUUM ANALYZE after the load, before anything is timed

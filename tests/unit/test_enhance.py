@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from edgeindex.errors import ValidationError
-from edgeindex.evaluation.runner import split_mode, valid_mode
+from edgeindex.evaluation.modes import split_mode, valid_mode
 from edgeindex.search.cache_keys import cache_keys
 from edgeindex.search.engine import LexicalResult
 from edgeindex.search.enhance import gates

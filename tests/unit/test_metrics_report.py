@@ -7,7 +7,8 @@ import json
 import pytest
 from edgeindex.errors import ValidationError
 from edgeindex.evaluation import report
-from edgeindex.evaluation.runner import SystemRun, measure, parse_sweep
+from edgeindex.evaluation.modes import parse_sweep
+from edgeindex.evaluation.runner import SystemRun, measure
 
 QRELS = {"q1": {"d1": 2, "d2": 1}, "q2": {"d3": 1}}
 

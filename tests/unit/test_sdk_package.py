@@ -44,10 +44,13 @@ def test_document_ids_from_paths(tmp_path):
     (tmp_path / ".git").mkdir()
     (tmp_path / ".git" / "config").write_text("z")
     files = collect_files([tmp_path])
-    assert sorted(f.document_id for f in files) == ["a-dir:n-code-note.md", "top.txt"]
+    # ids are the paths relative to the folder uploaded, as README and docs/cli.md promise
+    assert sorted(f.document_id for f in files) == ["a dir/Ünïcode note.md", "top.txt"]
     assert [f.document_id for f in collect_files([str(tmp_path / "*.txt")])] == ["top.txt"]
     # a glob names files from the folder before its wildcard, like a walk of that folder
     assert sorted(f.document_id for f in collect_files([str(tmp_path / "**" / "*.*")])) == [
-        "a-dir:n-code-note.md", "top.txt"]
-    long = document_id_for(tmp_path / ("x" * 300 + ".md"), tmp_path)
-    assert len(long) <= 128 and long.endswith(".md")
+        "a dir/Ünïcode note.md", "top.txt"]
+    assert [f.document_id for f in collect_files([tmp_path / "a dir"], prefix="kb/")] == ["kb/Ünïcode note.md"]
+    long = document_id_for(tmp_path / ("é" * 300 + ".md"), tmp_path)
+    assert len(long.encode()) <= 512 and long.endswith("é.md")
+    assert long != document_id_for(tmp_path / ("x" + "é" * 300 + ".md"), tmp_path)

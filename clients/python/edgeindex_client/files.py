@@ -6,14 +6,12 @@ import glob
 import hashlib
 import mimetypes
 import os
-import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-# The server's rule for entity and document ids.
-_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$")
-_BAD = re.compile(r"[^A-Za-z0-9_.:@-]+")
+# The server's limit on a document id (shared/validation.py: any visible text, no control characters).
+MAX_ID_BYTES = 512
 _TYPES = {".txt": "text/plain", ".text": "text/plain", ".md": "text/markdown", ".markdown": "text/markdown",
           ".html": "text/html", ".htm": "text/html", ".pdf": "application/pdf", ".json": "application/json"}
 
@@ -38,20 +36,19 @@ def sha256_file(path: str | os.PathLike, *, chunk: int = 1 << 20) -> str:
 
 
 def document_id_for(path: str | os.PathLike, root: str | os.PathLike | None = None, *, prefix: str = "") -> str:
-    """A stable document id from a file's path (relative to ``root``): ``docs/a b.md`` → ``docs:a-b.md``.
+    """A stable document id from a file's path: its path relative to ``root``, ``/``-separated.
 
-    Folders become ``:``-separated parts; characters the server does not accept become
-    ``-``; an id longer than the server's 128 characters keeps its end and a hash of the whole.
+    ``docs/a b.md`` under the folder uploaded stays ``docs/a b.md`` (a file named directly is
+    named by its file name). The server takes any visible text up to 512 bytes of UTF-8; a longer
+    path keeps its end behind a hash of the whole, so the id stays stable and distinct.
     """
     p = Path(path)
     rel = p.relative_to(root) if root is not None and p != Path(root) else Path(p.name)
-    raw = prefix + ":".join(_BAD.sub("-", part).strip("-") or "-" for part in rel.parts)
-    raw = raw.lstrip("-_.:@") or "doc"
-    if len(raw) > 128:
-        tag = hashlib.sha256(raw.encode()).hexdigest()[:12]
-        raw = f"{tag}-{raw[-(127 - len(tag)):].lstrip('-_.:@')}"
-    if not _ID.match(raw):  # cannot happen with the rules above; keep the server's 400 from being the first sign
-        raw = "doc-" + hashlib.sha256(raw.encode()).hexdigest()[:24]
+    raw = prefix + rel.as_posix()
+    if len(raw.encode("utf-8")) > MAX_ID_BYTES:
+        tag = hashlib.sha256(raw.encode("utf-8")).hexdigest()[:16]
+        tail = raw.encode("utf-8")[-(MAX_ID_BYTES - len(tag) - 1):].decode("utf-8", errors="ignore")
+        raw = f"{tag}-{tail}"
     return raw
 
 

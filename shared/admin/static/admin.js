@@ -336,10 +336,12 @@
   const KNOWN = new Set(["results", "entity_ids", "corrections", "count", "cache", "took_ms", "timings"]);
 
   function renderSearch(answer) {
-    const extra = Object.keys(answer).filter((k) => !KNOWN.has(k))
-      .map((k) => `${k}: ${JSON.stringify(answer[k])}`);
+    // the rest of the answer (routing, enhancement, warnings) as indented JSON that wraps
+    const extra = Object.fromEntries(Object.keys(answer).filter((k) => !KNOWN.has(k)).map((k) => [k, answer[k]]));
     $("search-meta").textContent = `${answer.count} result(s) in ${fmtNum(answer.took_ms, 1)} ms, cache: ` +
-      `${answer.cache}, over ${answer.entity_ids.join(", ")}` + (extra.length ? " · " + extra.join(" · ") : "");
+      `${answer.cache}, over ${answer.entity_ids.join(", ")}`;
+    $("search-extra").hidden = !Object.keys(extra).length;
+    $("search-extra-json").textContent = JSON.stringify(extra, null, 2);
     $("search-details").hidden = false;
     const timings = Object.entries(answer.timings || {});
     fill($("search-timings").tBodies[0], timings.length ? timings.map(([k, v]) =>
@@ -347,7 +349,9 @@
       [el("tr", {}, el("td", {}, answer.cache === "none" ? "none reported" : `served from the ${answer.cache} cache`))]);
     const corrections = Object.entries(answer.corrections || {});
     fill($("search-corrections"), corrections.length ?
-      corrections.map(([word, terms]) => el("li", {}, `${word} → ${terms.join(", ")}`)) : [el("li", {}, "none")]);
+      corrections.map(([stem, terms]) => el("li", { className: "correction" },
+        `${typedWord(stem, $("search-query").value)} → ` +
+        [...new Set(terms.map((t) => shownWord(t, answer.results)))].join(", "))) : [el("li", {}, "none")]);
     fill($("search-results").tBodies[0], answer.results.map((r, i) => {
       const s = r.scores || {};
       const more = Object.entries(s).filter(([k, v]) => !["vector", "text", "trigram"].includes(k) && v !== null)
@@ -360,6 +364,41 @@
           el("div", { className: "muted" }, r.document.title) : null),
         el("td", { className: "chunk" }, r.text || ""));
     }));
+  }
+
+  // Corrections come as stems (the full-text index's lexemes: "databs" → "databas"); a person reads
+  // words, so each stem is shown as the query word it came from and the word the results hold.
+  const WORD = /[\p{L}\p{N}_]+/gu;
+
+  // A stemmer trims endings and may rewrite the last letters ("secondry" → "secondri"), so a stem
+  // belongs to the word it shares the longest start with, all but its last two letters at least.
+  function commonStart(a, b) {
+    let i = 0;
+    while (i < a.length && i < b.length && a[i] === b[i]) i++;
+    return i;
+  }
+
+  function closest(stem, words) {
+    const lower = stem.toLowerCase();
+    const need = Math.max(3, lower.length - 2);
+    const scored = words.map((w) => [w, commonStart(lower, w.toLowerCase())]).filter(([, n]) => n >= need);
+    if (!scored.length) return [];
+    const best = Math.max(...scored.map(([, n]) => n));
+    return scored.filter(([, n]) => n === best).map(([w]) => w);
+  }
+
+  function typedWord(stem, query) {
+    const found = closest(stem, query.match(WORD) || []);
+    return found.sort((a, b) => a.length - b.length)[0] || stem;
+  }
+
+  function shownWord(stem, results) {
+    const found = closest(stem, results.flatMap((r) => (r.text || "").match(WORD) || [])).map((w) => w.toLowerCase());
+    if (!found.length) return stem;
+    const counts = new Map();
+    for (const w of found) counts.set(w, (counts.get(w) || 0) + 1);
+    // the most frequent, then the shortest: "database" over "databases"
+    return [...counts].sort((a, b) => b[1] - a[1] || a[0].length - b[0].length)[0][0];
   }
 
   // telemetry: the router's report, when the deployment has one (404 until then)
@@ -396,16 +435,24 @@
       return el("span", {}, value.map(fmtValue).join(", "));
     }
     if (value && typeof value === "object") {
-      const entries = Object.entries(value);
+      // nothing to show under a heading (no data yet) is no heading at all
+      const entries = Object.entries(value).filter(([, v]) => !isEmpty(v));
       const numeric = entries.filter(([, v]) => typeof v === "number");
-      if (entries.length > 1 && numeric.length === entries.length) {
-        const max = Math.max(...numeric.map(([, v]) => Math.abs(v))) || 1;
-        return el("div", { className: "bars" }, ...numeric.map(([k, v]) => el("div", { className: "bar-row" },
+      // a count beside measurements (latency percentiles and their n) is a caption, not a bar on their axis
+      const counts = numeric.filter(([k]) => COUNT_KEYS.has(k));
+      const measured = numeric.filter(([k]) => !COUNT_KEYS.has(k));
+      if (measured.length && numeric.length === entries.length && (depth > 0 || entries.length > 1)) {
+        const max = Math.max(...measured.map(([, v]) => Math.abs(v))) || 1;
+        return el("div", { className: "bars" }, ...measured.map(([k, v]) => el("div", { className: "bar-row" },
           el("span", { className: "bar-label" }, k),
           bar(100 * Math.abs(v) / max),
-          el("span", { className: "bar-value" }, fmtValue(v)))));
+          el("span", { className: "bar-value" }, fmtValue(v)))),
+          ...(counts.length && measured.length ? [el("div", { className: "muted bar-count" },
+            counts.map(([k, v]) => `${k === "n" ? "samples" : k}: ${fmtValue(v)}`).join(", "))] : []));
       }
-      return el("div", { className: "section" }, ...entries.map(([k, v]) =>
+      // a single value reads as "name: value" on one line; a map or a list gets its heading
+      return el("div", { className: "section" }, ...entries.map(([k, v]) => typeof v !== "object" ?
+        el("p", { className: "scalar" }, el("strong", {}, k + ": "), fmtValue(v)) :
         el("div", {}, el(depth ? "h4" : "h3", {}, k), render(v, depth + 1))));
     }
     return el("span", {}, fmtValue(value));
@@ -417,8 +464,20 @@
     return node;
   }
 
+  const COUNT_KEYS = new Set(["n", "count", "searches", "feedback_events"]);
+
+  function isEmpty(v) {
+    return v === null || v === undefined || (Array.isArray(v) && !v.length) ||
+      (typeof v === "object" && !Array.isArray(v) && !Object.values(v).some((x) => !isEmpty(x)));
+  }
+
   function fmtValue(v) {
-    if (typeof v === "number") return Number.isInteger(v) ? String(v) : v.toFixed(4);
+    // three significant digits at most, never more than three decimals: 12.3 ms, 0.412, 1234
+    if (typeof v === "number") {
+      if (Number.isInteger(v)) return String(v);
+      const a = Math.abs(v);
+      return v.toFixed(a >= 100 ? 0 : a >= 10 ? 1 : a >= 1 ? 2 : 3);
+    }
     return v === null || v === undefined ? "" : String(v);
   }
 
