@@ -14,7 +14,7 @@ from mcp.server import Server
 from ..errors import EdgeIndexError, Unauthorized
 from ..json_codec import encode_default
 from .service import McpTools
-from .tools import tool_definitions
+from .tools import output_schemas, tool_definitions
 
 log = logging.getLogger(__name__)
 PRINCIPAL = "edgeindex.principal"
@@ -27,18 +27,22 @@ INSTRUCTIONS = ("Search an edgeindex retrieval service: `search` first, then `ge
 
 def list_tools_result() -> types.ListToolsResult:
     return types.ListToolsResult(tools=[
-        types.Tool(name=t["name"], description=t["description"], input_schema=t["inputSchema"])
+        types.Tool(name=t["name"], description=t["description"], input_schema=t["inputSchema"],
+                   output_schema=t.get("outputSchema"))
         for t in tool_definitions()])
 
 
-def text_result(body: Any, *, error: bool = False) -> types.CallToolResult:
-    # Compact JSON: every character of a result lands in the agent's context window.
+def text_result(body: Any, *, error: bool = False, structured: bool = False) -> types.CallToolResult:
+    # Compact JSON: every character of a result lands in the agent's context window. A tool with an
+    # output schema also answers the same object as structuredContent (the text is for older clients).
     text = json.dumps(body, default=encode_default, ensure_ascii=False, separators=(",", ":"))
-    return types.CallToolResult(content=[types.TextContent(text=text)], is_error=error)
+    return types.CallToolResult(content=[types.TextContent(text=text)], is_error=error,
+                                structured_content=body if structured else None)
 
 
 def build_server(tools: McpTools) -> Server:
     listed = list_tools_result()
+    structured = set(output_schemas())
 
     async def on_list_tools(ctx, params) -> types.ListToolsResult:
         return listed
@@ -50,7 +54,8 @@ def build_server(tools: McpTools) -> Server:
             if principal is None:  # the boundary authenticates every request; this is a guard
                 raise Unauthorized("missing API key: send 'Authorization: Bearer <key>'", field="Authorization")
             return text_result(await tools.call(principal, params.name, dict(params.arguments or {}),
-                                                background=request.scope.get(CONTEXT)))
+                                                background=request.scope.get(CONTEXT)),
+                               structured=params.name in structured)
         except EdgeIndexError as exc:
             if exc.status >= 500:
                 log.exception("MCP tool %s failed", params.name)

@@ -17,9 +17,18 @@ from ..selection.http import SelectionService
 from ..tenancy import Principal
 from ..uploads.service import UploadService
 from ..validation import parse
+from .answers import compact_search, compact_selection
 from .tools import TOOLS, DocumentRef, EntityArgs, GetChunkArgs, GetDocumentArgs, ListDocumentsArgs, UploadTextArgs
 
 SQL = sqlfiles.load("mcp.sql")
+
+
+def _diagnostics(arguments: dict[str, Any]) -> bool:
+    """``diagnostics``, taken out of the arguments the HTTP request model reads."""
+    value = arguments.pop("diagnostics", False)
+    if not isinstance(value, bool):
+        raise ValidationError("diagnostics must be true or false", field="diagnostics")
+    return value
 
 
 @dataclass(frozen=True)
@@ -35,9 +44,13 @@ class McpTools:
             raise NotFound(f"no tool {name!r}; tools: {', '.join(TOOLS)}", field="name")
         check_json_value(arguments)   # what every HTTP body passes first (NUL, lone surrogates, depth)
         if name == "search":  # the search service parses and checks the grant, as POST /search does
-            return await self.search.search(principal, arguments, background=background)
+            diagnostics = _diagnostics(arguments)
+            return compact_search(await self.search.search(principal, arguments, background=background),
+                                  diagnostics=diagnostics)
         if name == "select_tools":  # parsed and grant-checked by the selection service, as over HTTP
-            return await self.selection.select_tools(principal, arguments)
+            diagnostics = _diagnostics(arguments)
+            return compact_selection(await self.selection.select_tools(principal, arguments),
+                                     diagnostics=diagnostics)
         if name == "select_index":
             return await self.selection.select_indices(principal, arguments)
         if name == "feedback":  # only searches the key could have run (checked by the router, as over HTTP)

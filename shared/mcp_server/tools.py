@@ -28,6 +28,19 @@ from ..validation import DocumentId, EntityId
 MAX_TEXT_CHARS = 200_000  # upload_text is for small documents; files go through the upload API
 
 
+DIAGNOSTICS = Field(False, description="diagnostics wanted (the MCP tool's own argument)")
+
+
+class SearchArgs(SearchRequest):
+    """``search``'s arguments: the HTTP request's, and ``diagnostics``."""
+
+    diagnostics: bool = DIAGNOSTICS
+
+
+class SelectToolsArgs(ToolSelectRequest):
+    diagnostics: bool = DIAGNOSTICS
+
+
 class _Args(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
@@ -96,6 +109,7 @@ SEARCH = {
     "strategy": "auto: the router picks keyword, vector or a blend per query; or force text, vector, hybrid.",
     "enhance": "Query expansion: auto (where it helps), none, or a list (prf; synonyms/hyde need an LLM).",
     "order": "reverse: best result last (next to the question in an answer prompt).",
+    "diagnostics": "Add routing, timings, cache and per-result scores (for debugging; off: a compact answer).",
 }
 FEEDBACK = {
     "": "Tell the retrieval router which results of a search (its search_id) helped; improves later searches.",
@@ -127,6 +141,7 @@ SELECT_TOOLS = {
     "threshold": "Minimum fused z-score (default calibrated).",
     "include_requirements": "Add tools the chosen ones require.",
     "expand_categories": "Add the tools of a category the request names.",
+    "diagnostics": "Add timings, catalogue state and per-tool score breakdowns.",
 }
 SELECT_INDEX = {
     "": "Rank the indices (document collections, registered descriptors) to search for a request, "
@@ -194,22 +209,42 @@ def input_schema(model: type[BaseModel], descriptions: dict[str, str]) -> dict:
 
 
 TOOLS: dict[str, tuple[type[BaseModel], dict[str, str]]] = {
-    "search": (SearchRequest, SEARCH),
+    "search": (SearchArgs, SEARCH),
     "get_document": (GetDocumentArgs, GET_DOCUMENT),
     "get_chunk": (GetChunkArgs, GET_CHUNK),
     "upload_text": (UploadTextArgs, UPLOAD_TEXT),
     "document_status": (DocumentRef, DOCUMENT_STATUS),
     "list_documents": (ListDocumentsArgs, LIST_DOCUMENTS),
     "list_collections": (EntityArgs, LIST_COLLECTIONS),
-    "select_tools": (ToolSelectRequest, SELECT_TOOLS),
+    "select_tools": (SelectToolsArgs, SELECT_TOOLS),
     "select_index": (IndexSelectRequest, SELECT_INDEX),
     "feedback": (FeedbackRequest, FEEDBACK),
 }
 
 
+def output_schemas() -> dict[str, dict]:
+    """The tools whose answers are ``structuredContent``, with the schema they conform to."""
+    from .answers import SearchAnswer
+
+    return {"search": _lean(_inline(SearchAnswer.model_json_schema()))}
+
+
+def _lean(node: Any) -> Any:
+    """An output schema as the tool list sends it: no descriptions and no ``additionalProperties: false``
+    (the server's answers have no extra keys; a client checks types and required fields)."""
+    if isinstance(node, dict):
+        return {k: _lean(v) for k, v in node.items()
+                if k != "description" and not (k == "additionalProperties" and v is False)}
+    if isinstance(node, list):
+        return [_lean(v) for v in node]
+    return node
+
+
 def tool_definitions() -> list[dict]:
-    """Every tool as MCP lists it: ``{name, description, inputSchema}``."""
-    return [{"name": name, "description": descriptions[""], "inputSchema": input_schema(model, descriptions)}
+    """Every tool as MCP lists it: ``{name, description, inputSchema}`` (and ``outputSchema``)."""
+    outputs = output_schemas()
+    return [{"name": name, "description": descriptions[""], "inputSchema": input_schema(model, descriptions),
+             **({"outputSchema": outputs[name]} if name in outputs else {})}
             for name, (model, descriptions) in TOOLS.items()]
 
 

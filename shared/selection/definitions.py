@@ -23,7 +23,10 @@ from .text import split_identifier
 
 T = TypeVar("T")
 
-NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:\-]{0,127}$")
+# A tool's name is any text its owner gives it (`PDF&URLTool`, `weather.get current`), up to this length,
+# without control characters; LLMs get its alias (aliases.py).
+MAX_NAME_CHARS = 256
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 MAX_TOOLS_PER_REQUEST = 1000
 MAX_TOOLS_PER_ENTITY = 5000
 MAX_DEFINITION_BYTES = 32_000
@@ -101,6 +104,23 @@ def _str(value: Any, where: str, *, max_chars: int | None = None, required: bool
     if max_chars is not None and len(value) > max_chars:
         raise ValidationError(f"{where} is longer than {max_chars} characters", field=where)
     return value
+
+
+def tool_name(value: Any, where: str) -> str:
+    """A tool's name as registered: trimmed, non-empty, at most MAX_NAME_CHARS, no control
+    characters, valid Unicode."""
+    name = _str(value, where, required=True).strip()
+    if not name:
+        raise ValidationError(f"{where} must not be empty", field=where)
+    if len(name) > MAX_NAME_CHARS:
+        raise ValidationError(f"{where} is longer than {MAX_NAME_CHARS} characters", field=where)
+    if _CONTROL.search(name):
+        raise ValidationError(f"{where} must not contain control characters", field=where)
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValidationError(f"{where} must be valid Unicode (no lone surrogates)", field=where) from None
+    return name
 
 
 def _str_list(value: Any, where: str, *, limit: int = 64) -> tuple[str, ...]:
@@ -182,10 +202,7 @@ def parse_tool(raw: Any, where: str) -> ToolDef:
         where_params = f"{where}.function.parameters"
     else:
         where_params = f"{where}.inputSchema" if "inputSchema" in raw else f"{where}.parameters"
-    name = _str(body.get("name"), f"{where}.name", required=True).strip()
-    if not NAME.match(name):
-        raise ValidationError(f"{where}.name: {name!r} must be 1-128 letters, digits or _ . : - "
-                              "(not starting with punctuation)", field=f"{where}.name")
+    name = tool_name(body.get("name"), f"{where}.name")
     params = body.get("inputSchema", body.get("input_schema", body.get("parameters")))   # MCP, Anthropic, OpenAI
     category = body.get("category")
     if category is not None:

@@ -15,12 +15,12 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
 
 from ..validation import CollectionName, EntityId
-from .definitions import MAX_DESCRIPTION_CHARS, MAX_TOOLS_PER_REQUEST
+from .definitions import MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, MAX_TOOLS_PER_REQUEST
 
 MAX_QUERY_CHARS = 4000
 MAX_K = 50
 Query = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_QUERY_CHARS)]
-Name = Annotated[str, StringConstraints(min_length=1, max_length=128)]
+Name = Annotated[str, StringConstraints(min_length=1, max_length=MAX_NAME_CHARS)]
 EntityIds = Annotated[list[EntityId], Field(min_length=1, max_length=100)]
 
 
@@ -52,9 +52,10 @@ class ToolSelectRequest(_Request):
 class ToolFeedbackRequest(_Request):
     query: Query
     entity_ids: EntityIds | None = None
-    used: Annotated[list[Name], Field(max_length=MAX_K * 4)] = Field(description="tools the agent called")
+    used: Annotated[list[Name], Field(max_length=MAX_K * 4)] = Field(
+        description="tools the agent called, by name or alias")
     selected: Annotated[list[Name], Field(max_length=MAX_K * 4)] = Field(
-        default_factory=list, description="tools it was given (counts as shown)")
+        default_factory=list, description="tools it was given, by name or alias (counts as shown)")
 
 
 class ToolsRegisterRequest(_Request):
@@ -106,8 +107,13 @@ class CollectionPath(_Request):
 
 # --- responses -----------------------------------------------------------------------------------
 
+Alias = Annotated[str, Field(description="the name an LLM calls the tool by: ^[a-zA-Z0-9_-]{1,64}$, "
+                                         "unique in the entity (feedback takes it as well as the name)")]
+
+
 class ToolStatus(_Body):
     name: str
+    alias: Alias
     status: Literal["embedded", "updated", "unchanged"]
 
 
@@ -124,6 +130,7 @@ class ToolRegistration(_Body):
 
 class ToolInfo(_Body):
     name: str
+    alias: Alias
     description: str
     parameters: dict[str, Any]
     category: str | None
@@ -148,8 +155,9 @@ class Deleted(_Body):
 
 class SelectedTool(_Body):
     name: str
+    alias: Alias
     entity_id: str
-    definition: dict[str, Any] = Field(description="name, description, parameters: ready for an LLM")
+    definition: dict[str, Any] = Field(description="name (the alias), description, parameters: ready for an LLM")
     score: float
     scores: dict[str, float]
     reason: str = Field(description="named, matched, category, required or fallback")

@@ -22,6 +22,7 @@ from psycopg.types.json import Jsonb
 from .. import sqlfiles
 from ..errors import NotFound, ValidationError
 from . import definitions
+from .aliases import assign as assign_aliases
 from .catalog_cache import CatalogCache, as_vector, bump
 from .clauses import SENTENCE_BREAK, clause_spans
 from .definitions import MAX_TOOLS_PER_ENTITY, ToolDef, count_tokens, parse_catalogue
@@ -127,11 +128,15 @@ async def register(db, embedder, entity_id: str, body: dict) -> dict:
         others = (await (await conn.execute(SQL["tool_count_others"], {"entity_id": entity_id, "names": names}))
                   .fetchone())["n"]
         _check_limit(others + len(tools), tools, existing)
+        held = {r["name"]: r["alias"] for r in await (await conn.execute(SQL["tool_aliases"],
+                                                                           {"entity_id": entity_id})).fetchall()}
+        aliases = assign_aliases(names, held)
         for tool, vector in zip(to_embed, vectors):
-            await conn.execute(SQL["tool_upsert"], {**_row(entity_id, tool, hashes[tool.name], model_id, vector),
+            await conn.execute(SQL["tool_upsert"], {**_row(entity_id, tool, aliases[tool.name], hashes[tool.name],
+                                                         model_id, vector),
                                                     "description_embedding": description_vectors.get(tool.name)})
         for tool in keep_vector:
-            row = _row(entity_id, tool, hashes[tool.name], model_id, None)
+            row = _row(entity_id, tool, aliases[tool.name], hashes[tool.name], model_id, None)
             await conn.execute(SQL["tool_update_keep_vector"], row)
         for tool in changed:
             await conn.execute(SQL["tool_example_drop_stale"], {
@@ -147,7 +152,7 @@ async def register(db, embedder, entity_id: str, body: dict) -> dict:
     return {"entity_id": entity_id, "registered": len(tools), "embedded": len(to_embed),
             "updated_without_embedding": len(keep_vector), "unchanged": len(unchanged),
             "model_id": model_id, "unresolved_requires": unresolved,
-            "tools": [{"name": t.name, "status": "unchanged" if t.name in unchanged_names else
+            "tools": [{"name": t.name, "alias": aliases[t.name], "status": "unchanged" if t.name in unchanged_names else
                        "updated" if t.name in keep_names else "embedded"} for t in tools]}
 
 
@@ -160,11 +165,11 @@ def _check_limit(total: int, tools: list[ToolDef], existing: dict) -> None:
                           f"{new} new in this request", field="tools")
 
 
-def _row(entity_id: str, tool: ToolDef, content_hash: str, model_id: str, vector) -> dict:
-    return {"entity_id": entity_id, "name": tool.name, "description": tool.description,
+def _row(entity_id: str, tool: ToolDef, alias: str, content_hash: str, model_id: str, vector) -> dict:
+    return {"entity_id": entity_id, "name": tool.name, "alias": alias, "description": tool.description,
             "parameters": Jsonb(tool.parameters), "category": tool.category, "tags": list(tool.tags),
             "requires": list(tool.requires), "examples": list(tool.examples), "content_hash": content_hash,
-            "definition_hash": tool.definition_hash(), "tokens": count_tokens(tool.function()),
+            "definition_hash": tool.definition_hash(), "tokens": count_tokens({**tool.function(), "name": alias}),
             "model_id": model_id, "embedding": vector}
 
 
@@ -357,8 +362,8 @@ def named_tools(query: str, cat: ToolCatalogue) -> list[int]:
 
 def _tool_out(cat: ToolCatalogue, index: int, scores, query_terms: str, reason: str, **extra) -> dict:
     row = cat.rows[index]
-    return {"name": row["name"], "entity_id": row["entity_id"],
-            "definition": {"name": row["name"], "description": row["description"], "parameters": row["parameters"]},
+    return {"name": row["name"], "alias": row["alias"], "entity_id": row["entity_id"],
+            "definition": {"name": row["alias"], "description": row["description"], "parameters": row["parameters"]},
             "category": row["category"], "tags": row["tags"], "requires": row["requires"],
             "score": round(float(scores.fused[index]), 4),
             "scores": {"vector": round(float(scores.vector[index]), 4), "text": round(float(scores.text[index]), 4),
@@ -569,7 +574,9 @@ async def feedback(db, embedder, entity_ids: list[str], body: dict) -> dict:
         raise ValidationError("selected must be a list of tool names", field="selected")
     cat = await catalogue_for(db, entity_ids)
     def locate(name: str, where: str) -> tuple[str, str]:
-        hits = [key for key in cat.catalogue.keys if key[1] == name]
+        # the name first; else the alias the agent was given (an LLM calls a tool by its alias)
+        hits = [key for key in cat.catalogue.keys if key[1] == name] or \
+            [key for key, row in zip(cat.catalogue.keys, cat.rows) if row["alias"] == name]
         if not hits:
             raise ValidationError(f"{where}: no tool {name!r} in entities {', '.join(entity_ids)}", field=where)
         return hits[0]

@@ -3,6 +3,10 @@
 -- name: tool_hashes
 SELECT name, content_hash, definition_hash FROM tools WHERE entity_id = %(entity_id)s;
 
+-- name: tool_aliases
+-- Read under the registry lock: a new tool's alias is chosen among the ones the entity holds.
+SELECT name, alias FROM tools WHERE entity_id = %(entity_id)s;
+
 -- name: tool_count
 SELECT count(*) AS n FROM tools WHERE entity_id = %(entity_id)s;
 
@@ -16,9 +20,9 @@ SELECT pg_advisory_xact_lock(hashtextextended('edgeindex.registry:' || %(kind)s 
 SELECT count(*) AS n FROM tools WHERE entity_id = %(entity_id)s AND NOT (name = ANY(%(names)s));
 
 -- name: tool_upsert
-INSERT INTO tools (entity_id, name, description, parameters, category, tags, requires, examples,
+INSERT INTO tools (entity_id, name, alias, description, parameters, category, tags, requires, examples,
                    content_hash, definition_hash, tokens, model_id, embedding, description_embedding)
-VALUES (%(entity_id)s, %(name)s, %(description)s, %(parameters)s, %(category)s, %(tags)s, %(requires)s,
+VALUES (%(entity_id)s, %(name)s, %(alias)s, %(description)s, %(parameters)s, %(category)s, %(tags)s, %(requires)s,
         %(examples)s, %(content_hash)s, %(definition_hash)s, %(tokens)s, %(model_id)s, %(embedding)s,
         %(description_embedding)s)
 ON CONFLICT (entity_id, name) DO UPDATE SET
@@ -36,7 +40,7 @@ UPDATE tools SET description = %(description)s, parameters = %(parameters)s, cat
 WHERE entity_id = %(entity_id)s AND name = %(name)s;
 
 -- name: tool_list
-SELECT name, description, parameters, category, tags, requires, examples, tokens, model_id,
+SELECT name, alias, description, parameters, category, tags, requires, examples, tokens, model_id,
        content_hash, created_at, updated_at
 FROM tools WHERE entity_id = %(entity_id)s ORDER BY name;
 
@@ -44,7 +48,7 @@ FROM tools WHERE entity_id = %(entity_id)s ORDER BY name;
 DELETE FROM tools WHERE entity_id = %(entity_id)s AND name = ANY(%(names)s) RETURNING name;
 
 -- name: tool_catalog
-SELECT t.name, t.description, t.parameters, t.category, t.tags, t.requires, t.tokens, t.model_id, t.embedding,
+SELECT t.name, t.alias, t.description, t.parameters, t.category, t.tags, t.requires, t.tokens, t.model_id, t.embedding,
        t.description_embedding,
        coalesce(f.used, 0) AS used, coalesce(f.shown, 0) AS shown
 FROM tools t LEFT JOIN tool_feedback f ON f.entity_id = t.entity_id AND f.name = t.name

@@ -9,12 +9,14 @@ import sys
 
 import anyio
 import httpx2
+import jsonschema
 import pytest
 from edgeindex.mcp_server.tools import TOOLS
 from edgeindex.search.request import SearchRequest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 
 from ..helpers import Client, new_tenant, paragraph, wait_for
 
@@ -88,11 +90,51 @@ async def test_http_lists_tools_with_the_route_models_schemas(stack, indexed):
         tools = {t.name: t for t in (await session.list_tools()).tools}
     assert set(tools) == TOOL_NAMES
     # generated from the very model POST /search validates with: every field, nothing invented
-    assert set(tools["search"].input_schema["properties"]) == set(SearchRequest.model_fields)
+    assert set(tools["search"].input_schema["properties"]) == set(SearchRequest.model_fields) | {"diagnostics"}
     assert tools["search"].input_schema["required"] == ["query"]
     for name, tool in tools.items():
         assert set(tool.input_schema["properties"]) == set(TOOLS[name][0].model_fields), name
         assert tool.description
+
+
+async def test_search_answers_compact_structured_content_and_diagnostics_when_asked(stack, indexed):
+    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {indexed.key}"}, timeout=120) as http:
+        async with streamable_http_client(mcp_url(stack), http_client=http) as (read, write):
+            async with ClientSession(read, write) as session:
+                hello = await session.initialize()
+                # the newest revision the SDK's client offers in the initialize handshake is the one agreed
+                assert "2025-11-25" in HANDSHAKE_PROTOCOL_VERSIONS
+                assert hello.protocol_version == LATEST_HANDSHAKE_VERSION == "2025-11-25"
+                tools = {t.name: t for t in (await session.list_tools()).tools}
+                schema = tools["search"].output_schema
+                assert schema is not None and schema["required"] == ["count", "results"]
+                compact = await session.call_tool("search", {"query": "how glaciers feed the land", "k": 3})
+                full = await session.call_tool("search", {"query": "how glaciers feed the land", "k": 3,
+                                                          "diagnostics": True})
+                error, bad = await call(session, "search", {"query": "x", "diagnostics": "yes"})
+    assert error and bad["field"] == "diagnostics", bad
+    for result in (compact, full):
+        assert not result.is_error and result.structured_content is not None
+        jsonschema.validate(result.structured_content, schema)
+        assert json.loads(result.content[0].text) == result.structured_content
+    small, large = compact.structured_content, full.structured_content
+    assert small["count"] == len(small["results"]) == 3
+    top = small["results"][0]
+    assert set(top) >= {"chunk_id", "document_id", "title", "score", "snippet", "citation"}
+    assert top["title"] == "Field guide" and top["citation"]["position"] == 1
+    assert "diagnostics" not in small and "routing" not in compact.content[0].text
+    status, over_http = Client(stack.url("search"), indexed.key).post("/search", {"query": "how glaciers feed the land",
+                                                                                "k": 3})
+    assert status == 200 and "routing" in over_http, over_http
+    # everything the HTTP answer says besides the results is in the diagnostics, and only there
+    assert set(large["diagnostics"]) == set(over_http) - {"results", "count", "search_id", "corrections"}
+    assert "routing" in large["diagnostics"] and "routing" not in small
+    assert [r["chunk_id"] for r in large["results"]] == [r["chunk_id"] for r in small["results"]]
+    # the compact answer is under half of what the search service answers (whole texts, scores, routing,
+    # which MCP clients were sent as it is), and asking for the diagnostics adds at least the routing
+    sizes = [len(x.encode()) for x in (compact.content[0].text, full.content[0].text, json.dumps(over_http))]
+    assert sizes[0] * 2 < sizes[2], sizes
+    assert sizes[1] - sizes[0] >= len(json.dumps(over_http["routing"], separators=(",", ":"))), sizes
 
 
 async def test_http_calls_every_tool_and_sees_what_http_sees(stack, indexed):
@@ -105,7 +147,7 @@ async def test_http_calls_every_tool_and_sees_what_http_sees(stack, indexed):
         # the same search over MCP and over HTTP with the same key: the same chunks in the same order
         assert [r["chunk_id"] for r in found["results"]] == [r["chunk_id"] for r in over_http["results"]]
         top = found["results"][0]
-        assert (top["document_id"], top["position"]) == ("notes/field guide.md", 1)
+        assert (top["document_id"], top["citation"]["position"]) == ("notes/field guide.md", 1)
         judged = await ok(session, "feedback", {"search_id": found["search_id"], "useful": [top["chunk_id"]]})
         assert judged["search_id"] == found["search_id"] and judged["rewards"], judged
         error, bad = await call(session, "feedback", {"search_id": found["search_id"],
@@ -197,7 +239,8 @@ async def test_stdio_bridge_lists_and_calls_tools_with_the_keys_grants(stack, up
             over_stdio = await session.list_tools()
             assert [t.model_dump() for t in over_stdio.tools] == [t.model_dump() for t in over_http.tools]
             found = await ok(session, "search", {"query": "how orchards feed the land", "k": 1})
-            assert (found["results"][0]["document_id"], found["results"][0]["position"]) == ("notes/field guide.md", 2)
+            assert (found["results"][0]["document_id"], found["results"][0]["citation"]["position"]) == (
+                "notes/field guide.md", 2)
             status = await ok(session, "document_status", {"entity_id": indexed.entity_id,
                                                           "document_id": "notes/field guide.md"})
             assert status["status"] == "ready"

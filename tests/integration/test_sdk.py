@@ -13,10 +13,15 @@ from edgeindex_client import (
     AuthenticationError,
     BadRequestError,
     Client,
+    IndexRegistration,
+    IndexSelection,
     NotFoundError,
     PermissionDeniedError,
     RateLimitError,
+    SelectedIndex,
+    SelectedTool,
     ServerError,
+    ToolSelection,
     UnsupportedMediaTypeError,
 )
 
@@ -121,6 +126,66 @@ async def test_async_client_uploads_a_folder_and_searches(stack, admin, tmp_path
         with pytest.raises(PermissionDeniedError) as err:
             await client.search("pump", entity_ids=[entity, "someone-else"])
         assert (err.value.status, err.value.code, err.value.field) == (403, "forbidden", "entity_ids")
+
+
+SDK_TOOLS = [
+    {"name": "PDF&URLTool", "description": "Download a PDF document from a web URL and extract its text.",
+     "parameters": {"type": "object", "properties": {"url": {"type": "string"}}}},
+    {"name": "send_email", "description": "Send an email message to a recipient address."},
+    {"name": "stock_price", "description": "Latest trading price of a stock ticker symbol."},
+    {"name": "resize_image", "description": "Resize a picture to a given width and height in pixels."},
+    {"name": "zodiac_sign", "description": "Astrological sign for a birth date."},
+    {"name": "search_flights", "description": "Find airline flights between two airports on a date."},
+]
+SDK_INDICES = [
+    {"name": "crew_roster", "description": "Crew members, their ranks, cabins and watch schedules.",
+     "fields": ["crew.name", "crew.rank", "crew.cabin"]},
+    {"name": "cargo_manifest", "description": "Containers loaded on the ship: weight, contents, destination port.",
+     "fields": ["container_id", "weight_kg", "destination"], "tables": ["containers"]},
+]
+
+
+def test_sync_client_search_options_indices_and_typed_selections(stack, admin):
+    entity, key = make_tenant(admin)
+    with Client(**clients(stack, key)) as client:
+        for name, text in FACTS.items():
+            client.upload_text(entity, name, text)
+        for name in FACTS:
+            assert client.wait_ready(entity, name, timeout=120).status == "ready"
+        query = "pump lamp freezer thermostat ship port"
+        best_first = client.search(query, entity_ids=[entity], k=3, alpha=0.0, cache=False, order="best_first")
+        assert len(best_first.results) == 3, best_first
+        reverse = client.search(query, entity_ids=[entity], k=3, alpha=0.0, cache=False, order="reverse")
+        assert [r.document_id for r in reverse.results] == [r.document_id for r in best_first.results][::-1]
+        plain = client.search("bilge pump", entity_ids=[entity], alpha=0.0, cache=False, enhance="none")
+        expanded = client.search("bilge pump", entity_ids=[entity], alpha=0.0, cache=False, enhance=["prf"])
+        assert plain.enhancement is None and expanded.enhancement is not None, expanded
+        assert "prf" in [*expanded.enhancement.get("applied", []), *expanded.enhancement.get("skipped", {})]
+
+        registered = client.register_indices(entity, SDK_INDICES)
+        assert isinstance(registered, IndexRegistration) and (registered.registered, registered.embedded) == (2, 2)
+        picked = client.select_index("which cabin does the second officer sleep in", entity_ids=[entity], k=2)
+        assert isinstance(picked, IndexSelection) and isinstance(picked.indices[0], SelectedIndex)
+        assert picked.indices[0].name == "crew_roster", picked
+
+        client.register_tools(entity, SDK_TOOLS)
+        chosen = client.select_tools("extract the text of the PDF at this URL", entity_ids=[entity], k=2)
+        assert isinstance(chosen, ToolSelection) and chosen.count == len(chosen.tools) >= 1
+        first = chosen.tools[0]
+        assert isinstance(first, SelectedTool), type(first)
+        assert (first.name, first.definition["name"]) == ("PDF&URLTool", first.alias)
+        assert first.alias is not None and first.alias.startswith("PDF_URLTool_") and first.score > 0
+
+
+async def test_async_client_registers_indices_and_types_selected_tools(stack, admin):
+    entity, key = make_tenant(admin)
+    async with AsyncClient(**clients(stack, key)) as client:
+        registered = await client.register_indices(entity, SDK_INDICES[:1])
+        assert isinstance(registered, IndexRegistration) and registered.registered == 1
+        await client.register_tools(entity, SDK_TOOLS)
+        chosen = await client.select_tools("what is the share price of ACME", entity_ids=[entity], k=1)
+        assert isinstance(chosen.tools[0], SelectedTool) and chosen.tools[0].name == "stock_price"
+        assert chosen.tools[0].alias == "stock_price"
 
 
 def test_errors_carry_the_servers_code_and_field(stack, admin):

@@ -98,6 +98,12 @@ async def test_mcp_selection_tools_over_both_transports(stack, upload_admin, tmp
             async with session_of() as session:
                 chosen = await ok(session, "select_tools", {"query": "what's the weather in Oslo tomorrow", "k": 1})
                 assert chosen["tools"][0]["name"] == "get_weather" and chosen["tokens"]["registry"] > 0
+                # what a model reads: definitions and reasons; the breakdowns only when asked
+                assert chosen["tools"][0]["definition"]["name"] == chosen["tools"][0]["alias"] == "get_weather"
+                assert "timings" not in chosen and "scores" not in chosen["tools"][0], chosen
+                detailed = await ok(session, "select_tools", {"query": "what's the weather in Oslo tomorrow", "k": 1,
+                                                              "diagnostics": True})
+                assert "timings" in detailed and "scores" in detailed["tools"][0], detailed
                 ranked = await ok(session, "select_index", {"query": "which hotel did I book in Lisbon"})
                 assert ranked["indices"][0]["name"] == "travel" and ranked["indices"][0]["kind"] == "collection"
                 listed = await ok(session, "list_collections", {"entity_id": tenant.entity_id})

@@ -32,13 +32,14 @@ def _titles(node, path=""):
 
 
 def test_search_schema_keeps_the_constraints_the_route_enforces():
-    props = tools.input_schema(SearchRequest, tools.SEARCH)["properties"]
+    props = tools.input_schema(tools.SearchArgs, tools.SEARCH)["properties"]
     assert props["alpha"]["minimum"] == 0 and props["alpha"]["maximum"] == 1
     assert props["fusion"]["enum"] == ["linear", "rrf"]
     assert props["entity_ids"]["items"]["pattern"] == ENTITY_ID_PATTERN
     assert props["include"]["properties"]["neighbours"]["maximum"] == 3
     assert props["filters"]["additionalProperties"] is False
     assert props["k"]["description"] == tools.SEARCH["k"]
+    assert set(props) == set(SearchRequest.model_fields) | {"diagnostics"}
 
 
 def test_a_description_for_a_field_the_model_lost_is_an_error():
@@ -51,4 +52,6 @@ def test_a_description_for_a_field_the_model_lost_is_an_error():
 def test_tool_list_size_in_tokens():
     count, chars = tools.tool_list_tokens()
     print(f"\nMCP tool list: {len(tools.TOOLS)} tools, {count} tokens (cl100k_base), {chars} characters")
-    assert 0 < count < 2500  # the budget a desktop agent pays on every turn; raise it knowingly
+    # the budget a desktop agent pays on every turn; raise it knowingly (search's outputSchema: ~250 tokens,
+    # paid once per session for answers that are each half as long)
+    assert 0 < count < 2800

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from edgeindex.selection import indices as ix
 from edgeindex.selection import tools as tl
+from edgeindex.selection.aliases import alias_for
 from edgeindex.selection.definitions import count_tokens, parse_tool
 
 WAIT = 5.0
@@ -91,7 +92,8 @@ class DB:
             rows = []
             for i, t in enumerate(self.tools):
                 d = parse_tool(t, f"tools[{i}]")
-                rows.append({"name": d.name, "description": d.description, "parameters": d.parameters,
+                rows.append({"name": d.name, "alias": alias_for(d.name), "description": d.description,
+                       "parameters": d.parameters,
                              "category": d.category, "tags": list(d.tags), "requires": list(d.requires),
                              "tokens": count_tokens(d.function()), "model_id": Embedder.model_id,
                              "embedding": vector(d.embedded_text()), "description_embedding": None,

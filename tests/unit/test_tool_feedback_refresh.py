@@ -14,6 +14,7 @@ from contextlib import asynccontextmanager
 import numpy as np
 import pytest
 from edgeindex.selection import tools as tl
+from edgeindex.selection.aliases import alias_for
 from edgeindex.selection.definitions import count_tokens, parse_tool
 
 SQL = {text: name for name, text in tl.SQL.items()}
@@ -57,7 +58,8 @@ class MemoryDB:
         self.feedback: dict[str, list[int]] = {}
         self.examples: list[dict] = []
         defs = [parse_tool(t, f"tools[{i}]") for i, t in enumerate(TOOLS)]
-        self.tools = [{"name": d.name, "description": d.description, "parameters": d.parameters,
+        self.tools = [{"name": d.name, "alias": alias_for(d.name), "description": d.description,
+                       "parameters": d.parameters,
                        "category": d.category, "tags": list(d.tags), "requires": list(d.requires),
                        "tokens": count_tokens(d.function()), "model_id": embedder.model_id,
                        "embedding": embedder._vector(d.embedded_text()), "description_embedding": None}

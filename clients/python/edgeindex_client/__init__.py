@@ -30,19 +30,26 @@ from .errors import (
 from .files import collect_files, document_id_for, guess_content_type
 from .models import (
                      Document,
+                     IndexDescriptor,
+                     IndexRegistration,
+                     IndexSelection,
                      SearchFilters,
                      SearchInclude,
                      SearchRequest,
                      SearchResponse,
                      SearchResult,
+                     SelectedIndex,
+                     SelectedTool,
+                     ToolSelection,
 )
 
 __version__ = "0.1.0"
 __all__ = [
     "APIConnectionError", "APIError", "APITimeoutError", "AsyncClient", "AuthenticationError", "BadRequestError",
-    "Client", "ConflictError", "Document", "DocumentFailedError", "EdgeIndexClientError", "NotFoundError",
+    "Client", "ConflictError", "Document", "DocumentFailedError", "EdgeIndexClientError", "IndexDescriptor",
+    "IndexRegistration", "IndexSelection", "NotFoundError",
     "PayloadTooLargeError", "PermissionDeniedError", "RateLimitError", "RawResponse", "SearchFilters", "SearchInclude",
-    "SearchRequest", "SearchResponse", "SearchResult", "ServerError", "UnprocessableError",
+    "SearchRequest", "SearchResponse", "SearchResult", "SelectedIndex", "SelectedTool", "ServerError", "ToolSelection", "UnprocessableError",
     "UnsupportedMediaTypeError", "UploadOutcome", "WaitTimeoutError", "collect_files", "document_id_for",
     "guess_content_type", "path_segment",
 ]

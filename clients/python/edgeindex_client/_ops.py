@@ -306,10 +306,17 @@ def search(request: m.SearchRequest) -> Op:
     return m.SearchResponse.model_validate(reply.body)
 
 
-def select(route: str, body: dict[str, Any]) -> Op:
+def select(route: str, body: dict[str, Any], answer: type[m.Selection] = m.Selection) -> Op:
     """``POST /tools/select`` or ``/indices/select`` on the search worker (routes of the selection work)."""
     reply = yield Call("POST", route, service="search", json=body)
-    return m.Selection.model_validate(reply.body)
+    return answer.model_validate(reply.body)
+
+
+def register_indices(entity_id: str, indices: list[m.IndexDescriptor | dict[str, Any]]) -> Op:
+    """``POST /entities/{entity}/indices``."""
+    items = [m.IndexDescriptor.model_validate(d).model_dump(exclude_none=True) for d in indices]
+    reply = yield Call("POST", f"/entities/{_seg(entity_id)}/indices", service="search", json={"indices": items})
+    return m.IndexRegistration.model_validate(reply.body)
 
 
 def register_tools(entity_id: str, tools: list[dict[str, Any]], *, batch: int = 1000) -> Op:

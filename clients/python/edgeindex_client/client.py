@@ -236,9 +236,14 @@ class Client:
                text_threshold: float | None = None, trigram_threshold: float | None = None,
                text_mode: str | None = None, dedupe: bool | None = None, rerank: bool | None = None,
                include: m.SearchInclude | dict | None = None, cache: bool | None = None,
-               collections: list[str] | str | None = None) -> m.SearchResponse:
-        """Hybrid search; options left out take the server's defaults (see POST /search)."""
-        options = dict(entity_ids=entity_ids, k=k, filters=filters, strategy=strategy, alpha=alpha, fusion=fusion,
+               collections: list[str] | str | None = None,
+               order: str | None = None, enhance: str | list[str] | None = None) -> m.SearchResponse:
+        """Hybrid search; options left out take the server's defaults (see POST /search).
+
+        ``order``: ``"best_first"`` or ``"reverse"`` (best last, next to the question in a prompt);
+        ``enhance``: ``"auto"``, ``"none"`` or a list of ``"prf"``, ``"synonyms"``, ``"hyde"``."""
+        options = dict(order=order, enhance=enhance,
+                       entity_ids=entity_ids, k=k, filters=filters, strategy=strategy, alpha=alpha, fusion=fusion,
                        vector_threshold=vector_threshold, text_threshold=text_threshold,
                        trigram_threshold=trigram_threshold, text_mode=text_mode, dedupe=dedupe, rerank=rerank,
                        include=include, cache=cache, collections=collections)
@@ -248,21 +253,27 @@ class Client:
         return self._run(ops.search(request))
 
     def select_tools(self, query: str, *, entity_ids: list[str] | None = None, k: int | None = None,
-                     threshold: float | None = None, **options: Any) -> m.Selection:
+                     threshold: float | None = None, **options: Any) -> m.ToolSelection:
         """``POST /tools/select``: the tools an agent needs for ``query`` (extension point: options pass through)."""
         body = select_body(m.ToolSelectRequest, query, dict(entity_ids=entity_ids, k=k, threshold=threshold, **options))
-        return self._run(ops.select("/tools/select", body))
+        return self._run(ops.select("/tools/select", body, m.ToolSelection))
 
     def select_index(self, query: str, *, entity_ids: list[str] | None = None, k: int | None = None,
-                     **options: Any) -> m.Selection:
+                     **options: Any) -> m.IndexSelection:
         """``POST /indices/select``: a ranked shortlist of the collections to search."""
         body = select_body(m.IndexSelectRequest, query, dict(entity_ids=entity_ids, k=k, **options))
-        return self._run(ops.select("/indices/select", body))
+        return self._run(ops.select("/indices/select", body, m.IndexSelection))
 
     def register_tools(self, entity_id: str, tools: list[dict[str, Any]]) -> m.ToolRegistration:
         """``POST /entities/{entity}/tools``: plain, OpenAI or MCP definitions (batched); unchanged ones are not
         embedded again."""
         return self._run(ops.register_tools(entity_id, tools))
+
+    def register_indices(self, entity_id: str, indices: list[m.IndexDescriptor | dict[str, Any]]
+                         ) -> m.IndexRegistration:
+        """``POST /entities/{entity}/indices``: describe external indices (name, description, fields,
+        tables) for index selection; unchanged ones are not embedded again."""
+        return self._run(ops.register_indices(entity_id, indices))
 
     def import_tools(self, entity_id: str, document: Any) -> m.ToolRegistration:
         """Register the tools of an MCP ``tools/list`` result or an OpenAI ``tools`` array (parsed JSON)."""

@@ -314,6 +314,70 @@ class Selection(_Response):
     """The answer of ``/tools/select`` or ``/indices/select``; fields as the server sends them."""
 
 
+class SelectedTool(_Response):
+    """One tool of a selection: ``definition`` is what to hand an LLM (named by ``alias``)."""
+
+    name: str
+    alias: str | None = None          # ^[a-zA-Z0-9_-]{1,64}$; feedback takes it as well as the name
+    entity_id: str
+    definition: dict[str, Any]
+    score: float
+    scores: dict[str, float] = {}
+    reason: str
+    tokens: int = 0
+    category: str | None = None
+    tags: list[str] = []
+    requires: list[str] = []
+
+
+class ToolSelection(Selection):
+    query: str
+    entity_ids: list[str] = []
+    registry_size: int
+    tools: list[SelectedTool]
+    count: int
+    confident: bool
+    fallback: str | None = None
+    tokens: dict[str, Any] = {}
+    took_ms: float = 0.0
+
+
+class SelectedIndex(_Response):
+    name: str
+    entity_id: str
+    kind: str
+    description: str = ""
+    score: float
+    scores: dict[str, float] = {}
+    evidence: dict[str, Any] = {}
+
+
+class IndexSelection(Selection):
+    query: str
+    indices: list[SelectedIndex]
+    count: int
+    confident: bool
+    registry_size: int
+    took_ms: float = 0.0
+
+
+class IndexDescriptor(_Request):
+    """An external index (a search engine's index, a database) described for index selection."""
+
+    name: str
+    description: str = ""
+    fields: list[str] = []
+    tables: list[str] = []
+
+
+class IndexRegistration(_Response):
+    entity_id: str
+    registered: int
+    embedded: int
+    unchanged: int
+    model_id: str | None = None
+
+
 class ToolRegistration(_Response):
     entity_id: str
     registered: int
