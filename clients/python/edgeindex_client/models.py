@@ -315,15 +315,16 @@ class Selection(_Response):
 
 
 class SelectedTool(_Response):
-    """One tool of a selection: ``definition`` is what to hand an LLM (named by ``alias``)."""
+    """One tool of a selection: ``definition`` is what to hand an LLM (named by ``alias``). Only what
+    every server sends is required, so an older or trimmed answer still parses."""
 
     name: str
     alias: str | None = None          # ^[a-zA-Z0-9_-]{1,64}$; feedback takes it as well as the name
-    entity_id: str
-    definition: dict[str, Any]
+    entity_id: str = ""
+    definition: dict[str, Any] = {}
     score: float
     scores: dict[str, float] = {}
-    reason: str
+    reason: str = ""
     tokens: int = 0
     category: str | None = None
     tags: list[str] = []
@@ -331,12 +332,12 @@ class SelectedTool(_Response):
 
 
 class ToolSelection(Selection):
-    query: str
+    query: str = ""
     entity_ids: list[str] = []
-    registry_size: int
-    tools: list[SelectedTool]
-    count: int
-    confident: bool
+    registry_size: int = 0
+    tools: list[SelectedTool] = []
+    count: int = 0
+    confident: bool = False
     fallback: str | None = None
     tokens: dict[str, Any] = {}
     took_ms: float = 0.0
@@ -344,8 +345,8 @@ class ToolSelection(Selection):
 
 class SelectedIndex(_Response):
     name: str
-    entity_id: str
-    kind: str
+    entity_id: str = ""
+    kind: str = ""
     description: str = ""
     score: float
     scores: dict[str, float] = {}
@@ -353,11 +354,11 @@ class SelectedIndex(_Response):
 
 
 class IndexSelection(Selection):
-    query: str
-    indices: list[SelectedIndex]
-    count: int
-    confident: bool
-    registry_size: int
+    query: str = ""
+    indices: list[SelectedIndex] = []
+    count: int = 0
+    confident: bool = False
+    registry_size: int = 0
     took_ms: float = 0.0
 
 
