@@ -109,17 +109,17 @@ async def test_async_client_uploads_a_folder_and_searches(stack, admin, tmp_path
     async with AsyncClient(**clients(stack, key)) as client:
         seen = []
         outcomes = await client.upload_files(entity, [tmp_path / "ship"], concurrency=3, on_result=seen.append)
-        assert sorted(o.document_id for o in outcomes) == ["deck:lights.md", "deck:pumps.md", "galley.md"]
+        assert sorted(o.document_id for o in outcomes) == ["deck/lights.md", "deck/pumps.md", "galley.md"]
         assert [o.error for o in outcomes] == [None, None, None] and len(seen) == 3
         for o in outcomes:
             assert (await client.wait_ready(entity, o.document_id)).status == "ready"
         found = await client.search("navigation lamp replaced before leaving port", entity_ids=[entity], k=1)
-        assert found.results[0].document_id == "deck:lights.md"
+        assert found.results[0].document_id == "deck/lights.md"
 
         (tmp_path / "ship" / "galley.md").write_text("# galley\n\nThe galley now stocks provisions for sixty days.\n")
         second = await client.upload_files(entity, [tmp_path / "ship"])
         assert sorted((o.document_id, o.skipped) for o in second) == [
-            ("deck:lights.md", True), ("deck:pumps.md", True), ("galley.md", False)]
+            ("deck/lights.md", True), ("deck/pumps.md", True), ("galley.md", False)]
         changed = await client.wait_ready(entity, "galley.md", version=2)
         assert changed.version == 2
 
