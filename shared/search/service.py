@@ -249,17 +249,21 @@ class SearchService:
         # Before any lookup or database read: see the module docstring. Reads of the KV are plain
         # SQLite selects that never wait for a writer (bindings/kv.py), cheaper on the loop than
         # the hand-off to a thread.
-        if ctx.request.cache:
-            try:
-                if not self.kv_outage.available():
-                    raise KVUnavailable("the KV did not answer a moment ago")
-                ctx.sequences = cache.read_sequences(self.kv, ctx.entity_ids)
-            except KVUnavailable as exc:
-                self._bypass(ctx, exc)
+        if not ctx.request.cache:
+            return
+        if not self.kv_outage.available():  # a failure a moment ago: no try until its pause is over
+            self._bypass(ctx)
+            return
+        try:
+            ctx.sequences = cache.read_sequences(self.kv, ctx.entity_ids)
+        except KVUnavailable as exc:
+            self._bypass(ctx, exc)
 
-    def _bypass(self, ctx: SearchContext, exc: KVUnavailable) -> None:
-        """The rest of this search without the caches: nothing served from them, nothing stored."""
-        self.kv_outage.failed(exc)
+    def _bypass(self, ctx: SearchContext, exc: KVUnavailable | None = None) -> None:
+        """The rest of this search without the caches: nothing served from them, nothing stored.
+        ``exc``: the KV's failure that made it so (none while a pause after one runs)."""
+        if exc is not None:
+            self.kv_outage.failed(exc)
         self.kv_outage.bypassed += 1
         ctx.request = ctx.request.model_copy(update={"cache": False})
         ctx.cache_outcome = "bypassed"
