@@ -296,8 +296,9 @@ def measure_size(stack, state: Path, chunks: int, entities: int, passages, queri
     print(f"loaded in {loaded['load_s']}s, HNSW built in {loaded['index_build_s']}s; largest entity "
           f"{sizes[1]:,} chunks, median {int(statistics.median(sizes))}", flush=True)
     middle = len(sizes) // 2
-    many = [f"scale-{i:05d}" for i in range(max(0, middle - SCOPE_ENTITIES // 2),
-                                          min(len(sizes) - 1, middle + SCOPE_ENTITIES // 2))]
+    # the middle ranks, never the whole corpus: at most half of the entities
+    width = min(SCOPE_ENTITIES, len(sizes) // 2)
+    many = [f"scale-{i:05d}" for i in range(middle - width // 2, middle - width // 2 + width)]
     scopes = {"small": [SMALL], "large": ["scale-00000"], "many": many}
     key = admin_post(stack, "/admin/keys", {"name": f"scale-{chunks}",
                                             "entity_ids": sorted({e for s in scopes.values() for e in s})})["key"]
