@@ -30,7 +30,10 @@ HNSW_EF_SEARCH = 40         # hnsw.ef_search on search connections (pgvector's d
                             # unchanged. A search asking more
                             # candidates than this walks on (hnsw.iterative_scan, bindings/database.py).
 EXACT_MAX_DOCUMENTS = 500   # vector search is exact (no HNSW) when the documents in scope ...
-EXACT_MAX_CHUNKS = 2000     # ... are at most this many and hold at most this many chunks
+EXACT_MAX_CHUNKS = 2000     # ... are at most this many and hold at most this many chunks;
+EXACT_SELECTIVE_MAX_CHUNKS = 25_000  # and a scope of entities without document filters is exact up to this
+EXACT_MAX_SHARE = 0.05      # many chunks when it is at most this share of the partitions it spans
+                            # (docs/scale.md: the HNSW walk of such a scope is ~10x the exact scan)
 RRF_K = 60                  # the usual reciprocal-rank-fusion constant
 TEXT_MAX_MATCHES = 300      # chunks BM25 scores per candidate set (rarest terms' matches, all-words matches):
                             # 300 ranks as 1000 did on both evaluation datasets, SQL p50 -1 ms; 150 does not

@@ -193,6 +193,8 @@ def build_params(request: SearchRequest, entity_ids: list[str], embedding: np.nd
         "n": candidate_count(max(limit, request.k), dedupe=request.dedupe),
         "exact_max_docs": defaults.EXACT_MAX_DOCUMENTS,
         "exact_max_chunks": defaults.EXACT_MAX_CHUNKS,
+        "exact_selective_max_chunks": defaults.EXACT_SELECTIVE_MAX_CHUNKS,
+        "exact_max_share": defaults.EXACT_MAX_SHARE,
         "text_max_matches": defaults.TEXT_MAX_MATCHES,
         "bm25_k1": defaults.BM25_K1,
         "bm25_b": defaults.BM25_B,

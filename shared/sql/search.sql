@@ -73,13 +73,24 @@ docs AS MATERIALIZED (
     -- their number (triggers on chunks, in the writing transaction: infra/migrations/0006_languages.sql).
     -- Past the exact bound that number settles it, and `docs` is never read: the first branch's row ends
     -- the LIMIT before the second starts (a big tenant's search read 501 document rows for this).
-    SELECT true AS nonempty, false AS exact
+    -- A larger scope is still searched exactly when it is a small share of the partitions it spans
+    -- (the planner's row counts; its entities hash to at most that many partitions): there the HNSW
+    -- walk of each partition passes over ~1/share rows for every one in scope, and the exact scan
+    -- reads only the scope's own rows.
+    SELECT true AS nonempty,
+           n.chunks <= %(exact_selective_max_chunks)s
+           AND n.chunks <= %(exact_max_share)s * t.rows * least(n.entities, t.parts) / greatest(t.parts, 1)
+             AS exact
+    FROM (SELECT coalesce(sum(s.chunks), 0) AS chunks, count(*) AS entities FROM entity_stats s
+          WHERE s.entity_id = ANY(%(entity_ids)s::text[])) n,
+         (SELECT count(*) AS parts, coalesce(sum(greatest(p.reltuples, 0)), 0) AS rows
+          FROM pg_inherits i JOIN pg_class p ON p.oid = i.inhrelid
+          WHERE i.inhparent = 'chunks'::regclass) t
     WHERE %(document_ids)s::text[] IS NULL AND %(exclude_document_ids)s::text[] IS NULL
       AND %(sources)s::text[] IS NULL AND %(tags)s::text[] IS NULL AND %(collections)s::text[] IS NULL
       AND %(created_after)s::timestamptz IS NULL AND %(created_before)s::timestamptz IS NULL
       AND %(updated_after)s::timestamptz IS NULL AND %(updated_before)s::timestamptz IS NULL
-      AND (SELECT coalesce(sum(s.chunks), 0) FROM entity_stats s
-           WHERE s.entity_id = ANY(%(entity_ids)s::text[])) > %(exact_max_chunks)s
+      AND n.chunks > %(exact_max_chunks)s
     UNION ALL
     SELECT count(*) > 0,
            count(*) <= %(exact_max_docs)s AND coalesce(sum(chunk_count), 0) <= %(exact_max_chunks)s
@@ -291,9 +302,18 @@ vec AS MATERIALIZED (
     -- in `hybrid`, skipped by a one-time filter on the `scope` CTE in `search`.
     (SELECT c.entity_id, c.id
      FROM docs JOIN chunks c ON c.entity_id = docs.entity_id AND c.document_id = docs.id
-     WHERE %(use_vector)s AND %(exact)s
+     WHERE %(use_vector)s AND %(exact)s AND %(document_filters)s
        AND c.entity_id = ANY(%(entity_ids)s::text[])
        AND (%(exclude_chunk_ids)s::uuid[] IS NULL OR c.id <> ALL(%(exclude_chunk_ids)s::uuid[]))
+     ORDER BY c.embedding <=> %(embedding)s::vector
+     LIMIT %(n)s)
+    UNION ALL
+    -- Without document-level filters the chunks in scope are those the candidate filter keeps
+    -- (every committed chunk is live: see `document_filter`), read by entity, `docs` unread (it
+    -- may hold only the first of them: its LIMIT).
+    (SELECT c.entity_id, c.id
+     FROM chunks c
+     WHERE %(use_vector)s AND %(exact)s AND NOT %(document_filters)s AND /*candidate_filter*/
      ORDER BY c.embedding <=> %(embedding)s::vector
      LIMIT %(n)s)
     UNION ALL
