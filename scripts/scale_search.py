@@ -6,8 +6,8 @@ COPY, as ingestion's rows), builds the chunks' HNSW index after the load (timed)
 
 - load and index build time, disk (the chunks' partitions with their indexes) per million chunks,
   and the RSS of Postgres and of the search worker;
-- uncached searches (``"cache": false``: the query's embedding and the SQL) over HTTP through the
-  project's SDK, p50/p99 and req/s at 1 and 8 agents, for three scopes: one small entity, one
+- uncached searches (``"cache": false``: the query's embedding and the SQL) over HTTP, driven by wrk
+  (or the SDK without it), p50/p99 and req/s at 1 and 8 agents, for three scopes: one small entity, one
   large entity, and a scope of 100 entities of mixed sizes; then the three mixed at 8 agents;
 - HNSW recall@10: the search worker's vector-only results (``"strategy": "vector"``) against an
   exact scan (index scans off) of the same scope, for the same query vectors;
@@ -40,6 +40,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -149,7 +150,8 @@ async def write_rate(db, passages: list[str], vectors: np.ndarray, entity: str) 
 def ingest_rate(stack, passages: list[str], entity: str, documents: int) -> float:
     """Chunks per second of real ingestion (queue, workflow, the model, the database) of ``documents``
     passages uploaded in bulk into a new entity, from the upload to the last one ready."""
-    from edgeindex_client import BulkDocument, Client
+    from edgeindex_client import Client
+    from edgeindex_client.models import BulkDocument
 
     admin_post(stack, "/admin/entities", {"id": entity, "kind": "user", "name": entity})
     texts = passages[-documents:]
@@ -234,6 +236,30 @@ async def exact_top10(dsn: str, entity_ids: list[str], vectors: np.ndarray) -> l
         await db.close()
 
 
+async def hnsw_recall(dsn: str, entity_ids: list[str], vectors: np.ndarray, truth: list[list[str]],
+                      ef_search: int, candidates: int = 40) -> float:
+    """Recall@10 of the search's vector path at another hnsw.ef_search, in SQL: ``candidates`` from the
+    half-precision walk (iterative scan, as the search worker's connections), the 10 nearest of them by
+    full-precision distance."""
+    from edgeindex.bindings.database import Database
+
+    db = Database(dsn, max_size=1)
+    await db.open()
+    try:
+        found = []
+        async with db.connection() as conn:
+            await conn.execute(f"SET hnsw.ef_search = {int(ef_search)}")
+            for vector in vectors:
+                cursor = await conn.execute(
+                    "SELECT id::text FROM (SELECT c.id, c.embedding FROM chunks c WHERE c.entity_id = ANY(%s) "
+                    f"ORDER BY c.embedding::halfvec({DIMENSION}) <=> %s::vector::halfvec LIMIT %s) h "
+                    "ORDER BY h.embedding <=> %s LIMIT 10", (entity_ids, vector, candidates, vector))
+                found.append([r["id"] if isinstance(r, dict) else r[0] for r in await cursor.fetchall()])
+        return statistics.mean(len(set(got) & set(want)) / max(1, len(want)) for got, want in zip(found, truth))
+    finally:
+        await db.close()
+
+
 async def semantic_lookups(dsn: str, real: np.ndarray, cached: int, lookups: int = 300) -> dict:
     from edgeindex.bindings.database import Database
     from edgeindex.bindings.vectorize import UPSERT, PgVectorIndex
@@ -286,6 +312,21 @@ async def drive(url: str, key: str, bodies: list[dict], agents: int, max_seconds
     wall = time.perf_counter() - started
     return {"p50_ms": percentile(latencies, 0.5), "p99_ms": percentile(latencies, 0.99),
             "req_per_s": round(len(latencies) / wall, 1), "requests": len(latencies), "answers": answers}
+
+
+def load(url: str, key: str, bodies: list[dict], agents: int, args) -> dict:
+    """Latency and throughput of these searches at ``agents`` concurrent agents: driven by wrk (a C
+    client, scripts/wrk_search.py) when it is installed, so the client's CPU is not the worker's;
+    else by the SDK."""
+    if shutil.which("wrk"):
+        import wrk_search
+
+        # for the whole duration, the bodies in turn (uncached: a repeat is a search like any other)
+        result = wrk_search.run(url, key, bodies, agents=agents, seconds=args.max_seconds)
+        if result["counts"].get("failed"):
+            raise RuntimeError(f"{result['counts']['failed']} searches failed under wrk")
+        return {**result, "client": "wrk"}
+    return {**asyncio.run(drive(url, key, bodies, agents, args.max_seconds)), "client": "sdk"}
 
 
 def admin_post(stack, path: str, body: dict) -> dict:
@@ -357,24 +398,27 @@ def measure_size(stack, state: Path, chunks: int, entities: int, passages, queri
         truth = asyncio.run(exact_top10(stack.dsn, entity_ids, query_vectors[:len(recall_bodies)]))
         recall = statistics.mean(len(set(got) & set(want)) / max(1, len(want))
                                  for (_, got), want in zip(found["answers"], truth, strict=True))
+        sweep = {ef: round(asyncio.run(hnsw_recall(stack.dsn, entity_ids, query_vectors[:len(recall_bodies)],
+                                                   truth, ef)), 3) for ef in args.ef_sweep}
+        print(f"{scope}: recall@10 {recall:.3f} through the worker; in SQL by hnsw.ef_search {sweep}", flush=True)
         for agents in args.agents:
-            result = asyncio.run(drive(url, key, (bodies * (args.requests // len(bodies) + 1))[:args.requests],
-                                       agents, args.max_seconds))
+            result = load(url, key, (bodies * (args.requests // len(bodies) + 1))[:args.requests], agents, args)
             line = {"kind": "search", "chunks": chunks, "entities": entities, "scope": scope,
                     "scope_chunks": sum(sizes[0] if e == SMALL else sizes[int(e.split("-")[1]) + 1]
                                         for e in entity_ids),
                     "agents": agents, "p50_ms": result["p50_ms"], "p99_ms": result["p99_ms"],
                     "req_per_s": result["req_per_s"], "recall_at_10": round(recall, 3),
+                    "recall_by_ef_search": sweep, "client": result["client"],
                     "load": round(os.getloadavg()[0], 1)}
             print(line, flush=True)
             lines.append(line)
     mixed = [{"query": q, "k": 10, "cache": False, "entity_ids": scopes[s]}
              for i, q in enumerate(queries * (args.requests // len(queries) + 1))
              for s in [("small", "large", "many")[i % 3]]][:args.requests]
-    result = asyncio.run(drive(url, key, mixed, 8, args.max_seconds))
+    result = load(url, key, mixed, 8, args)
     lines.append({"kind": "search", "chunks": chunks, "entities": entities, "scope": "mixed", "agents": 8,
                   "p50_ms": result["p50_ms"], "p99_ms": result["p99_ms"], "req_per_s": result["req_per_s"],
-                  "load": round(os.getloadavg()[0], 1)})
+                  "client": result["client"], "load": round(os.getloadavg()[0], 1)})
     print(lines[-1], flush=True)
     lines.insert(0, {"kind": "size", "chunks": chunks, "entities": entities, **loaded,
                      "postgres_rss_mb": rss_mb([pg] if pg else []),
@@ -392,11 +436,14 @@ def main() -> int:
     parser.add_argument("--max-seconds", type=float, default=60.0)
     parser.add_argument("--recall-queries", type=int, default=50)
     parser.add_argument("--semantic-cached", type=int, default=100_000)
+    parser.add_argument("--ef-sweep", default="40,100,200",
+                        help="hnsw.ef_search values whose recall@10 is also measured in SQL")
     parser.add_argument("--ingest-documents", type=int, default=400, help="passages each ingestion run uploads")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     entity_counts = [int(e) for e in args.entities.split(",")]
     args.agents = [int(a) for a in args.agents.split(",")]
+    args.ef_sweep = [int(e) for e in args.ef_sweep.split(",") if e]
     if len(entity_counts) != len(sizes):
         parser.error("--entities needs one count per size")
 
