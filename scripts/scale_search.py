@@ -26,6 +26,7 @@ ones, not over uniform noise (which the walk handles ~2x slower and finds nothin
 
   .venv/bin/python scripts/scale_search.py                                  # 12k, 120k and 1.2M
   .venv/bin/python scripts/scale_search.py --sizes 12000,120000 --entities 100,1000
+  .venv/bin/python scripts/scale_search.py --sizes 1200000 --entities 10000 --state /tmp/scale  # keeps 1.2M
 
 Ends with JSON lines: one per size ({"kind": "size", "chunks", "entities", "load_s", "index_build_s",
 "disk_mb_per_million", "postgres_rss_mb", "search_rss_mb", "write_ratio"}), one per size, scope and
@@ -38,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -370,14 +372,24 @@ def measure_size(stack, state: Path, chunks: int, entities: int, passages, queri
                  args) -> list[dict]:
     print(f"\n=== {chunks:,} chunks over {entities:,} entities (+ {SMALL}); load average "
           f"{os.getloadavg()[0]:.1f}", flush=True)
-    asyncio.run(emptied(stack.dsn))
-    ingest_empty = ingest_rate(stack, passages, "scale-ingest-empty", args.ingest_documents)
-    loaded = asyncio.run(load_size(stack.dsn, chunks, entities, passages, real))
-    ingest_big = ingest_rate(stack, passages, "scale-ingest-big", args.ingest_documents)
-    loaded.update({"ingest_chunks_per_s_empty": round(ingest_empty, 1), "ingest_chunks_per_s_big": round(ingest_big, 1),
-                   "ingest_ratio": round(ingest_big / ingest_empty, 3)})
-    print(f"ingestion: {ingest_empty:.1f} chunks/s into the empty database, {ingest_big:.1f} into the big one",
-          flush=True)
+    record = state / "loaded.json"   # what the database holds: the last size loaded, and its figures
+    held = json.loads(record.read_text()) if record.exists() else {}
+    if (held.get("chunks"), held.get("entities")) == (chunks, entities):
+        loaded = held["loaded"]
+        print("the state folder holds this corpus already: its load and write figures are those it was "
+              "loaded with", flush=True)
+    else:
+        record.unlink(missing_ok=True)
+        asyncio.run(emptied(stack.dsn))
+        ingest_empty = ingest_rate(stack, passages, "scale-ingest-empty", args.ingest_documents)
+        loaded = asyncio.run(load_size(stack.dsn, chunks, entities, passages, real))
+        ingest_big = ingest_rate(stack, passages, "scale-ingest-big", args.ingest_documents)
+        loaded.update({"ingest_chunks_per_s_empty": round(ingest_empty, 1),
+                       "ingest_chunks_per_s_big": round(ingest_big, 1), "ingest_ratio": round(ingest_big / ingest_empty, 3)})
+        print(f"ingestion: {ingest_empty:.1f} chunks/s into the empty database, {ingest_big:.1f} into the big one",
+              flush=True)
+        record.write_text(json.dumps({"chunks": chunks, "entities": entities, "loaded": loaded}))
+    loaded = dict(loaded)
     sizes = loaded.pop("sizes")
     print(f"loaded in {loaded['load_s']}s, HNSW built in {loaded['index_build_s']}s; largest entity "
           f"{sizes[1]:,} chunks, median {int(statistics.median(sizes))}", flush=True)
@@ -436,6 +448,8 @@ def main() -> int:
     parser.add_argument("--max-seconds", type=float, default=60.0)
     parser.add_argument("--recall-queries", type=int, default=50)
     parser.add_argument("--semantic-cached", type=int, default=100_000)
+    parser.add_argument("--state", help="a folder to keep the stack's state in (default: a temporary one); a "
+                        "later run with the same folder measures the last size it loaded again without loading it")
     parser.add_argument("--ef-sweep", default="40,100,200",
                         help="hnsw.ef_search values whose recall@10 is also measured in SQL")
     parser.add_argument("--ingest-documents", type=int, default=400, help="passages each ingestion run uploads")
@@ -456,7 +470,9 @@ def main() -> int:
     queries = [json.loads(line)["text"] for line in open(DATA / "queries.jsonl", encoding="utf-8")]
     real, query_vectors = real_vectors(passages, queries)
     lines: list[dict] = []
-    with tempfile.TemporaryDirectory(prefix="edgeindex-scale-") as state:
+    with contextlib.ExitStack() as folders:
+        state = args.state or folders.enter_context(tempfile.TemporaryDirectory(prefix="edgeindex-scale-"))
+        Path(state).mkdir(parents=True, exist_ok=True)
         environ = {**os.environ, "EDGEINDEX_STATE_DIR": state, "EDGEINDEX_VAR_RATE_LIMIT_PER_SECOND": "0",
                    "EDGEINDEX_ADMIN_KEY": "scale-admin"}
         for name in ("upload", "ingest", "search", "mcp"):
@@ -467,7 +483,8 @@ def main() -> int:
                 for chunks, entities in zip(sizes, entity_counts, strict=True):
                     lines.extend(measure_size(stack, Path(state), chunks, entities, passages, queries, real,
                                               query_vectors, args))
-                lines.append(asyncio.run(semantic_lookups(stack.dsn, real, args.semantic_cached)))
+                if args.semantic_cached:
+                    lines.append(asyncio.run(semantic_lookups(stack.dsn, real, args.semantic_cached)))
     for line in lines:
         print(json.dumps(line), flush=True)
     return 0

@@ -29,6 +29,7 @@ PRUNE_EVERY = 500  # add_to_sets calls (per DiskKV) between two deletions of exp
 
 class KV(Protocol):
     def get(self, key: str, default: Any = None) -> Any: ...
+    def get_many(self, keys: list[str]) -> list[Any]: ...
     def put(self, key: str, value: Any, *, ttl: float | None = None) -> None: ...
     def delete(self, *keys: str) -> int: ...
     def list(self, prefix: str = "", *, limit: int | None = None) -> list[str]: ...
@@ -69,6 +70,10 @@ class DiskKV:
 
     def get(self, key: str, default: Any = None) -> Any:
         return self._cache.get(self._k(key), default)
+
+    def get_many(self, keys: list[str]) -> list[Any]:
+        """The values of ``keys`` in order (None where absent)."""
+        return [self._cache.get(self._k(key)) for key in keys]
 
     def put(self, key: str, value: Any, *, ttl: float | None = None) -> None:
         self._cache.set(self._k(key), value, expire=ttl if ttl is not None else self.default_ttl)

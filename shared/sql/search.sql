@@ -77,10 +77,13 @@ docs AS MATERIALIZED (
     -- (the planner's row counts; its entities hash to at most that many partitions): there the HNSW
     -- walk of each partition passes over ~1/share rows for every one in scope, and the exact scan
     -- reads only the scope's own rows.
+    -- `few`: the entities' chunks (whatever the filters keep of them) are few enough to match each
+    -- one's text rather than walk the full-text GIN index.
     SELECT true AS nonempty,
            n.chunks <= %(exact_selective_max_chunks)s
            AND n.chunks <= %(exact_max_share)s * t.rows * least(n.entities, t.parts) / greatest(t.parts, 1)
-             AS exact
+             AS exact,
+           false AS few
     FROM (SELECT coalesce(sum(s.chunks), 0) AS chunks, count(*) AS entities FROM entity_stats s
           WHERE s.entity_id = ANY(%(entity_ids)s::text[])) n,
          (SELECT count(*) AS parts, coalesce(sum(greatest(p.reltuples, 0)), 0) AS rows
@@ -93,7 +96,9 @@ docs AS MATERIALIZED (
       AND n.chunks > %(exact_max_chunks)s
     UNION ALL
     SELECT count(*) > 0,
-           count(*) <= %(exact_max_docs)s AND coalesce(sum(chunk_count), 0) <= %(exact_max_chunks)s
+           count(*) <= %(exact_max_docs)s AND coalesce(sum(chunk_count), 0) <= %(exact_max_chunks)s,
+           (SELECT coalesce(sum(s.chunks), 0) FROM entity_stats s
+            WHERE s.entity_id = ANY(%(entity_ids)s::text[])) <= %(exact_max_chunks)s
     FROM docs
     LIMIT 1
 )
@@ -117,10 +122,13 @@ configs AS MATERIALIZED (
     -- the query's lexemes as full text sees them in each configuration (stemmed, stop words
     -- gone), where in the query each stands, and how many chunks of that configuration in the
     -- searched entities hold each
+    -- (one primary-key probe per entity and term: a term many entities hold would otherwise be
+    -- looked up in the trigram index, which holds it for every entity of the partition)
     SELECT q.config, q.term, q.positions, coalesce(sum(s.df), 0)::float8 AS df
     FROM (SELECT g.config, u.lexeme AS term, u.positions
           FROM configs g CROSS JOIN LATERAL unnest(to_tsvector(g.config, %(query)s)) AS u) q
-    LEFT JOIN term_stats s ON s.entity_id = ANY(%(entity_ids)s::text[]) AND s.config = q.config AND s.term = q.term
+    CROSS JOIN unnest(%(entity_ids)s::text[]) AS e(id)
+    LEFT JOIN term_stats s ON s.entity_id = e.id AND s.config = q.config AND s.term = q.term
     GROUP BY q.config, q.term, q.positions
 )/*expansion_cte*/
 , fuzzy AS MATERIALIZED (
@@ -179,9 +187,21 @@ configs AS MATERIALIZED (
     -- query does not scale, so: the chunks holding any of the rarest terms, taking terms
     -- from the rarest up while their chunks add up to `text_max_matches` (always at least
     -- the rarest) ...
+    -- A scope of few chunks (`scope.few`) is read by entity and each chunk's text matched
+    -- (ts_match_vq is the @@ operator as a function, which no index serves); any other through
+    -- the full-text GIN index. The GIN index returns every chunk of the partition that holds the
+    -- term, whoever's it is: ~25,000 for a common word at 1.2M chunks, to keep a small tenant's few.
     (SELECT c.entity_id, c.id, c.text_config, c.tsv
      FROM chunks c
-     WHERE %(use_text)s AND NOT %(websearch)s AND (SELECT nonempty FROM scope)
+     WHERE %(use_text)s AND NOT %(websearch)s AND (SELECT nonempty AND few FROM scope)
+       AND ts_match_vq(c.tsv, (SELECT tsquery_or_all(t.query) FROM terms t
+                               WHERE t.rarity = 1 OR t.rarity_within = 1 OR t.running_df <= %(text_max_matches)s))
+       AND /*candidate_filter*/
+     LIMIT %(text_max_matches)s)
+    UNION ALL
+    (SELECT c.entity_id, c.id, c.text_config, c.tsv
+     FROM chunks c
+     WHERE %(use_text)s AND NOT %(websearch)s AND (SELECT nonempty AND NOT few FROM scope)
        AND c.tsv @@ (SELECT tsquery_or_all(t.query) FROM terms t
                      WHERE t.rarity = 1 OR t.rarity_within = 1 OR t.running_df <= %(text_max_matches)s)
        AND /*candidate_filter*/
@@ -191,7 +211,15 @@ configs AS MATERIALIZED (
     -- first set misses only when even the rarest term is common (then both are capped).
     (SELECT c.entity_id, c.id, c.text_config, c.tsv
      FROM chunks c
-     WHERE %(use_text)s AND (SELECT nonempty FROM scope) AND /*text_query_all*/
+     WHERE %(use_text)s AND (SELECT nonempty AND few FROM scope)
+       AND ts_match_vq(c.tsv, (SELECT tsquery_or_all(g.query_all) FROM configs g))
+       AND c.tsv @@ (SELECT g.query_all FROM configs g WHERE g.config = c.text_config)
+       AND /*candidate_filter*/
+     LIMIT %(text_max_matches)s)
+    UNION ALL
+    (SELECT c.entity_id, c.id, c.text_config, c.tsv
+     FROM chunks c
+     WHERE %(use_text)s AND (SELECT nonempty AND NOT few FROM scope) AND /*text_query_all*/
        AND /*candidate_filter*/
      LIMIT %(text_max_matches)s)
 ), fts AS MATERIALIZED (
@@ -236,7 +264,8 @@ configs AS MATERIALIZED (
           FROM configs g CROSS JOIN LATERAL unnest(to_tsvector(g.config, %(expansion_text)s::text)) AS u
           WHERE %(expansion_text)s::text IS NOT NULL) e
     JOIN configs g ON g.config = e.config
-    LEFT JOIN term_stats s ON s.entity_id = ANY(%(entity_ids)s::text[]) AND s.config = e.config AND s.term = e.term
+    CROSS JOIN unnest(%(entity_ids)s::text[]) AS n(id)   -- a probe per entity, as in `words`
+    LEFT JOIN term_stats s ON s.entity_id = n.id AND s.config = e.config AND s.term = e.term
     WHERE NOT EXISTS (SELECT 1 FROM words w WHERE w.config = e.config AND w.term = e.term)
     GROUP BY e.config, e.term)
 

@@ -57,6 +57,9 @@ def test_values_ttl_delete_list_incr_and_namespaces(open_kv):
     assert kv.delete("a:1", "missing") == 1
     assert kv.get("a:1") is None
     assert kv.incr("n") == 1 and kv.incr("n", 2) == 3 and open_kv().incr("n") == 4
+    # in order, None where absent, counters as incr left them, never another namespace's
+    assert kv.get_many(["a:2", "a:9", "n", "a*[x]"]) == [[2], None, 4, 3]
+    assert kv.get_many([]) == []
 
 
 def test_a_value_expires_after_its_ttl(open_kv):

@@ -100,3 +100,27 @@ async def test_a_selective_scope_gets_the_exact_top_without_walking_hnsw(db, man
     how = explain.explain_one if statement == "one" else explain.explain
     used = explain.used_kinds(await how(db, _request(alpha=1.0), many, _embedding(9)), await explain.index_kinds(db))
     assert "hnsw" not in used, used
+
+
+@pytest.mark.parametrize("text_mode", ["any", "websearch"])
+async def test_a_scope_of_few_chunks_matches_their_text_without_the_gin_index(db, many, monkeypatch, text_mode):
+    """One small entity (100 chunks): BM25's candidates come from matching its chunks' text, not from
+    the partition's full-text GIN index, and are exactly what the GIN path finds."""
+    entity = [many[0]]
+    row = await db.fetchone("SELECT (SELECT string_agg(lexeme, ' ') FROM (SELECT lexeme FROM unnest(tsv) "
+                            "WHERE length(lexeme) > 4 AND lexeme ~ '^[a-z]+$' ORDER BY lexeme LIMIT 2) x) AS words "
+                            "FROM chunks WHERE entity_id = %s ORDER BY id LIMIT 1", (many[0],))
+    request = _request(query=row["words"], alpha=0.0, text_mode=text_mode)
+    tuned = engine.tuned_connections()
+    kinds = await explain.index_kinds(db)
+
+    async def answer() -> tuple[list, set[str]]:
+        _, rows = await engine.search(db, request, entity, _embedding(2), tuned=tuned, limit=10)
+        plan = await explain.explain_one(db, request, entity, _embedding(2))
+        return [(str(r["chunk_id"]), round(r["score"], 9)) for r in rows], explain.used_kinds(plan, kinds)
+
+    few, few_kinds = await answer()
+    monkeypatch.setattr(defaults, "EXACT_MAX_CHUNKS", 10)     # the same entity, no longer "few"
+    gin, gin_kinds = await answer()
+    assert few and few == gin
+    assert "fts_gin" not in few_kinds and "fts_gin" in gin_kinds, (few_kinds, gin_kinds)
