@@ -234,3 +234,15 @@ def test_merge_limits_never_exceed_the_model_input(tokenizer):
     assert limits(capacity=200, limit=210) == (210, 210)
     assert limits(capacity=256, limit=256) == (256, 256)  # no margin left: none taken
     assert limits(capacity=200, min_tokens=0) == (200, 200)
+
+
+def test_a_plain_text_title_keeps_its_own_chunk_and_a_markdown_title_joins_its_section(tokenizer):
+    body = "\n\n".join(" ".join(SENTENCES[i:i + 8]) for i in range(0, 32, 8))
+    chunker = Chunker(tokenizer, capacity=60, overlap=0)
+    plain = "Spotting New Opportunities for Service Firms\n\n" + body
+    assert chunker.split(plain)[0].content(plain) == "Spotting New Opportunities for Service Firms"
+    markdown = "# Spotting New Opportunities for Service Firms\n\n" + body
+    first = chunker.split(markdown, markdown=True)[0].content(markdown)
+    assert first.startswith("# Spotting") and first != "# Spotting New Opportunities for Service Firms"
+    later = body + "\n\nA short line.\n\n" + body  # only the first line is a title
+    assert all(c.tokens >= chunker.min_tokens for c in chunker.split(later))
