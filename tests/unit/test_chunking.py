@@ -202,22 +202,12 @@ def test_a_document_shorter_than_the_minimum_is_one_chunk(tokenizer):
         assert [(c.start, c.end) for c in chunks] == [(0, len(text))]
 
 
-def test_code_closers_join_the_block_they_close(tokenizer):
-    body = "\n".join(f"    total = total + values[{i}] * weights[{i}]  # term {i}" for i in range(12))
-    code = "\n\n".join(f"function part{n}(values, weights) {{\n{body}\n}}" for n in range(3))
-    chunks = Chunker(tokenizer, capacity=60, overlap=0).split(code)
-    for chunk in chunks:
-        content = chunk.content(code)
-        assert content.strip("}\n ;)") != "", content
-        assert chunk.tokens >= 60 // 8 or len(chunks) == 1
-        assert not content.startswith("}")
-        assert not content.endswith("{")
-
-
 def test_short_paragraphs_merge_into_a_neighbour(tokenizer):
     long = " ".join(SENTENCES[:3])
     text = "\n\n".join([long, "See below.", long, "Ok.", long])
-    chunker = Chunker(tokenizer, capacity=45, overlap=0)
+    chunker = Chunker(tokenizer, capacity=35, overlap=0)
+    assert any(chunker.count_tokens([piece])[0] < chunker.min_tokens  # the splitter alone leaves "See below."
+               for _, piece in chunker._text.chunk_indices(text))
     chunks = chunker.split(text)
     assert all(c.tokens >= chunker.min_tokens for c in chunks)
     assert all(c.tokens <= chunker.merge_limit for c in chunks)
