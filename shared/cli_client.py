@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError, EdgeIndexError
+from .shorten import shorten
 
 SNIPPET_CHARS = 160
 
@@ -247,7 +248,7 @@ def cmd_search(args) -> int:
             "#", "score", "vector", "text", "trigram") else "left")
     for rank, r in enumerate(answer.results, 1):
         text = " ".join((r.text or "").split())
-        snippet = text if len(text) <= SNIPPET_CHARS else text[:SNIPPET_CHARS - 1] + "…"
+        snippet = shorten(text, SNIPPET_CHARS)
         title = f"{r.document_id}" + (f"\n{r.document.title}" if r.document.title else "")
         table.add_row(str(rank), f"{r.score:.3f}", f"{r.scores.vector:.3f}", f"{r.scores.text:.3f}",
                       f"{r.scores.trigram:.3f}", escape(title), escape(snippet))

@@ -56,6 +56,7 @@ _HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f"
 _KANA = "\u3040-\u309f\u30a0-\u30ff\u31f0-\u31ff\uff66-\uff9f"
 _SOUTHEAST = "\u0e00-\u0e7f\u0e80-\u0eff\u1780-\u17ff\u1000-\u109f"  # Thai, Lao, Khmer, Myanmar
 _UNSPACED = re.compile(f"(?P<han>[{_HAN}]+)|(?P<other>[{_KANA}{_SOUTHEAST}]+)")
+UNSPACED_SCRIPTS = f"{_HAN}{_KANA}{_SOUTHEAST}"  # a character class body: [UNSPACED_SCRIPTS]
 _WORD_CHAR = re.compile(r"\w")
 
 

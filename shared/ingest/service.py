@@ -85,7 +85,7 @@ class IngestService:
         self.workflow = workflow
         self.settings = settings
         self.chunker = Chunker(embedder.tokenizer(), capacity=settings.chunk_tokens,
-                               overlap=settings.chunk_overlap_tokens)
+                               overlap=settings.chunk_overlap_tokens, limit=embedder.max_tokens)
         self.batcher = EmbeddingBatcher(embedder, max_texts=MODEL_CALL_TEXTS, fill=CALL_FILL)
         self.writer = GroupedWriter(db, kv)  # the upserts of concurrent runs share transactions
         # Runs at once in this process, whatever the number of batches in flight. A run holds no

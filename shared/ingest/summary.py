@@ -15,6 +15,8 @@ import math
 import re
 from collections import Counter
 
+from ..shorten import shorten
+
 log = logging.getLogger(__name__)
 
 MAX_SUMMARY_CHARS = 1500
@@ -52,7 +54,7 @@ def extractive_summary(text: str, n: int) -> str:
     candidates = [(offset, s) for offset, s in sentences(text)
                   if len(s) <= _MAX_SENTENCE_CHARS and len(s.split()) >= _MIN_WORDS]
     if not candidates:  # short notes, lists: the beginning is the best we have
-        return text[:MAX_SUMMARY_CHARS].strip()
+        return shorten(text, MAX_SUMMARY_CHARS)
     words_of = [_words(s) for _, s in candidates]
     frequency = Counter(w for words in words_of for w in words)
     spread = Counter(w for words in words_of for w in set(words))
@@ -71,17 +73,17 @@ def extractive_summary(text: str, n: int) -> str:
             best[slot] = (value, offset, sentence)
     chosen = [s for _, _, s in sorted(best.values(), key=lambda item: item[1])]
     summary = " ".join(chosen)
-    return summary if len(summary) <= MAX_SUMMARY_CHARS else summary[:MAX_SUMMARY_CHARS].rsplit(" ", 1)[0] + " …"
+    return shorten(summary, MAX_SUMMARY_CHARS)
 
 
 async def llm_summary(llm, text: str, *, title: str, sentences_hint: int) -> str:
     """A short abstract written by the configured chat model."""
     excerpt = text if len(text) <= LLM_INPUT_CHARS else (
-        text[:LLM_INPUT_CHARS // 2] + "\n…\n" + extractive_summary(text, max(8, sentences_hint * 3)))
+        shorten(text, LLM_INPUT_CHARS // 2) + "\n" + extractive_summary(text, max(8, sentences_hint * 3)))
     system = ("You write the summary shown next to search results. Answer with a plain summary of at most "
               f"{max(2, sentences_hint)} sentences, no preamble, in the document's language.")
     user = f"Title: {title or '(none)'}\n\n{excerpt}"
-    return (await llm.complete(system, user, max_tokens=300)).strip()[:MAX_SUMMARY_CHARS]
+    return shorten(await llm.complete(system, user, max_tokens=300), MAX_SUMMARY_CHARS)
 
 
 async def summarize(text: str, *, n: int, llm=None, title: str = "") -> tuple[str, str]:

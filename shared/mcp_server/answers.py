@@ -10,6 +10,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from ..shorten import shorten
+
 # A chunk is ~1,000 characters; a model reads the first few hundred to judge a hit and calls
 # get_chunk (or get_document) for the rest.
 SNIPPET_CHARS = 300
@@ -53,9 +55,7 @@ class SearchAnswer(_Answer):
 def _snippet(text: str) -> tuple[str, bool]:
     if len(text) <= SNIPPET_CHARS:
         return text, False
-    cut = text[:SNIPPET_CHARS]
-    space = cut.rfind(" ")
-    return (cut[:space] if space > SNIPPET_CHARS // 2 else cut).rstrip() + "…", True
+    return shorten(text, SNIPPET_CHARS), True
 
 
 def compact_search(full: dict, *, diagnostics: bool) -> dict:

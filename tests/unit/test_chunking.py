@@ -119,3 +119,120 @@ def test_a_json_document_nested_too_deeply_fails_permanently():
 
     with pytest.raises(IngestError, match="nested too deeply"):
         extract(b"[" * 100_000 + b"]" * 100_000, "application/json")
+
+
+# A guide shaped like a README: headings over short paragraphs, code blocks longer than a chunk.
+CODE = "\n".join(f"edgeindex upload --entity team-{i} --source notes/{i}.md --tag week{i}" for i in range(14))
+GUIDE = f"""# Edgeindex guide
+
+Edgeindex answers agents' searches over changing documents, filtered by tenant first.
+
+## Install
+
+Run:
+
+```bash
+{CODE}
+```
+
+## Steps
+
+```python
+{CODE.replace("edgeindex upload", "client.upload")}
+```
+
+Done.
+
+## Notes
+
+Short.
+
+### Caches
+
+The exact cache is keyed by the query and its scope; the semantic cache by the query's vector.
+Deleting a chunk invalidates every cached answer that held it.
+"""
+
+
+def fence_or_heading_lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith(("#", "```"))]
+
+
+def structural_only(content: str) -> bool:
+    lines = [line for line in content.splitlines() if line.strip()]
+    return all(line.startswith(("#", "```")) for line in lines)
+
+
+@pytest.mark.parametrize("overlap", [0, 10])
+def test_markdown_leaves_no_heading_fence_or_tiny_chunk(tokenizer, overlap):
+    chunker = Chunker(tokenizer, capacity=60, overlap=overlap)
+    raw = [piece for _, piece in chunker._markdown.chunk_indices(GUIDE)]
+    assert any(structural_only(piece) for piece in raw)  # the splitter alone leaves such pieces
+    chunks = chunker.split(GUIDE, markdown=True)
+    for chunk in chunks:
+        content = chunk.content(GUIDE)
+        assert content == content.strip() and content
+        assert chunk.hash == hashlib.sha256(content.encode()).hexdigest()
+        assert chunk.tokens == tokens(tokenizer, content) <= chunker.limit
+        assert not structural_only(content), content
+        assert chunk.tokens >= chunker.min_tokens, content
+    assert [c.position for c in chunks] == list(range(len(chunks)))
+    assert chunks[0].start == 0 and chunks[-1].end == len(GUIDE.rstrip())
+    for before, after in zip(chunks, chunks[1:]):
+        assert before.start < after.start and before.end < after.end
+        assert GUIDE[before.end:after.start].strip() == ""  # nothing between chunks is lost
+
+
+def test_headings_open_chunks_and_fences_stay_with_their_code(tokenizer):
+    chunks = Chunker(tokenizer, capacity=60, overlap=0).split(GUIDE, markdown=True)
+    for chunk in chunks:
+        lines = [line for line in chunk.content(GUIDE).splitlines() if line.strip()]
+        assert not lines[-1].startswith("#")  # a heading goes with the section it opens
+        assert lines[-1] != "```bash" and lines[-1] != "```python"  # an opening fence with its code
+        assert lines[0] != "```"  # a closing fence with the code it closes
+    for heading in (line for line in fence_or_heading_lines(GUIDE) if line.startswith("#")):
+        holding = [c for c in chunks if heading in c.content(GUIDE).splitlines()]
+        assert holding and all(not c.content(GUIDE).rstrip().endswith(heading) for c in holding)
+
+
+def test_a_document_shorter_than_the_minimum_is_one_chunk(tokenizer):
+    chunker = Chunker(tokenizer, capacity=200, overlap=30)
+    for text in ("# Title", "```", "Short."):
+        chunks = chunker.split(text, markdown=True)
+        assert [(c.start, c.end) for c in chunks] == [(0, len(text))]
+
+
+def test_short_paragraphs_merge_into_a_neighbour(tokenizer):
+    long = " ".join(SENTENCES[:3])
+    text = "\n\n".join([long, "See below.", long, "Ok.", long])
+    chunker = Chunker(tokenizer, capacity=35, overlap=0)
+    assert any(chunker.count_tokens([piece])[0] < chunker.min_tokens  # the splitter alone leaves "See below."
+               for _, piece in chunker._text.chunk_indices(text))
+    chunks = chunker.split(text)
+    assert all(c.tokens >= chunker.min_tokens for c in chunks)
+    assert all(c.tokens <= chunker.merge_limit for c in chunks)
+    assert "".join(text[c.start:c.end] for c in chunks).replace("\n", "") == text.replace("\n", "")
+
+
+def test_merge_limits_never_exceed_the_model_input(tokenizer):
+    def limits(**options):
+        chunker = Chunker(tokenizer, overlap=30, **options)
+        return chunker.limit, chunker.merge_limit
+
+    assert limits(capacity=200) == (225, 225)
+    assert limits(capacity=200, limit=256) == (256, 225)
+    assert limits(capacity=200, limit=210) == (210, 210)
+    assert limits(capacity=256, limit=256) == (256, 256)  # no margin left: none taken
+    assert limits(capacity=200, min_tokens=0) == (200, 200)
+
+
+def test_a_plain_text_title_keeps_its_own_chunk_and_a_markdown_title_joins_its_section(tokenizer):
+    body = "\n\n".join(" ".join(SENTENCES[i:i + 8]) for i in range(0, 32, 8))
+    chunker = Chunker(tokenizer, capacity=60, overlap=0)
+    plain = "Spotting New Opportunities for Service Firms\n\n" + body
+    assert chunker.split(plain)[0].content(plain) == "Spotting New Opportunities for Service Firms"
+    markdown = "# Spotting New Opportunities for Service Firms\n\n" + body
+    first = chunker.split(markdown, markdown=True)[0].content(markdown)
+    assert first.startswith("# Spotting") and first != "# Spotting New Opportunities for Service Firms"
+    later = body + "\n\nA short line.\n\n" + body  # only the first line is a title
+    assert all(c.tokens >= chunker.min_tokens for c in chunker.split(later))
