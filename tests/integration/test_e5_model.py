@@ -89,5 +89,8 @@ async def test_german_and_chinese_questions_find_their_passage_by_vector_alone(e
         return {q: ids[int(np.argmax(matrix @ await embedder.embed_query(q)))] for q in QUESTIONS}
 
     assert await top_hits(e5) == QUESTIONS
+    # MiniLM's WordPiece vocabulary shares single Chinese characters with the passages, not the meaning of
+    # German words: it misses at least the German questions
     minilm = await top_hits(local_embedder())
-    assert sum(minilm[q] == want for q, want in QUESTIONS.items()) <= len(QUESTIONS) // 2, minilm
+    missed = [q for q, want in QUESTIONS.items() if minilm[q] != want]
+    assert len(missed) >= 2, minilm
