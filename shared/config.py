@@ -192,11 +192,12 @@ class KVService(_Strict):
 class AIService(_Strict):
     provider: Literal["local", "openai"] = Field("local", description="the packaged local model, or any "
                                                  "OpenAI-compatible HTTP endpoint")
-    model: str = Field("all-MiniLM-L6-v2", description="the embedding model")
+    model: str = Field("all-MiniLM-L6-v2", description="the embedding model (local: all-MiniLM-L6-v2, English, "
+                       "or multilingual-e5-small, any language)")
     base_url: str = Field("", description="the OpenAI-compatible endpoint (provider openai, and LLM calls)")
     api_key: str = ""
     dimension: int | None = Field(None, ge=1, le=16000, description="a remote model's vector size")
-    # The router leans on full text outside the model's languages; the local model's are its own (English).
+    # The router leans on full text outside the model's languages; a local model's are its own.
     languages: list[str] = Field(default_factory=list, max_length=200, description="a remote model's languages "
                                  "(ISO 639-1 codes; empty or * : any)")
 

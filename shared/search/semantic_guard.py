@@ -17,6 +17,7 @@ from collections.abc import Container
 _QUOTED = re.compile(r"\"([^\"]+)\"|“([^”]+)”|'([^']{2,})'")
 _TOKEN = re.compile(r"\w+(?:[-_./:#@+]\w+)*")
 _DIGIT = re.compile(r"\d")
+_WORD_START = "\u2581"  # SentencePiece's mark of a piece that begins a word
 _JOINER = re.compile(r"[-_./:#@+]")
 
 
@@ -34,11 +35,15 @@ def signature(query: str, vocabulary: Container[str] | None = None) -> str:
 
 
 def model_vocabulary(embedder) -> frozenset[str] | None:
-    """Whole words the embedding model knows (WordPiece entries without ``##``), when it has a tokenizer."""
+    """Whole words the embedding model knows, when it has a tokenizer, case-folded: WordPiece entries
+    without ``##``; a SentencePiece vocabulary's word-initial pieces (``▁word``), without the marker."""
     try:
         tokenizer = embedder.tokenizer()
     except Exception:  # a remote model: no vocabulary to judge rare words by
         return None
     if tokenizer is None:
         return None
-    return frozenset(w for w in tokenizer.get_vocab() if w.isalpha())
+    vocabulary = tokenizer.get_vocab()
+    if any(w.startswith(_WORD_START) for w in vocabulary):
+        return frozenset(w[1:].casefold() for w in vocabulary if w.startswith(_WORD_START) and w[1:].isalpha())
+    return frozenset(w for w in vocabulary if w.isalpha())

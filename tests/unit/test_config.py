@@ -132,6 +132,22 @@ def test_embedding_model_languages_local_declared_or_any(tmp_path):
     assert model_languages(load_with(tmp_path, BASE + '[services.ai]\nlanguages = ["*"]\n').services.ai) == {"en"}
 
 
+def test_local_model_choice_states_its_identity_and_languages(tmp_path):
+    """``[services.ai] model`` picks a packaged model: its id and dimension (pinned by the database) and its
+    languages (the router's) are known without loading it; a name the provider does not ship is an error."""
+    from edgeindex.bindings.ai import model_identity, model_languages
+    from edgeindex.errors import BindingError
+
+    assert model_identity(load_with(tmp_path, BASE).services.ai) == ("sentence-transformers/all-MiniLM-L6-v2", 384)
+    e5 = load_with(tmp_path, BASE + '[services.ai]\nmodel = "multilingual-e5-small"\n').services.ai
+    assert model_identity(e5) == ("intfloat/multilingual-e5-small", 384)
+    assert model_languages(e5) == {"*"}
+    by_env = load_with(tmp_path, BASE, environ={"EDGEINDEX_AI_MODEL": "intfloat/multilingual-e5-small"})
+    assert model_identity(by_env.services.ai)[0] == "intfloat/multilingual-e5-small"
+    with pytest.raises(BindingError, match="multilingual-e5-small"):
+        model_identity(load_with(tmp_path, BASE + '[services.ai]\nmodel = "bge-m3"\n').services.ai)
+
+
 SHARED = BASE.replace('port = 9001', 'port = 9001\nvars = { MAX_K = 100, CACHE_TTL_SECONDS = 60 }') + """
 [workers.mcp]
 main = "workers/mcp.py"

@@ -27,3 +27,23 @@ def test_different_questions_have_different_signatures(a, b):
 ])
 def test_paraphrases_share_a_signature(a, b):
     assert signature(a, VOCAB) == signature(b, VOCAB)
+
+
+class _Vocabulary:
+    def __init__(self, pieces: list[str]) -> None:
+        self.pieces = pieces
+
+    def tokenizer(self):
+        return self
+
+    def get_vocab(self) -> dict[str, int]:
+        return {piece: i for i, piece in enumerate(self.pieces)}
+
+
+def test_model_vocabulary_is_whole_words_of_wordpiece_and_sentencepiece():
+    from edgeindex.search.semantic_guard import model_vocabulary
+
+    assert model_vocabulary(_Vocabulary(["[UNK]", "berlin", "##er", "wall", "1961"])) == {"berlin", "wall"}
+    # SentencePiece (multilingual-e5-small): a word begins with ▁; pieces without it continue a word
+    pieces = ["<unk>", "\u2581Berlin", "er", "\u2581Mauer", "\u2581", "\u25811961", "\u2581长城"]
+    assert model_vocabulary(_Vocabulary(pieces)) == {"berlin", "mauer", "长城"}
