@@ -61,7 +61,7 @@ SEARCH_SQL = _one_statement({})
 LEXICAL, HYBRID, SEARCH = (Statement.convert(sql) for sql in (LEXICAL_SQL, HYBRID_SQL, SEARCH_SQL))
 # Planning is ~30% of a search statement's Postgres CPU and grows with what the statement holds,
 # even what a constant then folds away. So each search runs the statement without the parts its
-# parameters leave idle: the documents EXISTS (three copies) without document-level filters, the
+# parameters leave idle: the documents EXISTS (five copies) without document-level filters, the
 # neighbours join without neighbours, the expansion CTE without enhancement terms. Each part left
 # out would only have given nothing (a constant false, a NULL, no rows), so rows are the same.
 # At most eight texts per statement, each prepared on its own per connection.

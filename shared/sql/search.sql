@@ -21,11 +21,14 @@
 -- filters narrow candidates inside each index scan, then each retriever keeps its best n.
 
 -- name: candidate_filter
+/*chunk_filter*/
+/*document_filter*/
+
+-- name: chunk_filter
 c.entity_id = ANY(%(entity_ids)s::text[])
 AND (%(document_ids)s::text[] IS NULL OR c.document_id = ANY(%(document_ids)s::text[]))
 AND (%(exclude_document_ids)s::text[] IS NULL OR c.document_id <> ALL(%(exclude_document_ids)s::text[]))
 AND (%(exclude_chunk_ids)s::uuid[] IS NULL OR c.id <> ALL(%(exclude_chunk_ids)s::uuid[]))
-/*document_filter*/
 
 -- name: document_filter
 -- Ingestion commits a version's chunks in the same transaction that sets ready_version
@@ -337,12 +340,12 @@ vec AS MATERIALIZED (
      ORDER BY c.embedding <=> %(embedding)s::vector
      LIMIT %(n)s)
     UNION ALL
-    -- Without document-level filters the chunks in scope are those the candidate filter keeps
+    -- Without document-level filters the chunks in scope are those the chunk filter keeps
     -- (every committed chunk is live: see `document_filter`), read by entity, `docs` unread (it
     -- may hold only the first of them: its LIMIT).
     (SELECT c.entity_id, c.id
      FROM chunks c
-     WHERE %(use_vector)s AND %(exact)s AND NOT %(document_filters)s AND /*candidate_filter*/
+     WHERE %(use_vector)s AND %(exact)s AND NOT %(document_filters)s AND /*chunk_filter*/
      ORDER BY c.embedding <=> %(embedding)s::vector
      LIMIT %(n)s)
     UNION ALL
