@@ -29,7 +29,8 @@ def search_service(env) -> SearchService:
         enhancer=QueryEnhancer(db=env.DB, kv=env.KV, embedder=env.AI.embedder, llm=env.AI.llm),
         settings=SearchSettings(max_k=env.var("MAX_K", int), max_query_chars=env.var("MAX_QUERY_CHARS", int),
                                 semantic_threshold=env.var("SEMANTIC_CACHE_THRESHOLD", float),
-                                cache_ttl=env.var("CACHE_TTL_SECONDS", float)),
+                                cache_ttl=env.var("CACHE_TTL_SECONDS", float),
+                                hnsw_ef_search=env.var("HNSW_EF_SEARCH", int)),
         router=router(env))
     startup_progress.report("preparing the query encoder (exported once per machine)")
     search.prepare()

@@ -248,17 +248,28 @@ def shape(row: dict, request: SearchRequest, *, text: bool = False) -> dict:
     return result
 
 
-def tuned_connections() -> weakref.WeakSet:
+class TunedConnections(weakref.WeakSet):
     """Pooled connections already given the search session settings (once per connection, so each
-    statement of a search stays one round trip). Owned by whoever owns the pool's searches."""
-    return weakref.WeakSet()
+    statement of a search stays one round trip), and those settings. Owned by whoever owns the
+    pool's searches."""
+
+    def __init__(self, ef_search: int = defaults.HNSW_EF_SEARCH) -> None:
+        super().__init__()
+        self.ef_search = ef_search
+
+
+def tuned_connections(ef_search: int = defaults.HNSW_EF_SEARCH) -> TunedConnections:
+    """A fresh set: every connection is tuned before its first search statement. ``ef_search``: the
+    HNSW walk's candidate list (the search worker's ``HNSW_EF_SEARCH``)."""
+    return TunedConnections(ef_search)
 
 
 async def tune_connection(conn: Connection, tuned: weakref.WeakSet) -> None:
     """Apply the search session settings to a pooled connection, once."""
     if conn not in tuned:
         conn.prepared_max = plan_reuse.PREPARED_MAX  # reused plans are large (plan_reuse.py)
-        await conn.execute(_SQL["session_settings"], {"ef_search": str(defaults.HNSW_EF_SEARCH),
+        ef_search = getattr(tuned, "ef_search", defaults.HNSW_EF_SEARCH)
+        await conn.execute(_SQL["session_settings"], {"ef_search": str(ef_search),
                                                       "fuzzy_similarity": str(defaults.FUZZY_SIMILARITY_FLOOR)})
         await conn.commit()
         tuned.add(conn)

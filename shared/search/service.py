@@ -64,6 +64,7 @@ class SearchSettings:
     max_query_chars: int
     semantic_threshold: float
     cache_ttl: float
+    hnsw_ef_search: int = defaults.HNSW_EF_SEARCH
 
 
 @dataclass
@@ -121,7 +122,7 @@ class SearchService:
         self.vocabulary: frozenset[str] | None = None  # the model's whole words (semantic_guard)
         self.query_vectors = ""   # the graph queries are embedded with, part of every cache key (prepare)
         self._stores = itertools.count(1)
-        self._tuned = engine.tuned_connections()
+        self._tuned = engine.tuned_connections(self.settings.hnsw_ef_search)
         self.local_exact = LocalExactCache()
         self.kv_outage = KVOutage()  # the KV down: searches answer uncached (kv_outage.py)
         self.local_semantic = LocalSemanticCache()   # the pointers this process stored, searched first

@@ -269,3 +269,13 @@ async def test_the_half_precision_walk_only_picks_candidates_their_scores_are_fu
         vector = stored[row["chunk_id"]].to_numpy().astype(np.float64)
         expected = float(vector @ query / (np.linalg.norm(vector) * np.linalg.norm(query)))
         assert row["vector"] == pytest.approx(expected, abs=1e-6)
+
+
+async def test_a_configured_ef_search_is_what_search_connections_walk_with(db):
+    """HNSW_EF_SEARCH (the search worker's var) reaches every pooled search connection."""
+    tuned = engine.tuned_connections(ef_search=160)
+    async with db.connection() as conn:
+        await engine.tune_connection(conn, tuned)
+        shown = (await (await conn.execute("SHOW hnsw.ef_search")).fetchone())["hnsw.ef_search"]
+        await engine.tune_connection(conn, engine.tuned_connections())  # leave the pool's default behind
+    assert shown == "160"

@@ -188,6 +188,14 @@ def test_a_workers_vars_are_checked_against_its_schema(tmp_path):
     assert err.value.key == "workers.search.vars.ROUTER_DEFAULT" and "sometimes" in err.value.message
 
 
+def test_hnsw_ef_search_is_checked_and_typed(tmp_path):
+    with pytest.raises(ConfigError) as err:
+        load_with(tmp_path, BASE, environ={"EDGEINDEX_VAR_HNSW_EF_SEARCH": "5"})
+    assert err.value.key == "workers.search.vars.HNSW_EF_SEARCH"
+    config = load_with(tmp_path, BASE, environ={"EDGEINDEX_VAR_HNSW_EF_SEARCH": "120"})
+    assert config.checked_vars["search"].HNSW_EF_SEARCH == 120
+
+
 def test_vars_take_their_defaults_and_overrides_of_keys_the_file_leaves_out(tmp_path):
     config = load_with(tmp_path, BASE, environ={"EDGEINDEX_VAR_CACHE_TTL_SECONDS": "12.5"})
     checked = config.checked_vars["search"]
