@@ -13,8 +13,9 @@ passages, each ending with a marker "Edition <document>-<edition>". Then, at onc
 A result is stale when its search was sent after a change to its document was committed and it
 still shows what the change removed: an older edition, or a deleted document. A result sent while
 a change is in flight may show either side. Additions must be seen at once: a search for a document
-replaced or re-added, sent after that was committed, that does not find it is counted as missed
-(among documents their own query ranks first as first uploaded: the others are misses of ranking).
+replaced or re-added, sent after that was committed and answered before its next change began, that
+does not find it is counted as missed (among documents their own query ranks first as first
+uploaded: the others are misses of ranking).
 
 Then the rate limit: both hosts' search workers restart with --rate requests/s per key, and
 --agents agents send searches through both for --rate-seconds; the rate both let through
@@ -48,11 +49,21 @@ ENTITY = "hosts"
 
 
 class History:
-    """Per document, the committed (time, edition, alive) states in order."""
+    """Per document, the committed (time, edition, alive) states in order, and when each change began."""
 
     def __init__(self) -> None:
         self.times: dict[str, list[float]] = {}
         self.states: dict[str, list[tuple[int, bool]]] = {}
+        self.begun: dict[str, list[float]] = {}
+
+    def begin(self, document: str) -> None:
+        self.begun.setdefault(document, []).append(time.monotonic())
+
+    def quiet(self, document: str, sent: float, answered: float) -> bool:
+        """No change to the document was in flight when a search was sent, nor began before its answer
+        came: every change begun by then had committed before it was sent."""
+        begun = bisect.bisect_right(self.begun.get(document, []), answered)
+        return begun == bisect.bisect_right(self.times.get(document, []), sent)
 
     def commit(self, document: str, edition: int, alive: bool) -> None:
         self.times.setdefault(document, []).append(time.monotonic())
@@ -75,6 +86,7 @@ def probe(passage: str) -> str:
 
 async def seed(client, passages: list[str], history: History) -> None:
     for i, passage in enumerate(passages):
+        history.begin(f"d{i}")
         await client.upload_text(ENTITY, f"d{i}", text_of(passage, f"d{i}", 1))
     for i in range(len(passages)):
         await client.wait_ready(ENTITY, f"d{i}", timeout=300)
@@ -88,6 +100,7 @@ async def writer(client, passages: list[str], history: History, stop: asyncio.Ev
     while not stop.is_set():
         document = f"d{rng.randrange(len(passages))}"
         passage = passages[int(document[1:])]
+        history.begin(document)
         if document in alive and rng.random() < 0.25:
             await client.delete_document(ENTITY, document)
             alive.discard(document)
@@ -116,6 +129,7 @@ async def searcher(clients, queries: list[tuple[str, str]], history: History, le
         sent = time.monotonic()
         try:
             answer = await clients[turn % len(clients)].search(query, entity_ids=[ENTITY], k=5)
+            answered = time.monotonic()
         except EdgeIndexClientError as error:
             tally["errors"] += 1
             print(f"search failed: {error}", flush=True)
@@ -141,7 +155,8 @@ async def searcher(clients, queries: list[tuple[str, str]], history: History, le
             # its own query ranks it first as first uploaded: a later edition (the same text but for its
             # marker) missing from the top 5 is then not a ranking flip at the cut
             retrievable.add(document)
-        elif document not in seen and state[0] > 1 and document in retrievable:
+        elif (document not in seen and state[0] > 1 and document in retrievable
+              and history.quiet(document, sent, answered)):
             tally["missed"] += 1          # replaced or re-added, committed, and not found
             print("missed:", {"query": query, "document": document, "committed": state, "cache": answer.cache,
                               "shown": sorted(seen)}, flush=True)
