@@ -13,8 +13,6 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .search import defaults as search_defaults
-
 MiB = 1024 * 1024
 
 
@@ -61,7 +59,7 @@ class SearchVars(RateLimited):
     SEMANTIC_CACHE_THRESHOLD: float = Field(0.95, gt=0, le=1, description="cosine at which a past query's answer "
                                                                           "is served for a new one")
     CACHE_TTL_SECONDS: float = Field(3600, gt=0, description="how long a cached answer is served")
-    HNSW_EF_SEARCH: int = Field(search_defaults.HNSW_EF_SEARCH, ge=10, le=1000, description="candidates the HNSW walk keeps (pgvector's "
+    HNSW_EF_SEARCH: int = Field(40, ge=10, le=1000, description="candidates the HNSW walk keeps (pgvector's "
                                 "hnsw.ef_search): more finds more of the exact top k in tenants of 100k+ "
                                 "chunks; 100 costs ~1 ms per search more than 40 (docs/scale.md)")
     ROUTER_DEFAULT: Literal["auto", "hybrid"] = Field("auto", description="the strategy of a request that names "

@@ -194,6 +194,9 @@ def test_hnsw_ef_search_is_checked_and_typed(tmp_path):
     assert err.value.key == "workers.search.vars.HNSW_EF_SEARCH"
     config = load_with(tmp_path, BASE, environ={"EDGEINDEX_VAR_HNSW_EF_SEARCH": "120"})
     assert config.checked_vars["search"].HNSW_EF_SEARCH == 120
+    from edgeindex.search import defaults
+    # the var's default is the engine's own (worker_vars cannot import the search package: a loop)
+    assert load_with(tmp_path, BASE).checked_vars["search"].HNSW_EF_SEARCH == defaults.HNSW_EF_SEARCH
 
 
 def test_vars_take_their_defaults_and_overrides_of_keys_the_file_leaves_out(tmp_path):
