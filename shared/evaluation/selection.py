@@ -25,10 +25,11 @@ from ..errors import ValidationError
 from ..selection.definitions import count_tokens, parse_tool
 from ..selection.indices import parse_index
 from ..selection.text import split_identifier
-from .selection_split import query_key, split_of
+from .selection_split import query_key, split_of, two_task_requests
 from .stack import Endpoints
 
 REGISTER_BATCH = 200
+TWO_TASK_REQUESTS = 300
 
 
 def _jsonl(path: Path) -> list[dict]:
@@ -127,15 +128,17 @@ def _recall(expected: list[str], ranked: list[str], k: int) -> float:
     return sum(e in ranked[:k] for e in expected) / len(expected)
 
 
+def _subset_summary(scored: _Scored, keep: list[int]) -> dict:
+    """The metrics (latency aside) of the queries ``keep``."""
+    sub = _Scored(*[[values[i] for i in keep] for values in
+                    (scored.recall5, scored.recall10, scored.all5, scored.sent, scored.reduction, scored.latency)])
+    return {key: value for key, value in sub.summary().items() if not key.endswith("_ms")}
+
+
 def _split_summaries(scored: _Scored, splits: list[str]) -> dict:
     """The same metrics on the tuning half and on the held-out half of the queries (selection_split.py)."""
-    out = {}
-    for part in ("tune", "held_out"):
-        keep = [i for i, s in enumerate(splits) if s == part]
-        sub = _Scored(*[[values[i] for i in keep] for values in
-                        (scored.recall5, scored.recall10, scored.all5, scored.sent, scored.reduction, scored.latency)])
-        out[part] = {key: value for key, value in sub.summary().items() if not key.endswith("_ms")}
-    return out
+    return {part: _subset_summary(scored, [i for i, s in enumerate(splits) if s == part])
+            for part in ("tune", "held_out")}
 
 
 def _expected(q: dict) -> list[str]:
@@ -216,6 +219,10 @@ async def evaluate_tools(folder: Path, endpoints: Endpoints, *, k: int = 5, feed
                  f"{total_tokens} definition tokens in all")
         ours, fallbacks, answers = await _run_tool_queries(sdk, entity, queries, k, progress)
         results["edgeindex"] = {**ours.summary(), "fallbacks": fallbacks}
+        # two-task requests made of the catalogue's own one-tool requests (selection_split.two_task_requests)
+        pairs = two_task_requests(queries, TWO_TASK_REQUESTS)
+        if pairs:
+            pair_scores, _, _ = await _run_tool_queries(sdk, entity, pairs, k, progress)
         extra["splits"] = {"edgeindex": _split_summaries(ours, splits)}
         if feedback:
             try:
@@ -230,22 +237,45 @@ async def evaluate_tools(folder: Path, endpoints: Endpoints, *, k: int = 5, feed
     full_texts = [f"{' '.join(split_identifier(t.name))}: {t.description} "
                   f"{' '.join(' '.join(split_identifier(p)) for p in (t.parameters.get('properties') or {}))}"
                   for t in tools]
+    two_task: dict[str, dict] = {"edgeindex": pair_scores.summary()} if pairs else {}
+    groups = [q.get("bfcl_category") or q.get("category") for q in queries]
+    by_group: dict[str, dict] = {"edgeindex": _group_summaries(ours, groups)} if any(groups) else {}
     for name, baseline in _baselines(ids, name_texts, full_texts, progress).items():
-        scored = _Scored([], [], [], [], [], [])
-        for q in queries:
-            expected = q["expected"] if isinstance(q["expected"], list) else [q["expected"]]
-            ranked, ms = baseline.search(q["query"], max(10, k))
-            top = ranked[:k]
-            scored.latency.append(ms)
-            scored.recall5.append(_recall(expected, ranked, 5))
-            scored.recall10.append(_recall(expected, ranked, 10))
-            scored.all5.append(float(all(e in ranked[:5] for e in expected)))
-            scored.sent.append(len(top))
-            scored.reduction.append(1 - sum(tokens[t] for t in top) / total_tokens)
+        scored = _baseline_scored(baseline, queries, tokens, total_tokens, k)
         results[name] = scored.summary()
         extra["splits"][name] = _split_summaries(scored, splits)
+        if pairs:
+            two_task[name] = _baseline_scored(baseline, pairs, tokens, total_tokens, k).summary()
+        if by_group:
+            by_group[name] = _group_summaries(scored, groups)
+    if two_task:
+        extra["two_task"] = two_task
+    if by_group:
+        extra["by_category"] = by_group
     return {"tools": results, **extra, "dataset": {"path": str(folder), "tools": len(tools), "queries": len(queries),
+                                          "two_task_requests": len(pairs),
                                           "definition_tokens": total_tokens, "k": k, "entity": entity}}
+
+
+def _baseline_scored(baseline, queries: list[dict], tokens: dict[str, int], total_tokens: int, k: int) -> _Scored:
+    scored = _Scored([], [], [], [], [], [])
+    for q in queries:
+        expected = _expected(q)
+        ranked, ms = baseline.search(q["query"], max(10, k))
+        top = ranked[:k]
+        scored.latency.append(ms)
+        scored.recall5.append(_recall(expected, ranked, 5))
+        scored.recall10.append(_recall(expected, ranked, 10))
+        scored.all5.append(float(all(e in ranked[:5] for e in expected)))
+        scored.sent.append(len(top))
+        scored.reduction.append(1 - sum(tokens[t] for t in top) / total_tokens)
+    return scored
+
+
+def _group_summaries(scored: _Scored, groups: list) -> dict:
+    """The metrics per group of queries (tools-bfcl's BFCL categories)."""
+    return {group: _subset_summary(scored, [i for i, g in enumerate(groups) if g == group])
+            for group in sorted({g for g in groups if g})}
 
 
 # -- indices -----------------------------------------------------------------------------------
@@ -295,7 +325,7 @@ async def evaluate_indices(folder: Path, endpoints: Endpoints, *, variant: str =
         for start in range(0, len(payload), 500):
             await sdk.post(f"/entities/{entity}/indices", {"indices": payload[start:start + 500]})
         progress(f"registered {len(defs)} indices in {time.perf_counter() - started:.1f} s")
-        rows, latency, confident = [], [], 0
+        rows, latency, confident, confident_right = [], [], 0, 0
         for q in queries:
             mark = time.perf_counter()
             answer = await sdk.select_index(q["query"], entity, 10)
@@ -303,7 +333,10 @@ async def evaluate_indices(folder: Path, endpoints: Endpoints, *, variant: str =
             expected = q["expected"] if isinstance(q["expected"], list) else [q["expected"]]
             rows.append(_rank_metrics(expected, [i["name"] for i in answer["indices"]]))
             confident += answer["confident"]
-        results["edgeindex"] = {**_index_summary(rows, latency, multi), "confident": round(confident / len(queries), 4)}
+            confident_right += answer["confident"] and rows[-1]["top1"] == 1.0
+        # confident_right: the share of confident answers whose first choice is right (the calibration)
+        results["edgeindex"] = {**_index_summary(rows, latency, multi), "confident": round(confident / len(queries), 4),
+                                "confident_right": round(confident_right / confident, 4) if confident else None}
         split_results["edgeindex"] = _index_splits(rows, splits, multi)
     finally:
         await sdk.close()
@@ -334,6 +367,13 @@ def format_table(results: dict) -> str:
     for name, halves in results.get("splits", {}).items():
         for part, row in halves.items():
             lines.append(f"{name} [{part}, {row['queries']} queries]".ljust(12) + " "
+                         + ", ".join(f"{c} {row[c]}" for c in row if c != "queries"))
+    for name, row in results.get("two_task", {}).items():
+        lines.append(f"{name} [two-task, {row['queries']} requests] "
+                     + ", ".join(f"{c} {row[c]}" for c in row if c != "queries" and not c.endswith("_ms")))
+    for name, groups in results.get("by_category", {}).items():
+        for group, row in groups.items():
+            lines.append(f"{name} [{group}, {row['queries']} queries] "
                          + ", ".join(f"{c} {row[c]}" for c in row if c != "queries"))
     if "feedback" in results:
         lines.append("feedback: " + json.dumps(results["feedback"]))

@@ -19,6 +19,9 @@ def _run_all(args, endpoints: Endpoints) -> dict:
         results["tools_splits"] = out["splits"]
         if "feedback" in out:
             results["tools_feedback"] = out["feedback"]
+        for key in ("two_task", "by_category"):
+            if key in out:
+                results[f"tools_{key}"] = out[key]
         results.setdefault("datasets", {})["tools"] = out["dataset"]
         print("\ntools (" + str(args.tools) + ")\n" + selection.format_table(out), flush=True)
     if args.indices:

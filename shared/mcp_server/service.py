@@ -18,7 +18,16 @@ from ..tenancy import Principal
 from ..uploads.service import UploadService
 from ..validation import parse
 from .answers import compact_search, compact_selection
-from .tools import TOOLS, DocumentRef, EntityArgs, GetChunkArgs, GetDocumentArgs, ListDocumentsArgs, UploadTextArgs
+from .tools import (
+    TOOLS,
+    DocumentRef,
+    EntityArgs,
+    FindToolsArgs,
+    GetChunkArgs,
+    GetDocumentArgs,
+    ListDocumentsArgs,
+    UploadTextArgs,
+)
 
 SQL = sqlfiles.load("mcp.sql")
 
@@ -51,6 +60,10 @@ class McpTools:
             diagnostics = _diagnostics(arguments)
             return compact_selection(await self.selection.select_tools(principal, arguments),
                                      diagnostics=diagnostics)
+        if name == "find_tools":  # select_tools' search tool: the same route, never offering itself again
+            args = parse(FindToolsArgs, arguments)
+            body = {**args.model_dump(exclude_none=True), "search_tool": False}
+            return compact_selection(await self.selection.select_tools(principal, body), diagnostics=False)
         if name == "select_index":
             return await self.selection.select_indices(principal, arguments)
         if name == "feedback":  # only searches the key could have run (checked by the router, as over HTTP)

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from ..routing.feedback_model import FeedbackRequest
 from ..search import defaults
 from ..search.request import SearchRequest
-from ..selection.models import IndexSelectRequest, ToolSelectRequest
+from ..selection.models import IndexSelectRequest, ToolSelectOptions
 from ..uploads.models import DocumentFields, ListQuery
 from ..validation import DocumentId, EntityId
 
@@ -37,8 +37,20 @@ class SearchArgs(SearchRequest):
     diagnostics: bool = DIAGNOSTICS
 
 
-class SelectToolsArgs(ToolSelectRequest):
+class SelectToolsArgs(ToolSelectOptions):
     diagnostics: bool = DIAGNOSTICS
+
+
+class FindToolsArgs(BaseModel):
+    """``find_tools``: the search tool an unsure ``select_tools`` answer offers (deferred loading), called
+    with the LLM's own arguments; the entities and the tools it holds come from the answer's ``call.body``.
+    Listed loosely (the tool list is paid on every turn): ``POST /tools/select``'s model checks each value."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    query: str
+    k: int = 5
+    entity_ids: list[str] | None = None
+    exclude: list[str] = Field(default_factory=list)
 
 
 class _Args(BaseModel):
@@ -141,7 +153,13 @@ SELECT_TOOLS = {
     "threshold": "Minimum fused z-score (default calibrated).",
     "include_requirements": "Add tools the chosen ones require.",
     "expand_categories": "Add the tools of a category the request names.",
+    "max_tokens": "Token budget; the first tool always goes.",
     "diagnostics": "Add timings, catalogue state and per-tool score breakdowns.",
+}
+FIND_TOOLS = {
+    "": "Load more tools for one task (an unsure select_tools answer's search_tool).",
+    "query": "The task.",
+    "exclude": "Tools held already.",
 }
 SELECT_INDEX = {
     "": "Rank the indices (document collections, registered descriptors) to search for a request, "
@@ -217,6 +235,7 @@ TOOLS: dict[str, tuple[type[BaseModel], dict[str, str]]] = {
     "list_documents": (ListDocumentsArgs, LIST_DOCUMENTS),
     "list_collections": (EntityArgs, LIST_COLLECTIONS),
     "select_tools": (SelectToolsArgs, SELECT_TOOLS),
+    "find_tools": (FindToolsArgs, FIND_TOOLS),
     "select_index": (IndexSelectRequest, SELECT_INDEX),
     "feedback": (FeedbackRequest, FEEDBACK),
 }

@@ -68,7 +68,9 @@ class SelectionService:
         entity_ids = await resolve_existing_entities(self.db, principal, given.entity_ids)
         threshold = tools.DEFAULT_THRESHOLD if given.threshold is None else given.threshold
         request = tools.SelectRequest(given.query, given.entity_ids, given.k, threshold, given.threshold is None,
-                                      given.include_requirements, given.expand_categories)
+                                      given.include_requirements, given.expand_categories,
+                                      given.whole_registry_when_unsure, given.max_tokens, tuple(given.exclude),
+                                      given.search_tool)
         return await tools.select(self.db, self.embedder, entity_ids, request)
 
     async def tool_feedback(self, principal: Principal, body: dict) -> dict:

@@ -36,7 +36,7 @@ MAX_PER_ENTITY = 10000
 MAX_FIELDS = 2000
 DEFAULT_K = 5
 MAX_K = 50
-CONFIDENT_Z = 3.0       # fused z of the first choice (scoring.py) ...
+CONFIDENT_Z = 5.0       # fused z of the first choice (scoring.py; cross-validated, see COVER_WEIGHT) ...
 CONFIDENT_MARGIN = 0.5  # ... and its lead over the second, in z units
 # A descriptor with qualified fields ("table.column") is also scored by its best part (table):
 # a question is usually about one or two tables, which a whole database's text dilutes.
@@ -44,6 +44,13 @@ PART_WEIGHT = 0.7
 # Descriptors named in one namespace ("db.table", "cluster.index") are usually searched together
 # (a join, a shared schema): each gains this share of the best score of its namespace.
 GROUP_BOOST = 1.0
+# A word a question shares with one index's name (the "reviews" of "the people who review", the "payments"
+# of a question about refunds) is a lure when the index holds nothing else the question asks for: each
+# descriptor also gains COVER_WEIGHT z units per z of how many of the question's distinct terms it holds
+# (text.BM25Index.coverage), so the index whose fields answer the question outweighs a single shared word.
+# Chosen by leave-one-catalogue-out cross-validation (scripts/tune_select.py, docs/benchmarks.md): Spider's
+# databases and tables tie between 0 and 0.25, and a tie goes to the smaller value, so it is off.
+COVER_WEIGHT = 0.0
 SMALL_CATALOGUE = 20
 CLOSEST_FIELDS = 3      # fields shown as evidence of the field-vector score
 _cache = CatalogCache(KIND)
@@ -235,17 +242,24 @@ def _fields(row: dict) -> list[Field]:
 
 
 async def _build(db, entity_ids: list[str]) -> IndexCatalogue:
+    return assemble([(entity_id, await db.fetch(SQL["index_catalog"], {"entity_id": entity_id}),
+                      await db.fetch(SQL["index_part_catalog"], {"entity_id": entity_id})) for entity_id in entity_ids])
+
+
+def assemble(read: list[tuple[str, list[dict], list[dict]]]) -> IndexCatalogue:
+    """The in-memory catalogue of ``(entity id, its descriptor rows, its part rows)`` as the registry stores
+    them; the tuning script builds one the same way."""
     rows, vectors = [], []
     part_keys, part_vectors, part_fields, part_owner, part_names = [], [], [], [], []
-    for entity_id in entity_ids:
+    for entity_id, descriptor_rows, part_rows in read:
         offset = len(rows)
-        for r in await db.fetch(SQL["index_catalog"], {"entity_id": entity_id}):
+        for r in descriptor_rows:
             r["entity_id"] = entity_id
             vectors.append(as_vector(r.pop("embedding")))
             rows.append(r)
         local = {r["name"]: offset + i for i, r in enumerate(rows[offset:])}
         with_parts = set()
-        for p in await db.fetch(SQL["index_part_catalog"], {"entity_id": entity_id}):
+        for p in part_rows:
             owner = local.get(p["index_name"])
             if owner is None:
                 continue
@@ -329,6 +343,56 @@ def _best_part(cat: IndexCatalogue, fused: np.ndarray, index: int) -> dict:
     return {"part": cat.part_names[best]}
 
 
+@dataclass
+class Ranked:
+    """A request's scores over an index catalogue (rank): ``final`` orders the descriptors."""
+    final: np.ndarray
+    scores: Any                  # the descriptors' own (scoring.Scores)
+    part_scores: Any
+    part_final: np.ndarray
+    field_cosines: np.ndarray | None
+    part_owner: np.ndarray       # part -> descriptor (the catalogue's)
+
+
+def rank(cat: IndexCatalogue, query: str, vector: np.ndarray, *, cover_weight: float | None = None) -> Ranked:
+    """Every descriptor's final score: its best part, its own hybrid score, its closest fields and how many
+    of the question's terms it holds (COVER_WEIGHT), in z units, then its namespace's best (GROUP_BOOST)."""
+    scores = cat.catalogue.score(query, vector)
+    part_scores = cat.parts.score(query, vector)
+    descriptor_fields, part_fields, field_cosines = field_scores(cat, vector, scores.vector, part_scores.vector)
+    part_final = zscore(part_scores.fused) + fv.PART_FIELD_WEIGHT * zscore(part_fields)
+    n = cat.catalogue.size
+    best_part = np.full(n, -np.inf, dtype=np.float32)
+    np.maximum.at(best_part, cat.part_owner, part_final)
+    final = (PART_WEIGHT * zscore(best_part) + (1 - PART_WEIGHT) * zscore(scores.fused)
+             + fv.FIELD_WEIGHT * zscore(descriptor_fields))
+    weight = COVER_WEIGHT if cover_weight is None else cover_weight
+    if weight:
+        final = final + weight * zscore(cat.catalogue.bm25.coverage(query))
+    if cat.groups is not None:
+        group_best = np.full(int(cat.groups.max()) + 1, -np.inf, dtype=np.float32)
+        np.maximum.at(group_best, cat.groups, final)
+        final = final + GROUP_BOOST * group_best[cat.groups]
+        final = zscore(final)
+    return Ranked(final, scores, part_scores, part_final, field_cosines, cat.part_owner)
+
+
+def is_confident(ranked: Ranked, order: list[int], n: int, *, cut: float | None = None,
+                 margin_cut: float | None = None) -> tuple[bool, float]:
+    """Whether the first choice is confident (its z and its lead over the second), and that lead."""
+    final = ranked.final
+    top = float(final[order[0]])
+    margin = top - float(final[order[1]]) if len(order) > 1 else float("inf")
+    confident = top >= z_cut(CONFIDENT_Z if cut is None else cut, n) and \
+        margin >= z_cut(CONFIDENT_MARGIN if margin_cut is None else margin_cut, n, 0.25)
+    if n < SMALL_CATALOGUE:
+        # among a handful of indices one always stands out in z: ask for a word of the request too
+        own_word = ranked.scores.text[order[0]] > 0
+        part_word = ranked.part_scores.text[ranked.part_owner == order[0]].max(initial=0) > 0
+        confident = confident and bool(own_word or part_word)
+    return confident, margin
+
+
 async def catalogue_for(db, entity_ids: list[str]) -> IndexCatalogue:
     return await _cache.get(db, entity_ids, _build)
 
@@ -370,26 +434,10 @@ async def select(db, embedder, entity_ids: list[str], request: SelectRequest, *,
     if n == 0:
         return {"query": request.query, "indices": [], "count": 0, "confident": False, "registry_size": 0,
                 "took_ms": round((time.perf_counter() - started) * 1000, 2)}
-    scores = cat.catalogue.score(request.query, vector)
-    part_scores = cat.parts.score(request.query, vector)
-    descriptor_fields, part_fields, field_cosines = field_scores(cat, vector, scores.vector, part_scores.vector)
-    part_final = zscore(part_scores.fused) + fv.PART_FIELD_WEIGHT * zscore(part_fields)
-    best_part = np.full(n, -np.inf, dtype=np.float32)
-    np.maximum.at(best_part, cat.part_owner, part_final)
-    final = (PART_WEIGHT * zscore(best_part) + (1 - PART_WEIGHT) * zscore(scores.fused)
-             + fv.FIELD_WEIGHT * zscore(descriptor_fields))
-    if cat.groups is not None:
-        group_best = np.full(int(cat.groups.max()) + 1, -np.inf, dtype=np.float32)
-        np.maximum.at(group_best, cat.groups, final)
-        final = final + GROUP_BOOST * group_best[cat.groups]
-        final = zscore(final)
+    ranked = rank(cat, request.query, vector)
+    final, scores, part_final = ranked.final, ranked.scores, ranked.part_final
     order = [int(i) for i in np.argsort(-final, kind="stable")[:request.k]]
-    top = float(final[order[0]])
-    margin = top - float(final[order[1]]) if len(order) > 1 else float("inf")
-    confident = top >= z_cut(CONFIDENT_Z, n) and margin >= z_cut(CONFIDENT_MARGIN, n, 0.25)
-    if n < SMALL_CATALOGUE:
-        # among a handful of indices one always stands out in z: ask for a word of the request too
-        confident = confident and bool(scores.text[order[0]] > 0 or part_scores.text[cat.part_owner == order[0]].max(initial=0) > 0)
+    confident, margin = is_confident(ranked, order, n)
     out = []
     for i in order:
         row = cat.rows[i]
@@ -400,7 +448,7 @@ async def select(db, embedder, entity_ids: list[str], request: SelectRequest, *,
                     "evidence": {"name": sorted(query_terms & cat.name_terms[i]),
                                  "fields": [f for f, t in cat.field_terms[i] if t & query_terms][:20],
                                  "description": sorted(query_terms & cat.description_terms[i]),
-                                 "closest_fields": _closest_fields(cat, field_cosines, i),
+                                 "closest_fields": _closest_fields(cat, ranked.field_cosines, i),
                                  **_best_part(cat, part_final, i)}})
     decided_by = "scores"
     if llm is not None and not confident and len(out) > 1:

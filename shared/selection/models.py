@@ -34,7 +34,9 @@ class _Body(BaseModel):
 
 # --- requests ------------------------------------------------------------------------------------
 
-class ToolSelectRequest(_Request):
+class ToolSelectOptions(_Request):
+    """What every interface of ``/tools/select`` takes (the MCP ``select_tools`` tool lists these)."""
+
     query: Query
     entity_ids: EntityIds | None = None
     k: Annotated[int, Field(ge=1, le=MAX_K)] = 5
@@ -42,11 +44,24 @@ class ToolSelectRequest(_Request):
                                                       "(default calibrated for the model)")
     include_requirements: bool = True
     expand_categories: bool = True
+    max_tokens: Annotated[int, Field(ge=1)] | None = Field(None, description="most definition tokens to send "
+                                                           "(cl100k_base); the first tool is always sent")
 
     @field_validator("threshold", mode="before")
     @classmethod
     def _number(cls, value: object) -> object:
         return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+class ToolSelectRequest(ToolSelectOptions):
+    """``POST /tools/select``: the options, and how an unsure answer is made and what it leaves out."""
+
+    whole_registry_when_unsure: bool = Field(False, description="with no confident choice, send every tool of a "
+                                             "registry of at most 64 instead of the k best and a search tool")
+    exclude: Annotated[list[Name], Field(max_length=MAX_TOOLS_PER_REQUEST)] = Field(
+        default_factory=list, description="tools the agent holds already (names or aliases): never sent")
+    search_tool: bool | None = Field(None, description="offer the find_tools search tool: null (default) with an "
+                                     "unsure answer, true always, false never")
 
 
 class ToolFeedbackRequest(_Request):
@@ -159,6 +174,7 @@ class SelectedTool(_Body):
     entity_id: str
     definition: dict[str, Any] = Field(description="name (the alias), description, parameters: ready for an LLM")
     score: float
+    p: float = Field(description="the probability that the request needs this tool (calibrated on its fused z)")
     scores: dict[str, float]
     reason: str = Field(description="named, matched, category, required or fallback")
     tokens: int
@@ -171,6 +187,14 @@ class TokenAccount(_Body):
     tokenizer: str
 
 
+class SearchTool(_Body):
+    definition: dict[str, Any] = Field(description="find_tools: name, description, parameters, ready for an LLM")
+    tokens: int
+    call: dict[str, Any] = Field(description="what a call of it stands for: POST /tools/select with the LLM's "
+                                 "arguments (query, k) merged into body (the entities, the tools sent excluded)")
+    mcp_tool: str = Field(description="the MCP tool that answers the same call")
+
+
 class ToolSelection(_Body):
     query: str
     entity_ids: list[str]
@@ -179,9 +203,11 @@ class ToolSelection(_Body):
     count: int
     confident: bool
     fallback: str | None = Field(description="null, or why the selection was not made by score: empty_registry, "
-                                 "small_registry (every tool), not_confident (every tool of a registry of at most "
-                                 "64), not_confident_shortlist (the k best of a larger one, not to be trusted)")
-    tokens: TokenAccount
+                                 "small_registry (every tool), not_confident_shortlist (the k best, not to be "
+                                 "trusted, with search_tool), not_confident (every tool of a registry of at most "
+                                 "64, when whole_registry_when_unsure), nothing_left (every tool excluded)")
+    tokens: TokenAccount = Field(description="selected counts the search tool's definition when one is offered")
+    search_tool: SearchTool | None = None
     took_ms: float
 
 

@@ -198,6 +198,23 @@ class BM25Index:
                 out[rows_of] = scored[rows_of]
         return (out if out is not None else np.zeros(self.size, np.float32)), best
 
+    def coverage(self, text: str) -> np.ndarray:
+        """How many of the request's distinct terms each document holds (any field, any weight): what a
+        question asks for spread over a schema's fields, against one word that a name happens to share."""
+        out = np.zeros(self.size, np.float32)
+        indptr, indices = self.weights.indptr, self.weights.indices
+        for scheme, rows_of in self._by_scheme:
+            cols = self.query_terms(text, scheme)
+            if not cols:
+                continue
+            counted = np.bincount(np.concatenate([indices[indptr[c]:indptr[c + 1]] for c in cols]),
+                                  minlength=self.size).astype(np.float32)
+            if rows_of is None:
+                out = counted
+            else:
+                out[rows_of] = counted[rows_of]
+        return out
+
     def _columns(self, cols: list[int]) -> np.ndarray:
         # the query's columns gathered by hand (scipy's column slicing costs ~1 ms a call)
         indptr, indices, data = self.weights.indptr, self.weights.indices, self.weights.data

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import math
 import re
 import time
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from typing import Any
 
 import numpy as np
 from psycopg.types.json import Jsonb
@@ -46,7 +49,9 @@ MAX_QUERY_CHARS = 4000
 DEFAULT_THRESHOLD = 1.5
 CONFIDENT_Z = 3.0          # both cuts are capped for small catalogues (scoring.z_cut)
 CATEGORY_MAX = 10
-FALLBACK_MAX = 64           # "nothing confident": a registry up to this size is sent whole, a larger one's k best
+# "nothing confident": the k best and a search tool (search_tool); a registry up to this size is sent whole
+# instead only when the caller asks (whole_registry_when_unsure)
+FALLBACK_MAX = 64
 FEEDBACK_EXAMPLES_PER_TOOL = 20
 # A request made of several sentences often asks for several tools ("First ... Then ...").
 # Each sentence with enough words of its own is scored alone too; its best tool joins the
@@ -61,13 +66,29 @@ MAX_SEGMENTS = 8
 # 99th-percentile request from 78 padded token rows to 48.
 SEGMENT_MIN_TERMS = 6
 SEGMENT_Z = 3.0
-SEGMENT_LEAD = 2            # places the whole request keeps before the sentences' picks
+# Coverage (_cover): the whole request's first COVER_LEAD tools, then one tool for each task (sentence or
+# clause) whose best is not covered yet, then (TASK_DEPTH 2) each task's second best, then the rest.
+# Near-duplicates are tools whose definition vectors have a cosine of DUP_COS or more: one covers a task the
+# other is best for, and in a request of several tasks the fill ranks a near-duplicate of a chosen tool
+# DUP_PENALTY z lower (MMR), looking among the FILL_POOL best. COVER_LEAD, DUP_COS, DUP_PENALTY, TASK_DEPTH
+# and CLAUSE_Z are chosen by leave-one-catalogue-out cross-validation (scripts/tune_select.py, the rule and
+# the figures in docs/benchmarks.md): for every held-out catalogue, the values best on the others.
+COVER_LEAD = 2
+DUP_COS = 1.01            # above 1: no two tools count as near-duplicates (the folds' choice)
+DUP_PENALTY = 1.0
+FILL_POOL = 20
+TASK_DEPTH = 2              # a task's picks: its best (1), or its best and then its second (2)
+# A tool's ``p``: the probability that the request needs it, sigmoid(CALIBRATION_A * fused z + CALIBRATION_B),
+# fitted by logistic regression on the first ten tools of every request of the four tools-bfcl catalogues
+# (scripts/tune_select.py; each catalogue's calibration read with the fit on the other three).
+CALIBRATION_A = 1.2036
+CALIBRATION_B = -7.1788
 # Clauses (clauses.py: "..., and then ...", "... as well as ...") are the tasks inside a sentence. Their
 # vectors are pooled from the request's own forward pass (no model time); a clause's best tool is picked
-# after the sentences' picks when it stands out by CLAUSE_Z (vector z and fused z), as a sentence's does.
-# Swept on the tuning half of tools-bfcl only.
+# after the sentences' picks when it stands out by CLAUSE_Z (vector z and fused z), as a sentence's does
+# (chosen by cross-validation with the coverage constants above).
 CLAUSE_MIN_TERMS = 3
-CLAUSE_Z = 4.0
+CLAUSE_Z = 3.0
 # The tail cut: a request that needs one tool gets it on top, far above the rest, and the k - 1 below it
 # are prompt tokens the agent pays for nothing. A tool of the whole request's ranking (a lead or a fill,
 # not the best one, nor a sentence's or a clause's pick, a named, category or required tool) is sent only
@@ -233,24 +254,32 @@ def _fields(row: dict) -> list[Field]:
 
 
 async def _build(db, entity_ids: list[str]) -> ToolCatalogue:
+    read = [(entity_id, await db.fetch(SQL["tool_catalog"], {"entity_id": entity_id}),
+             await db.fetch(SQL["tool_example_vectors"], {"entity_id": entity_id})) for entity_id in entity_ids]
+    return assemble(read)
+
+
+def assemble(read: list[tuple[str, list[dict], list[dict]]]) -> ToolCatalogue:
+    """The in-memory catalogue of ``(entity id, its tool rows, its example rows)`` as the registry stores
+    them (rows with ``embedding`` and ``description_embedding``); the tuning script builds one the same way."""
     rows: list[dict] = []
     vectors: list[np.ndarray] = []
     ex_vectors: list[np.ndarray] = []
     ex_owner: list[int] = []
     learned: dict[int, list[np.ndarray]] = {}
-    for entity_id in entity_ids:
+    entity_ids = [entity_id for entity_id, _, _ in read]
+    for entity_id, entity_rows, examples in read:
         offset = len(rows)
-        entity_rows = await db.fetch(SQL["tool_catalog"], {"entity_id": entity_id})
         local = {r["name"]: offset + i for i, r in enumerate(entity_rows)}
         for r in entity_rows:
             r["entity_id"] = entity_id
             vectors.append(as_vector(r.pop("embedding")))
-            view = r.pop("description_embedding")
+            view = r.pop("description_embedding", None)
             if view is not None:   # the description alone is one more view of the tool (see 0005)
                 ex_vectors.append(as_vector(view))
                 ex_owner.append(len(rows))
             rows.append(r)
-        for ex in await db.fetch(SQL["tool_example_vectors"], {"entity_id": entity_id}):
+        for ex in examples:
             if ex["name"] not in local:
                 continue
             if ex.get("source") == "feedback":
@@ -333,6 +362,11 @@ class SelectRequest:
     threshold_default: bool
     requirements: bool
     categories: bool
+    # an unsure answer for a registry of at most FALLBACK_MAX tools: every tool instead of the shortlist
+    whole_registry_when_unsure: bool = False
+    max_tokens: int | None = None          # a budget for the definitions sent (the first tool always goes)
+    exclude: tuple[str, ...] = ()          # names (or aliases) the agent holds already: never sent again
+    search_tool: bool | None = None        # None: offered with an unsure answer; True: always; False: never
 
 
 _IDENT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:\-/]*[A-Za-z0-9_]|[A-Za-z0-9_]")
@@ -365,11 +399,21 @@ def _tool_out(cat: ToolCatalogue, index: int, scores, query_terms: str, reason: 
     return {"name": row["name"], "alias": row["alias"], "entity_id": row["entity_id"],
             "definition": {"name": row["alias"], "description": row["description"], "parameters": row["parameters"]},
             "category": row["category"], "tags": row["tags"], "requires": row["requires"],
-            "score": round(float(scores.fused[index]), 4),
+            "score": round(float(scores.fused[index]), 4), "p": calibrated(float(scores.fused[index])),
             "scores": {"vector": round(float(scores.vector[index]), 4), "text": round(float(scores.text[index]), 4),
                        "prior": round(float(cat.catalogue.prior[index]), 4)},
             "reason": reason, "matched_terms": cat.catalogue.bm25.matched(query_terms, index),
             "tokens": int(row["tokens"]), **extra}
+
+
+@dataclass
+class Choice:
+    """What ``choose`` made of a request: the tools in the order they are sent, each with why."""
+    chosen: dict[int, dict]
+    scores: Any
+    confident: bool
+    fallback: str | None
+    threshold: float
 
 
 async def select(db, embedder, entity_ids: list[str], request: SelectRequest) -> dict:
@@ -391,71 +435,143 @@ async def select(db, embedder, entity_ids: list[str], request: SelectRequest) ->
     if n == 0:
         return {**base, "tools": [], "count": 0, "confident": False, "fallback": "empty_registry",
                 "tokens": _account([], cat), "took_ms": _ms(started)}
-
-    query_vector, part_vectors = vectors[0], vectors[1:]
     timings["embed_ms"] = embedded["embed_ms"]
     mark = time.perf_counter()
+    clause_texts = [request.query[a:b] for (a, b), v in zip(clauses, clause_vectors) if v is not None]
+    choice = choose(cat, request, vectors[0], parts, list(vectors[1:]), clause_texts,
+                    [v for v in clause_vectors if v is not None])
+    timings["score_ms"] = _ms(mark)
+    chosen = choice.chosen
+    tools = [_tool_out(cat, i, choice.scores, request.query, why.pop("reason"), **why) for i, why in chosen.items()]
+    offer = request.search_tool if request.search_tool is not None else \
+        choice.fallback == "not_confident_shortlist"
+    extra = {"search_tool": search_tool(entity_ids, request, [cat.rows[i]["name"] for i in chosen])} if offer else {}
+    tokens = _account(list(chosen), cat, extra["search_tool"]["tokens"] if offer else 0)
+    return {**base, "tools": tools, "count": len(tools), "confident": choice.confident, "fallback": choice.fallback,
+            "threshold": round(choice.threshold, 4), "tokens": tokens, **extra,
+            "timings": timings, "took_ms": _ms(started)}
+
+
+def choose(cat: ToolCatalogue, request: SelectRequest, query_vector: np.ndarray, parts: list[str],
+           part_vectors: list[np.ndarray], clause_texts: list[str], clause_vectors: list[np.ndarray]) -> Choice:
+    """The tools a request gets from a catalogue held in memory, given its vectors (the request's, its
+    sentences' and its clauses'): no database and no model here (the tuning script calls it as select does)."""
+    n = cat.catalogue.size
     scores = cat.catalogue.score(request.query, query_vector)
+    held = _excluded(cat, request.exclude)
     order = np.argsort(-scores.fused, kind="stable")
-    top_z = float(scores.fused[order[0]])
-    named = named_tools(request.query, cat)
-    confident = bool(named) or top_z >= z_cut(CONFIDENT_Z, n)
+    if held.any():
+        order = order[~held[order]]
     threshold = z_cut(request.threshold, n, 0.25) if request.threshold_default else request.threshold
+    if not len(order):
+        return Choice({}, scores, False, "nothing_left", threshold)
+    top_z = float(scores.fused[order[0]])
+    named = [i for i in named_tools(request.query, cat) if not held[i]]
+    confident = bool(named) or top_z >= z_cut(CONFIDENT_Z, n)
     # the bar of the whole request's ranking: the threshold, raised by the tail cut (a caller's own threshold
     # is taken as it is), and not for a request of several sentences: the cut is for a request of one task, and
     # a second task's tool may rank far below the first's (in catalogues of 20-100 tools cut out from tools-bfcl,
     # the only requests the cut loses are such)
     bar = max(threshold, tail_bar(top_z, float(_zscore(scores.vector)[order[0]]), n)) \
         if request.threshold_default and not parts else threshold
-
+    available = len(order)
     chosen: dict[int, dict] = {}
     fallback = None
-    if n <= request.k:
+    if available <= request.k:
         fallback = "small_registry"      # selection cannot reduce anything: send every tool
         for i in order:
             chosen[int(i)] = {"reason": "fallback"}
-    elif not confident and n <= FALLBACK_MAX:
-        fallback = "not_confident"       # a registry this small fits a prompt: better every tool than a wrong few
+    elif not confident and request.whole_registry_when_unsure and available <= FALLBACK_MAX:
+        fallback = "not_confident"       # the caller asked: a registry this small fits a prompt whole
         for i in order:
             chosen[int(i)] = {"reason": "fallback"}
     elif not confident:
-        # A large registry cannot be sent whole. A slice of it (say 64 of 1,000 tools, ~10k tokens)
-        # holds the right tool a little more often than the best k, at ten times the tokens, for a
-        # request that matched nothing confidently (small talk, a task no tool does, a word the
-        # catalogue lacks). Tool-search users expect their k best either way (Anthropic's tool
-        # search, langgraph-bigtool); the flag tells the agent not to trust them (ask again with a
-        # larger k, or answer without a tool).
+        # Nothing stands out (small talk, a task no tool does, a word the catalogue lacks): the k best,
+        # flagged, and a search tool (search_tool) the agent calls for more in its own words, the
+        # deferred loading of Anthropic's tool search and langgraph-bigtool. Sending a whole registry
+        # instead costs its every definition on each unsure turn (15 of 40 requests on a 40-tool set).
+        # A task that stands out on its own still gets its place in the shortlist (coverage, no bar).
         fallback = "not_confident_shortlist"
-        for i in order[:request.k]:
-            chosen[int(i)] = {"reason": "fallback"}
+        _cover(cat, request, scores, order, -np.inf, held, parts, part_vectors, clause_texts, clause_vectors, chosen)
+        for why in chosen.values():
+            why["reason"] = "fallback"
     else:
         for i in named:
             chosen[i] = {"reason": "named"}
-        picked = dict(_segment_picks(parts, part_vectors, cat))
-        clause_picked = dict(_segment_picks(
-            [request.query[a:b] for (a, b), v in zip(clauses, clause_vectors) if v is not None],
-            [v for v in clause_vectors if v is not None], cat, CLAUSE_Z))
-        lead = [int(i) for i in order[:SEGMENT_LEAD]]
-        ranked = lead + list(picked) + list(clause_picked) + _candidates(order, scores.fused, bar, request.k)
-        for i in dict.fromkeys(ranked):
-            if len(chosen) >= request.k:
-                break
-            if i in chosen:
-                continue
-            why = {} if i in lead else {"sentence": picked[i]} if i in picked else \
-                {"clause": clause_picked[i]} if i in clause_picked else {}
-            if not why and scores.fused[i] < bar:
-                continue   # below the bar for the whole request (a sentence's pick passed its own)
-            chosen[i] = {"reason": "matched", **why}
+        _cover(cat, request, scores, order, bar, held, parts, part_vectors, clause_texts, clause_vectors, chosen)
         if request.categories:
-            _expand_categories(request.query, cat, chosen)
+            _expand_categories(request.query, cat, chosen, held)
     if request.requirements:
         _close_requirements(cat, chosen)
-    timings["score_ms"] = _ms(mark)
-    tools = [_tool_out(cat, i, scores, request.query, why.pop("reason"), **why) for i, why in chosen.items()]
-    return {**base, "tools": tools, "count": len(tools), "confident": confident, "fallback": fallback,
-            "threshold": round(threshold, 4), "tokens": _account(list(chosen), cat),
-            "timings": timings, "took_ms": _ms(started)}
+    if request.max_tokens is not None:
+        _within_budget(cat, chosen, request.max_tokens)
+    return Choice(chosen, scores, confident, fallback, threshold)
+
+
+def _excluded(cat: ToolCatalogue, names: tuple[str, ...]) -> np.ndarray:
+    held = np.zeros(cat.catalogue.size, bool)
+    if names:
+        wanted = set(names)
+        for i, row in enumerate(cat.rows):
+            if row["name"] in wanted or row["alias"] in wanted:
+                held[i] = True
+    return held
+
+
+def _cover(cat: ToolCatalogue, request: SelectRequest, scores, order: np.ndarray, bar: float, held: np.ndarray,
+           parts: list[str], part_vectors: list[np.ndarray], clause_texts: list[str],
+           clause_vectors: list[np.ndarray], chosen: dict[int, dict]) -> None:
+    """Coverage before depth. The whole request's best tool (its first COVER_LEAD), then each task's best
+    (sentences scored alone, then clauses, most distinct first), then each task's second (TASK_DEPTH 2), then
+    the rest of the whole request's ranking above the bar. A task whose best tool is chosen, or is a near-duplicate of a chosen one (definition
+    cosine >= DUP_COS), is covered: near-duplicates count as one. In a request of several tasks the fill is
+    diversified as MMR does: a near-duplicate of a chosen tool is ranked DUP_PENALTY z lower, so two
+    of them do not take the place another task's tool would have."""
+    picks = _segment_picks(parts, part_vectors, cat, SEGMENT_Z, held, TASK_DEPTH)
+    clause_picks = _segment_picks(clause_texts, clause_vectors, cat, CLAUSE_Z, held, TASK_DEPTH)
+    firsts = len({part for _, part in picks}), len({part for _, part in clause_picks})
+    # every task's best (sentences', then clauses') before any task's second (TASK_DEPTH)
+    ordered = [(i, part, "sentence", n >= firsts[0]) for n, (i, part) in enumerate(picks)] + \
+        [(i, part, "clause", n >= firsts[1]) for n, (i, part) in enumerate(clause_picks)]
+    ordered.sort(key=lambda pick: pick[3])
+    lead = [int(i) for i in order[:COVER_LEAD]]
+    vectors = cat.catalogue.vectors
+    multi = bool(parts or clause_texts)
+
+    def duplicate_of_chosen(i: int) -> bool:
+        if not chosen or DUP_COS > 1:
+            return False
+        return bool((vectors[list(chosen)] @ vectors[i]).max() >= DUP_COS)
+
+    for i in lead:
+        if len(chosen) >= request.k:
+            return
+        if scores.fused[i] >= bar:
+            chosen.setdefault(i, {"reason": "matched"})
+    for i, task, key, second in ordered:
+        if len(chosen) >= request.k:
+            return
+        if i in chosen or (not second and duplicate_of_chosen(i)):
+            continue   # the task is covered (a task's second is the alternative to its best: kept)
+        chosen[i] = {"reason": "matched", key: task}
+    diversify = multi and DUP_COS <= 1
+    most = FILL_POOL if diversify else request.k
+    pool = [i for i in _candidates(order, scores.fused, bar, most + len(chosen))
+            if i not in chosen and not scores.fused[i] < bar][:most]
+    if not diversify:
+        for i in pool[:request.k - len(chosen)]:
+            chosen[i] = {"reason": "matched"}
+        return
+    while pool and len(chosen) < request.k:
+        sims = vectors[pool] @ vectors[list(chosen)].T if chosen else np.zeros((len(pool), 1), np.float32)
+        value = scores.fused[pool] - DUP_PENALTY * (sims.max(axis=1) >= DUP_COS)
+        best = int(np.argmax(value))
+        chosen[pool.pop(best)] = {"reason": "matched"}
+
+
+def calibrated(z: float) -> float:
+    """The probability that a tool of fused z ``z`` is needed (CALIBRATION_A, CALIBRATION_B)."""
+    return round(1.0 / (1.0 + math.exp(-(CALIBRATION_A * z + CALIBRATION_B))), 4)
 
 
 def tail_bar(top_z: float, top_vector_z: float, n: int) -> float:
@@ -467,10 +583,9 @@ def tail_bar(top_z: float, top_vector_z: float, n: int) -> float:
 
 
 def _candidates(order: np.ndarray, fused: np.ndarray, threshold: float, most: int) -> list[int]:
-    """The first ``most`` tools of ``order`` not under the threshold. The choice loop skips every other tool
-    of the ranking that it has not met earlier as a lead or a sentence's pick, and ends once it holds k
-    tools: each of the first k of these is chosen or already held when the loop reaches it, so it never
-    reads further. Cut in numpy, not by walking a large registry's whole ranking in Python (~0.1-0.4 ms)."""
+    """The first ``most`` tools of ``order`` not under the threshold: the fill of _cover reads no further
+    (``most`` counts the tools chosen before it, which may be among them). Cut in numpy, not by walking a
+    large registry's whole ranking in Python (~0.1-0.4 ms)."""
     return order[~(fused[order] < threshold)][:most].tolist()
 
 
@@ -503,19 +618,25 @@ async def embed_texts(embedder, texts: list[str], clauses: list[tuple[int, int]]
 
 
 def _segment_picks(parts: list[str], vectors: list[np.ndarray], cat: ToolCatalogue,
-                   cut: float = SEGMENT_Z) -> list[tuple[int, str]]:
-    """Each part's best tool where it stands out by ``cut`` (vector z and fused z), most distinct first."""
-    picks: list[tuple[float, int, str]] = []
+                   cut: float = SEGMENT_Z, held: np.ndarray | None = None, depth: int = 1) -> list[tuple[int, str]]:
+    """Each part's best tool where it stands out by ``cut`` (vector z and fused z), most distinct first;
+    with ``depth`` 2 its second best too where that stands out as well, after every part's best. Tools
+    ``held`` (excluded by the request) are never picked."""
+    rounds: list[list[tuple[float, int, str]]] = [[] for _ in range(depth)]
     for part, vector in zip(parts, vectors):
         scores = cat.catalogue.score(part, vector)
-        best = int(np.argmax(scores.fused))
-        vector_z = float(_zscore(scores.vector)[best])
-        if vector_z >= cut and scores.fused[best] >= cut:
-            picks.append((vector_z, best, part))
-    return [(i, part) for _, i, part in sorted(picks, key=lambda p: -p[0])]
+        fused = scores.fused if held is None or not held.any() else np.where(held, -np.inf, scores.fused)
+        vector_z = _zscore(scores.vector)
+        ranked = np.argsort(-fused, kind="stable")[:depth] if depth > 1 else [int(np.argmax(fused))]
+        for n, best in enumerate(int(i) for i in ranked):
+            if not (vector_z[best] >= cut and scores.fused[best] >= cut):
+                break
+            rounds[n].append((float(vector_z[best]), best, part))
+    return [(i, part) for picks in rounds for _, i, part in sorted(picks, key=lambda p: -p[0])]
 
 
-def _expand_categories(query: str, cat: ToolCatalogue, chosen: dict[int, dict]) -> None:
+def _expand_categories(query: str, cat: ToolCatalogue, chosen: dict[int, dict],
+                       held: np.ndarray | None = None) -> None:
     """A request naming a category (all of its words) brings that category's tools.
 
     Only a category of at most CATEGORY_MAX tools: a big one would undo the selection.
@@ -526,7 +647,8 @@ def _expand_categories(query: str, cat: ToolCatalogue, chosen: dict[int, dict]) 
         if not words or not words <= query_terms or len(members) > CATEGORY_MAX:
             continue
         for i in members:
-            chosen.setdefault(i, {"reason": "category", "category": key[1]})
+            if held is None or not held[i]:
+                chosen.setdefault(i, {"reason": "category", "category": key[1]})
 
 
 def _close_requirements(cat: ToolCatalogue, chosen: dict[int, dict]) -> None:
@@ -543,8 +665,44 @@ def _close_requirements(cat: ToolCatalogue, chosen: dict[int, dict]) -> None:
             queue.append(j)
 
 
-def _account(indices: list[int], cat: ToolCatalogue) -> dict:
-    selected = sum(int(cat.rows[i]["tokens"]) for i in indices)
+def _within_budget(cat: ToolCatalogue, chosen: dict[int, dict], budget: int) -> None:
+    """The tools in their order while their definitions' tokens add up to at most ``budget``; the first
+    tool always (a budget smaller than it still gets an answer)."""
+    spent = 0
+    for n, i in enumerate(list(chosen)):
+        spent += int(cat.rows[i]["tokens"])
+        if n and spent > budget:
+            del chosen[i]
+
+
+SEARCH_TOOL_NAME = "find_tools"
+SEARCH_TOOL = {
+    "name": SEARCH_TOOL_NAME,
+    "description": "Load more tools when none you have fits a task: give that task in a few words.",
+    "parameters": {"type": "object", "required": ["query"], "properties": {
+        "query": {"type": "string", "description": "one task"},
+        "k": {"type": "integer", "description": "tools wanted"}}},
+}
+
+
+@lru_cache(maxsize=1)
+def _search_tool_tokens() -> int:
+    return count_tokens(SEARCH_TOOL)
+
+
+def search_tool(entity_ids: list[str], request: SelectRequest, sent: list[str]) -> dict:
+    """The search tool an unsure answer offers (deferred loading): its definition for the LLM, its token
+    count, and the call it stands for: ``POST /tools/select`` with the LLM's arguments merged into ``body``
+    (the same entities, and the tools already sent excluded, so a search for more finds others)."""
+    body: dict[str, Any] = {"entity_ids": list(entity_ids), "exclude": sorted({*request.exclude, *sent})}
+    return {"definition": SEARCH_TOOL, "tokens": _search_tool_tokens(),
+            "call": {"method": "POST", "path": "/tools/select", "service": "search", "body": body},
+            "mcp_tool": "find_tools"}
+
+
+def _account(indices: list[int], cat: ToolCatalogue, extra_tokens: int = 0) -> dict:
+    """``extra_tokens``: a definition sent beside the tools (the search tool)."""
+    selected = sum(int(cat.rows[i]["tokens"]) for i in indices) + extra_tokens
     total = cat.total_tokens
     return {"selected": selected, "registry": total,
             "reduction": round(1 - selected / total, 4) if total else 0.0, "tokenizer": "cl100k_base"}

@@ -98,3 +98,54 @@ def test_bad_descriptors_are_400_naming_the_field(stack, upload_admin, indices, 
     tenant = new_tenant(stack, upload_admin, prefix="idx")
     status, body = tenant.search.post(f"/entities/{tenant.entity_id}/indices", {"indices": indices})
     assert status == 400 and body["field"] == field, body
+
+
+# Business indices whose names share single words with questions about other indices.
+BUSINESS = [
+    {"name": "reviews", "description": "Product reviews written by customers.",
+     "fields": ["review_id", "product_sku", "stars", "review_text", "posted_at"]},
+    {"name": "staff", "description": "Employees of the company.",
+     "fields": ["employee_id", "full_name", "job_title", "department", "manager_id", "start_date", "email"]},
+    {"name": "returns", "description": "Returned merchandise and refunds.",
+     "fields": ["return_id", "order_id", "sku", "reason", "refund_amount", "received_at"]},
+    {"name": "orders", "description": "Customer orders.",
+     "fields": ["order_id", "customer_id", "order_date", "total", "status", "shipping_address"]},
+    {"name": "ledger", "description": "General ledger of payments.",
+     "fields": ["entry_id", "account", "debit", "credit", "posted_at", "payment_reference"]},
+    {"name": "payroll", "description": "Salaries paid to employees.",
+     "fields": ["employee_id", "pay_period", "gross_salary", "tax_withheld", "net_pay", "paid_at"]},
+    {"name": "customers", "description": "Customer accounts.",
+     "fields": ["customer_id", "name", "email", "city", "signup_date", "loyalty_tier"]},
+    {"name": "inventory", "description": "Stock on hand per warehouse.",
+     "fields": ["sku", "warehouse", "quantity_on_hand", "reorder_level"]},
+    {"name": "support_tickets", "description": "Customer support conversations.",
+     "fields": ["ticket_id", "customer_email", "subject", "priority", "resolved_at"]},
+    {"name": "campaigns", "description": "Marketing campaigns and their budgets.",
+     "fields": ["campaign_id", "channel", "budget", "start_date", "end_date", "clicks"]},
+]
+LURES = [
+    # (question, the index whose fields answer it, the index one of its words lures to)
+    ("Which employees in the quality department review supplier contracts, and who is their manager?",
+     "staff", "reviews"),
+    ("What net pay did each employee receive last pay period after payments went out?", "payroll", "ledger"),
+    ("Which customers in Berlin signed up this year with the gold loyalty tier so we can return their calls?",
+     "customers", "returns"),
+]
+
+
+@pytest.fixture(scope="module")
+def business(stack, upload_admin):
+    tenant = new_tenant(stack, upload_admin, prefix="idx")
+    register(tenant, BUSINESS)
+    return tenant
+
+
+@pytest.mark.parametrize("question, expected, lure", LURES)
+def test_a_lure_word_does_not_beat_the_index_whose_fields_answer(business, question, expected, lure):
+    body = select(business, question, k=3)
+    names = [i["name"] for i in body["indices"]]
+    assert names[0] == expected, body["indices"]
+    first = body["indices"][0]["evidence"]
+    # the evidence is the answering fields, and the lure was in the running on its word
+    assert first["fields"] or first["closest_fields"], first
+    assert lure in names, names

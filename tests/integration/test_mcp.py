@@ -21,7 +21,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERS
 from ..helpers import Client, new_tenant, paragraph, wait_for
 
 TOOL_NAMES = {"search", "get_document", "get_chunk", "upload_text", "document_status", "list_documents",
-              "list_collections", "select_tools", "select_index", "feedback"}
+              "list_collections", "select_tools", "find_tools", "select_index", "feedback"}
 
 
 def mcp_url(stack) -> str:
@@ -337,3 +337,26 @@ async def test_the_mcp_worker_reads_any_host_header(stack, indexed, host, status
     assert reply.status_code == status, reply.text
     if status == 400:
         assert reply.json()["field"] == "Host"
+
+
+async def test_an_unsure_select_tools_offers_find_tools_which_loads_more(stack, indexed):
+    """The deferred-loading pattern over MCP: an unsure select_tools answer holds a shortlist and the
+    find_tools search tool; calling find_tools with the call's body and the model's own query loads the
+    tool the task needs, never one already held."""
+    entity = indexed.entity_id
+    catalogue = [{"name": f"{verb}_{thing}", "description": f"{verb.capitalize()} a {thing} of the user."}
+                 for verb in ("get", "create", "delete") for thing in ("invoice", "playlist", "recipe", "backup")]
+    catalogue.append({"name": "get_weather", "description": "Current weather and temperature forecast for a city."})
+    status, body = indexed.search.post(f"/entities/{entity}/tools", {"tools": catalogue})
+    assert status == 200, body
+    async with http_session(stack, indexed.key) as session:
+        unsure = await ok(session, "select_tools", {"query": "qwzx plorf vrumble", "entity_ids": [entity], "k": 3})
+        assert unsure["fallback"] == "not_confident_shortlist" and len(unsure["tools"]) == 3
+        offered = unsure["search_tool"]
+        assert offered["mcp_tool"] == "find_tools" and offered["definition"]["name"] == "find_tools"
+        call_body = offered["call"]["body"]
+        found = await ok(session, "find_tools", {**call_body, "query": "weather in Oslo tomorrow", "k": 2})
+    names = [t["name"] for t in found["tools"]]
+    assert names and names[0] == "get_weather", found
+    assert not {t["name"] for t in unsure["tools"]} & set(names)
+    assert "search_tool" not in found

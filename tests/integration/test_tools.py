@@ -122,11 +122,39 @@ def test_cold_start_small_registry_sends_everything(stack, upload_admin):
     assert {t["reason"] for t in body["tools"]} == {"fallback"}
 
 
-def test_nothing_confident_falls_back_to_all_tools(shop):
-    body = select(shop, "qwzx plorf vrumble", k=2)
+def test_nothing_confident_gets_a_bounded_shortlist_and_a_search_tool_that_works(shop):
+    # unsure: the k best, flagged, and find_tools, not the whole registry (the caller may still ask for it)
+    body = select(shop, "qwzx plorf vrumble", k=2, include_requirements=False)
     assert body["confident"] is False
-    assert body["fallback"] == "not_confident"
-    assert body["count"] == len(CATALOGUE)
+    assert body["fallback"] == "not_confident_shortlist"
+    assert body["count"] == 2 and {t["reason"] for t in body["tools"]} == {"fallback"}
+    search = body["search_tool"]
+    definition = search["definition"]
+    assert definition["name"] == "find_tools" and definition["parameters"]["required"] == ["query"]
+    assert body["tokens"]["selected"] == sum(t["tokens"] for t in body["tools"]) + search["tokens"]
+    assert body["tokens"]["selected"] < body["tokens"]["registry"]
+    # the agent calls it with its own arguments: the call it stands for finds the tool, never one it holds
+    shortlist = {t["name"] for t in body["tools"]}
+    assert set(search["call"]["body"]["exclude"]) == shortlist
+    arguments = {"query": "what will the weather be like in Paris tomorrow?", "k": 2}
+    assert search["call"]["method"] == "POST" and search["call"]["path"] == "/tools/select"
+    status, found = shop.search.post(search["call"]["path"], {**search["call"]["body"], **arguments})
+    assert status == 200, found
+    names = [t["name"] for t in found["tools"]]
+    assert names[0] == "get_weather" and not shortlist & set(names)
+    whole = select(shop, "qwzx plorf vrumble", k=2, include_requirements=False, whole_registry_when_unsure=True)
+    assert whole["fallback"] == "not_confident" and whole["count"] == len(CATALOGUE)
+    assert "search_tool" not in whole
+
+
+def test_a_token_budget_and_held_tools_bound_what_is_sent(shop):
+    body = select(shop, "refund the customer, the parcel arrived broken", k=3)
+    first, *rest = body["tools"]
+    assert rest, body["tools"]
+    budget = select(shop, "refund the customer, the parcel arrived broken", k=3, max_tokens=first["tokens"])
+    assert [t["name"] for t in budget["tools"]] == [first["name"]]
+    held = select(shop, "refund the customer, the parcel arrived broken", k=3, exclude=[first["alias"]])
+    assert first["name"] not in {t["name"] for t in held["tools"]} and held["count"] >= 1
 
 
 def test_nothing_confident_in_a_large_registry_sends_the_k_best_flagged(stack, upload_admin):
@@ -305,7 +333,7 @@ def test_feedback_improves_later_selection_and_stays_bounded(stack, upload_admin
     assert status == 400 and body["field"] == "used.0"
 
 
-def test_a_task_inside_a_sentence_gets_its_tool_through_a_clause_pick(stack, upload_admin):
+def test_a_two_task_request_gets_both_tasks_tools_over_a_near_duplicate(stack, upload_admin):
     # One sentence, two tasks: the weather words fill the whole request's first places with near-duplicate
     # weather tools; the clause "convert 300 US dollars to euros" (its vector pooled from the request's own
     # token vectors, clauses.py) picks the currency tool after them. Without clause picks it is not sent.
@@ -326,8 +354,9 @@ def test_a_task_inside_a_sentence_gets_its_tool_through_a_clause_pick(stack, upl
                           "and then convert 300 US dollars to euros", k=3)
     names = [t["name"] for t in body["tools"]]
     assert body["fallback"] is None and len(names) == 3
+    # both tasks' tools: the currency tool takes the place of a third near-duplicate weather tool
     assert set(names[:2]) <= {name for name, _ in weather}
-    assert "convert_currency" in names, names
+    assert names[2] == "convert_currency", names
     currency = next(t for t in body["tools"] if t["name"] == "convert_currency")
     assert currency["reason"] == "matched" and currency["clause"] == "convert 300 US dollars to euros"
 
@@ -395,3 +424,4 @@ def test_the_search_worker_selects_tools_on_the_int8_graph(stack, shop):
         health = json.loads(resp.read())
     assert health["bindings"]["AI"]["select_query_graph"] == "int8"
     assert [t["name"] for t in select(shop, "what's the weather like in Oslo today?", k=1)["tools"]] == ["get_weather"]
+

@@ -18,7 +18,7 @@ SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
 # Entry points: run by users and maintainers (benchmarks, fault and isolation drivers, loaders, checks).
 RUNNABLE = ["bench_ingest", "bench_models", "bench_select", "chaos", "explain_search", "fuzz_isolation",
             "load_search", "scale_search", "screenshots", "seed_beir", "select_router_settings", "soak",
-            "two_hosts"]
+            "tune_select", "two_hosts"]
 # Imported by the scripts above, not run alone.
 MODULES = ["wrk_search"]
 

@@ -34,8 +34,26 @@ def test_short_clauses_do_not_count_and_one_clause_is_none():
     assert texts(request, min_terms=1) == ["Get the stock price of Apple", "round it."]
 
 
-def test_other_languages_are_cut_at_punctuation_only():
+def test_other_languages_are_cut_at_their_connectors_and_punctuation():
     request = ("Trouve la météo à Paris pour samedi, et puis réserve un hôtel près du Louvre. "
                "Convertis 500 dollars en euros.")
-    assert texts(request) == ["Trouve la météo à Paris pour samedi, et puis réserve un hôtel près du Louvre.",
+    assert texts(request) == ["Trouve la météo à Paris pour samedi", "réserve un hôtel près du Louvre.",
                               "Convertis 500 dollars en euros."]
+    assert texts("Finde das Wetter in Berlin für morgen und dann buche ein Hotel am Bahnhof") == [
+        "Finde das Wetter in Berlin für morgen", "buche ein Hotel am Bahnhof"]
+    assert texts("Busca el clima de Madrid para mañana y luego reserva un hotel cerca del centro") == [
+        "Busca el clima de Madrid para mañana", "reserva un hotel cerca del centro"]
+
+
+def test_unspaced_scripts_are_cut_at_their_connectors():
+    # "Check Beijing's weather tomorrow, then book a hotel near the station": no space, no punctuation
+    spans = texts("查询北京明天的天气然后预订火车站附近的酒店", min_terms=2)
+    assert spans == ["查询北京明天的天气", "预订火车站附近的酒店"]
+
+
+def test_an_inline_numbered_list_is_a_list_of_tasks():
+    assert texts("1) find the weather in Paris tomorrow 2) book a hotel near the station "
+                 "3) convert 300 dollars to euros") == [
+        "find the weather in Paris tomorrow", "book a hotel near the station", "convert 300 dollars to euros"]
+    # a number inside a task is not a list item
+    assert texts("Find the 2 best rated hotels in Rome near the Colosseum for 3 nights") == []

@@ -53,5 +53,6 @@ def test_tool_list_size_in_tokens():
     count, chars = tools.tool_list_tokens()
     print(f"\nMCP tool list: {len(tools.TOOLS)} tools, {count} tokens (cl100k_base), {chars} characters")
     # the budget a desktop agent pays on every turn; raise it knowingly (search's outputSchema: ~250 tokens,
-    # paid once per session for answers that are each half as long)
-    assert 0 < count < 2800
+    # paid once per session for answers that are each half as long; find_tools: ~100 tokens, which let an
+    # unsure select_tools answer send k definitions instead of a whole registry)
+    assert 0 < count < 2900

@@ -323,6 +323,7 @@ class SelectedTool(_Response):
     entity_id: str = ""
     definition: dict[str, Any] = {}
     score: float
+    p: float | None = None            # the calibrated probability that the request needs the tool
     scores: dict[str, float] = {}
     reason: str = ""
     tokens: int = 0
@@ -340,6 +341,8 @@ class ToolSelection(Selection):
     confident: bool = False
     fallback: str | None = None
     tokens: dict[str, Any] = {}
+    # with an unsure answer: the find_tools definition for the LLM and the select call it stands for
+    search_tool: dict[str, Any] | None = None
     took_ms: float = 0.0
 
 
