@@ -264,19 +264,18 @@ def tuned_connections(ef_search: int = defaults.HNSW_EF_SEARCH) -> TunedConnecti
     return TunedConnections(ef_search)
 
 
-async def tune_connection(conn: Connection, tuned: weakref.WeakSet) -> None:
+async def tune_connection(conn: Connection, tuned: TunedConnections) -> None:
     """Apply the search session settings to a pooled connection, once."""
     if conn not in tuned:
         conn.prepared_max = plan_reuse.PREPARED_MAX  # reused plans are large (plan_reuse.py)
-        ef_search = getattr(tuned, "ef_search", defaults.HNSW_EF_SEARCH)
-        await conn.execute(_SQL["session_settings"], {"ef_search": str(ef_search),
+        await conn.execute(_SQL["session_settings"], {"ef_search": str(tuned.ef_search),
                                                       "fuzzy_similarity": str(defaults.FUZZY_SIMILARITY_FLOOR)})
         await conn.commit()
         tuned.add(conn)
 
 
 @asynccontextmanager
-async def _connection(db: Database, tuned: weakref.WeakSet, *,
+async def _connection(db: Database, tuned: TunedConnections, *,
                       generic: bool = False) -> AsyncIterator[psycopg.AsyncConnection]:
     """A pooled connection for search statements: tuned, and in autocommit for the statement's
     span (a read needs no transaction of its own: no BEGIN and COMMIT round trips). ``generic``:
@@ -293,7 +292,7 @@ async def _connection(db: Database, tuned: weakref.WeakSet, *,
         raise BindingError(f"search query failed: {exc}") from exc
 
 
-async def lexical(db: Database, request: SearchRequest, entity_ids: list[str], *, tuned: weakref.WeakSet,
+async def lexical(db: Database, request: SearchRequest, entity_ids: list[str], *, tuned: TunedConnections,
                   limit: int | None = None, expansion: dict[str, Any] | None = None,
                   probe: int = 0) -> LexicalResult:
     """The half that needs no embedding: the scope's size, and BM25 (with typo stand-ins) over it.
@@ -311,7 +310,7 @@ async def lexical(db: Database, request: SearchRequest, entity_ids: list[str], *
 
 
 async def retrieve(db: Database, request: SearchRequest, entity_ids: list[str], embedding: np.ndarray, *,
-                   tuned: weakref.WeakSet, lexical_result: LexicalResult | None = None, limit: int | None = None,
+                   tuned: TunedConnections, lexical_result: LexicalResult | None = None, limit: int | None = None,
                    include_text: bool | None = None) -> list[dict]:
     """Rows of the fused search, best first. ``lexical_result`` comes from :func:`lexical` with the
     same request, entities and limit (run here, first, when not given)."""
@@ -325,7 +324,7 @@ async def retrieve(db: Database, request: SearchRequest, entity_ids: list[str], 
 
 
 async def search(db: Database, request: SearchRequest, entity_ids: list[str], embedding: np.ndarray, *,
-                 tuned: weakref.WeakSet, limit: int | None = None,
+                 tuned: TunedConnections, limit: int | None = None,
                  include_text: bool | None = None, plan_once: bool = True) -> tuple[LexicalResult, list[dict]]:
     """Both halves in one statement: the rows :func:`retrieve` returns for this request, and what
     the lexical half found about the scope (its corrections and evidence; no chunk arrays).

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,7 +72,7 @@ class QueryEnhancer:
                                       "deployment (services.ai.llm_model)", field="enhance")
 
     async def apply(self, request: SearchRequest, entity_ids: list[str], lexical: engine.LexicalResult,
-                    embedding: np.ndarray | None, *, limit: int, tuned: weakref.WeakSet) -> Enhancement | None:
+                    embedding: np.ndarray | None, *, limit: int, tuned: engine.TunedConnections) -> Enhancement | None:
         wanted = self.wanted(request)
         if not wanted:
             return None
