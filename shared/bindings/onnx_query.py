@@ -186,9 +186,11 @@ def _write(target: Path, variant: str, export: Callable[[Path], None]) -> None:
         export(scratch)
         (scratch / "variant").write_text(variant + "\n")
         try:
-            os.rename(scratch, target)  # another process may have won the race: then use its copy
+            os.rename(scratch, target)
         except OSError:
-            if not (target / "model.onnx").is_file():
+            # Another process won the race: its folder is whole (renamed in one step with its variant
+            # file, written last), so it is used, whatever files the export writes.
+            if not (target / "variant").is_file():
                 raise
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -206,7 +208,7 @@ def derived_graph(reference: OnnxQueryEncoder, variant: str, purpose: str,
         raise BindingError(f"the query encoder is the {reference.variant} export; {purpose} needs the fused one")
     source = Path(reference.path)
     target = source.parent.parent / f"{source.parent.name}-{variant}-ort{onnxruntime.__version__}"
-    if not (target / "model.onnx").is_file():
+    if not (target / "variant").is_file():
         log.info("making the query encoder's %s graph at %s (once per machine)", variant, target)
         _write(target, variant, lambda scratch: make(source, scratch))
     return target

@@ -67,3 +67,33 @@ def test_a_plain_export_an_older_version_left_under_the_fused_key_is_moved_aside
     assert onnx_query.export_variant(fused) == onnx_query.FUSED_VARIANT
     assert (plain / "model.onnx").read_text() == "plain graph of an older cache"
     assert exporters.calls == ["fused"]
+
+
+@pytest.mark.parametrize("files", [["model.onnx"], ["config.json", "reference.npy"]])
+def test_a_process_that_loses_the_race_to_write_a_folder_uses_the_winners(tmp_path, files):
+    """Two workers start on a fresh cache and write the same folder (an export, or the dequantized e5
+    model, which has no model.onnx): the one whose rename comes second takes the first one's folder."""
+    target = tmp_path / "models" / "m-key"
+
+    def export(scratch):
+        winner = tmp_path / "models" / ".winner"  # the other process finishes while this one writes
+        winner.mkdir()
+        for name in files:
+            (winner / name).write_text("winner")
+        (winner / "variant").write_text("v\n")
+        winner.rename(target)
+        for name in files:
+            (scratch / name).write_text("loser")
+
+    onnx_query._write(target, "v", export)
+    assert sorted(p.name for p in target.iterdir()) == sorted([*files, "variant"])
+    assert {(target / name).read_text() for name in files} == {"winner"}
+    assert [p.name for p in target.parent.iterdir()] == ["m-key"]  # the loser's scratch is gone
+
+
+def test_a_folder_that_is_in_the_way_but_not_whole_is_an_error(tmp_path):
+    target = tmp_path / "models" / "m-key"
+    target.mkdir(parents=True)
+    (target / "stray").write_text("not a finished folder")
+    with pytest.raises(OSError):
+        onnx_query._write(target, "v", lambda scratch: (scratch / "model.onnx").write_text("graph"))
