@@ -299,6 +299,25 @@ class SearchResult(_Body):
     document: ResultDocument
     text: str | None = None
     neighbours: list[Neighbour] | None = None
+    seen: bool | None = Field(None, description="a trajectory step with seen: mark: this chunk, or a copy of it, "
+                                               "was returned before")
+
+
+class TrajectoryTokens(_Body):
+    step: int = Field(description="tokens of the text this step returned (cl100k_base)")
+    total: int = Field(description="tokens of all text the trajectory returned")
+
+
+class TrajectoryStepInfo(_Body):
+    id: str
+    step: int = Field(description="this search's number in the trajectory")
+    seen: Literal["exclude", "include", "mark"]
+    novelty: dict[str, float] = Field(description="chunks, documents: the share of what a search without the "
+                                                  "trajectory would answer that is new to it (0: nothing new)")
+    left_out: int = Field(description="results left out because the trajectory had them, or a copy (exclude)")
+    tokens: TrajectoryTokens
+    chunks: int = Field(description="chunks the trajectory has returned")
+    documents: int = Field(description="documents those chunks come from")
 
 
 class SearchResponse(_Body):
@@ -319,6 +338,60 @@ class SearchResponse(_Body):
     search_id: str = Field(description="this search, for POST /feedback")
     routing: dict[str, Any] | None = Field(None, description="the strategy and alpha served, the router's features, "
                                            "model version and (shadow mode) the choice it logged")
+    trajectory: TrajectoryStepInfo | None = Field(None, description="a step of a trajectory: what was new")
+
+
+class TrajectoryCreated(_Body):
+    id: str
+    steps: int
+    chunks: int
+    documents: int
+    tokens: int
+    ttl_seconds: float = Field(description="how long it lives after its last step")
+
+
+class TrajectoryQuery(_Body):
+    step: int
+    query: str
+    returned: int
+    novelty: dict[str, float]
+    tokens: int
+
+
+class TrajectoryDocument(_Body):
+    entity_id: str
+    document_id: str
+    current: bool = Field(description="false: the document was deleted since")
+    title: str | None = None
+    source: str | None = None
+    summary: str | None = None
+    status: str | None = None
+    updated_at: str | None = None
+
+
+class TrajectoryChunk(_Body):
+    chunk_id: str
+    entity_id: str
+    document_id: str
+    position: int
+    step: int = Field(description="the step that first returned it")
+    tokens: int
+    text: str | None = Field(description="as stored now; null once a later version replaced the chunk")
+    current: bool
+
+
+class TrajectoryGrounding(_Body):
+    id: str
+    steps: int
+    chunks: list[TrajectoryChunk]
+    documents: list[TrajectoryDocument]
+    tokens: int
+    queries: list[TrajectoryQuery]
+
+
+class TrajectoryDeleted(_Body):
+    id: str
+    deleted: bool
 
 
 class FeedbackResponse(_Body):

@@ -62,6 +62,11 @@ class SearchVars(RateLimited):
     HNSW_EF_SEARCH: int = Field(40, ge=10, le=1000, description="candidates the HNSW walk keeps (pgvector's "
                                 "hnsw.ef_search): more finds more of the exact top k in tenants of 100k+ "
                                 "chunks; 100 costs ~1 ms per search more than 40 (docs/scale.md)")
+    TRAJECTORY_TTL_SECONDS: float = Field(3600, gt=0, le=30 * 86400, description="how long a trajectory lives "
+                                          "after its last step")
+    TRAJECTORY_MAX_STEPS: int = Field(100, ge=1, le=10_000, description="searches one trajectory may hold")
+    TRAJECTORY_MAX_CHUNKS: int = Field(2000, ge=1, le=100_000, description="chunks one trajectory may have "
+                                       "returned (each is a few dozen bytes in the KV)")
     ROUTER_DEFAULT: Literal["auto", "hybrid"] = Field("auto", description="the strategy of a request that names "
                                                       "none: the router, or the fixed blend")
     ROUTER_SHADOW: bool = Field(False, description="the router decides and logs, the fixed blend serves")

@@ -10,6 +10,8 @@ from edgeindex.search.enhance import QueryEnhancer
 from edgeindex.search.service import SearchService, SearchSettings
 from edgeindex.selection.http import SelectionService
 from edgeindex.tenancy import RateLimiter, Tenancy
+from edgeindex.trajectories.service import TrajectoryService
+from edgeindex.trajectories.store import Limits, TrajectoryStore
 
 
 def tenancy(env) -> Tenancy:
@@ -35,6 +37,13 @@ def search_service(env) -> SearchService:
     startup_progress.report("preparing the query encoder (exported once per machine)")
     search.prepare()
     return search
+
+
+def trajectory_service(env, search: SearchService) -> TrajectoryService:
+    """Trajectories kept in the worker's KV, so every search process reads the same ones."""
+    limits = Limits(ttl=env.var("TRAJECTORY_TTL_SECONDS", float), max_steps=env.var("TRAJECTORY_MAX_STEPS", int),
+                    max_chunks=env.var("TRAJECTORY_MAX_CHUNKS", int))
+    return TrajectoryService(search=search, db=env.DB, store=TrajectoryStore(env.KV, limits))
 
 
 def selection_service(env) -> SelectionService:

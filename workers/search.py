@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from edgeindex import api_models
+from edgeindex.json_codec import decode_json_object
 from edgeindex.routing.feedback_model import FeedbackRequest
 from edgeindex.runtime.http import Routes, json_bytes_response, read_json, read_json_bytes
-from edgeindex.search.request import SearchRequest
 from edgeindex.search.service import SearchService
 from edgeindex.selection import models as selection_models
 from edgeindex.selection.http import (
@@ -16,7 +16,9 @@ from edgeindex.selection.http import (
     SelectionService,
 )
 from edgeindex.tenancy import Tenancy
-from edgeindex.workers._startup import search_service, selection_service, tenancy
+from edgeindex.trajectories import service as trajectories
+from edgeindex.trajectories.service import TrajectoryService
+from edgeindex.workers._startup import search_service, selection_service, tenancy, trajectory_service
 
 routes = Routes()
 MAX_BODY_BYTES = 256_000
@@ -27,27 +29,52 @@ class Services:
     tenancy: Tenancy
     search: SearchService
     selection: SelectionService
+    trajectories: TrajectoryService
 
 
 async def startup(env) -> Services:
     search = search_service(env)
     await search.router.start()  # the built-in router model, stored as the first version
-    return Services(tenancy(env), search,
-                    selection_service(env))
+    return Services(tenancy(env), search, selection_service(env), trajectory_service(env, search))
 
 
 async def fetch(request, services: Services, ctx):
     return await routes.fetch(request, services, ctx)
 
 
-@routes.post("/search", summary="Hybrid search over the entities the key is granted",
-             request=SearchRequest, response=api_models.SearchResponse)
+@routes.post("/search", summary="Hybrid search over the entities the key is granted (a step of a trajectory "
+             "when it names one)", request=trajectories.TrajectorySearchRequest, response=api_models.SearchResponse)
 async def search(request, services: Services, ctx):
     principal = await services.tenancy.authenticate(request.headers)
     raw = await read_json_bytes(request, max_bytes=MAX_BODY_BYTES)
+    if b'"trajectory"' in raw or b'"seen"' in raw:  # the plain path keeps its remembered bodies (search_json)
+        body = decode_json_object(raw)
+        trajectories.check_body(body)
+        if "trajectory" in body:
+            return await services.trajectories.step(principal, body, background=ctx)
     answer = await services.search.search_json(principal, raw, background=ctx)
     # a cache hit comes already encoded (search/request_memo.py)
     return json_bytes_response(answer) if isinstance(answer, bytes) else answer
+
+
+@routes.post("/trajectories", summary="A new trajectory: searches that name it leave out what it returned before",
+             request=trajectories.CreateTrajectory, response=api_models.TrajectoryCreated)
+async def create_trajectory(request, services: Services, ctx):
+    principal = await services.tenancy.authenticate(request.headers)
+    return services.trajectories.create(principal, await read_json(request, max_bytes=MAX_BODY_BYTES))
+
+
+@routes.get("/trajectories/{trajectory}", summary="What a trajectory touched: documents with summaries, queries, "
+            "chunks with their text", response=api_models.TrajectoryGrounding)
+async def get_trajectory(request, services: Services, ctx, trajectory):
+    principal = await services.tenancy.authenticate(request.headers)
+    return await services.trajectories.grounding(principal, trajectory)
+
+
+@routes.delete("/trajectories/{trajectory}", summary="Forget a trajectory", response=api_models.TrajectoryDeleted)
+async def delete_trajectory(request, services: Services, ctx, trajectory):
+    principal = await services.tenancy.authenticate(request.headers)
+    return services.trajectories.delete(principal, trajectory)
 
 
 @routes.post("/feedback", summary="Which results of a search were useful: bounded online updates of the router",

