@@ -341,6 +341,24 @@ class SearchResponse(_Body):
     trajectory: TrajectoryStepInfo | None = Field(None, description="a step of a trajectory: what was new")
 
 
+class ExpandedResult(_Body):
+    chunk_id: str
+    document_id: str
+    entity_id: str
+    position: int
+    start_char: int
+    end_char: int
+    score: float = Field(description="neighbours, document: 1 / (1 + distance in positions); similar: cosine")
+    document: ResultDocument
+    text: str | None = None
+
+
+class TrajectoryExpansion(_Body):
+    results: list[ExpandedResult]
+    count: int
+    trajectory: TrajectoryStepInfo
+
+
 class TrajectoryCreated(_Body):
     id: str
     steps: int

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from edgeindex import api_models
 from edgeindex.json_codec import decode_json_object
 from edgeindex.routing.feedback_model import FeedbackRequest
-from edgeindex.runtime.http import Routes, json_bytes_response, read_json, read_json_bytes
+from edgeindex.runtime.http import Routes, json_bytes_response, json_response, read_json, read_json_bytes
 from edgeindex.search.service import SearchService
 from edgeindex.selection import models as selection_models
 from edgeindex.selection.http import (
@@ -58,10 +58,11 @@ async def search(request, services: Services, ctx):
 
 
 @routes.post("/trajectories", summary="A new trajectory: searches that name it leave out what it returned before",
-             request=trajectories.CreateTrajectory, response=api_models.TrajectoryCreated)
+             request=trajectories.CreateTrajectory, response=api_models.TrajectoryCreated, status=201)
 async def create_trajectory(request, services: Services, ctx):
     principal = await services.tenancy.authenticate(request.headers)
-    return services.trajectories.create(principal, await read_json(request, max_bytes=MAX_BODY_BYTES))
+    body = await read_json(request, max_bytes=MAX_BODY_BYTES)
+    return json_response(services.trajectories.create(principal, body), 201)
 
 
 @routes.get("/trajectories/{trajectory}", summary="What a trajectory touched: documents with summaries, queries, "
@@ -69,6 +70,14 @@ async def create_trajectory(request, services: Services, ctx):
 async def get_trajectory(request, services: Services, ctx, trajectory):
     principal = await services.tenancy.authenticate(request.headers)
     return await services.trajectories.grounding(principal, trajectory)
+
+
+@routes.post("/trajectories/{trajectory}/expand", summary="Widen around a chunk the trajectory returned: its "
+             "neighbours, the rest of its document, or the chunks nearest it in meaning, never repeating one",
+             request=trajectories.ExpandRequest, response=api_models.TrajectoryExpansion)
+async def expand_trajectory(request, services: Services, ctx, trajectory):
+    principal = await services.tenancy.authenticate(request.headers)
+    return await services.trajectories.expand(principal, trajectory, await read_json(request, max_bytes=MAX_BODY_BYTES))
 
 
 @routes.delete("/trajectories/{trajectory}", summary="Forget a trajectory", response=api_models.TrajectoryDeleted)

@@ -10,17 +10,18 @@ from __future__ import annotations
 
 import asyncio
 from typing import Any, Literal
+from uuid import UUID
 
 from pydantic import Field
 
 from .. import sqlfiles
 from ..bindings.database import Database
-from ..errors import ValidationError
-from ..search.request import SearchRequest, _Strict, parse_request
+from ..errors import NotFound, ValidationError
+from ..search.request import Include, SearchRequest, _Strict, parse_request
 from ..search.service import SearchService
 from ..tenancy import Principal
 from ..token_count import count_tokens
-from ..validation import parse
+from ..validation import EntityId, parse
 from . import state
 from .store import TrajectoryStore
 
@@ -42,6 +43,17 @@ class TrajectorySearchRequest(SearchRequest):
         "the trajectory this search is a step of: chunks it returned before, and copies of them, are left "
         "out (seen: exclude), returned (include) or returned marked (mark); the answer reports novelty"))
     seen: Literal["exclude", "include", "mark"] = "exclude"
+
+
+class ExpandRequest(_Strict):
+    chunk_id: UUID = Field(strict=False, description="a chunk this trajectory returned")
+    mode: Literal["neighbours", "document", "similar"] = Field(
+        "neighbours", description="neighbours: the chunks around it; document: the rest of its document in "
+                                  "reading order; similar: the chunks nearest it in meaning")
+    k: int = Field(5, ge=1, le=100)
+    entity_ids: list[EntityId] | None = Field(None, min_length=1, max_length=100, description=(
+        "similar: the entities to look in (default: those the trajectory's chunks come from)"))
+    include: Include = Include()
 
 
 class CreateTrajectory(_Strict):
@@ -81,10 +93,34 @@ class TrajectoryService:
         recorded = await asyncio.to_thread(self.store.record, principal, fields.trajectory, lambda t: state.record(
             t, request.query, taken.answered, taken.novelty, tokens))
         results = [_as_asked(r, request) for r in taken.results]
-        return {**answer, "results": results, "count": len(results), "trajectory": {
-            "id": recorded.id, "step": len(recorded.steps), "seen": fields.seen, "novelty": taken.novelty,
-            "left_out": taken.left_out, "tokens": {"step": tokens, "total": recorded.tokens},
-            "chunks": len(recorded.chunks), "documents": len(recorded.documents())}}
+        return {**answer, "results": results, "count": len(results),
+                "trajectory": _step_info(recorded, fields.seen, taken, tokens)}
+
+    async def expand(self, principal: Principal, trajectory_id: str, body: dict) -> dict:
+        """Widens around a chunk the trajectory returned, never repeating what it returned."""
+        request = parse(ExpandRequest, body)
+        trajectory = await asyncio.to_thread(self.store.get, principal, trajectory_id)
+        chosen = trajectory.chunks.get(str(request.chunk_id))
+        if chosen is None or not _granted(principal, chosen.entity_id):
+            raise NotFound(f"trajectory {trajectory_id!r} returned no chunk {str(request.chunk_id)!r}",
+                           field="chunk_id")
+        params = {"entity_id": chosen.entity_id, "chunk_id": str(request.chunk_id), "seen": list(trajectory.chunks),
+                  "limit": 2 * request.k}
+        if request.mode == "similar":
+            entities = request.entity_ids or sorted({s.entity_id for s in trajectory.chunks.values()})
+            rows = await self.db.fetch(SQL["expand_similar"], {**params, "entity_ids": principal.check(entities)})
+        else:
+            rows = await self.db.fetch(SQL["expand_document"], {**params, "nearest": request.mode == "neighbours"})
+        candidates = [state.candidate(_expanded(r, request.include.summary), count_tokens(r["text"])
+                                      if request.include.text else 0) for r in rows]
+        taken = state.take_step(trajectory, candidates, k=request.k, seen="exclude")
+        tokens = sum(c.tokens for c in taken.answered)
+        label = f"expand {request.mode} {request.chunk_id}"
+        recorded = await asyncio.to_thread(self.store.record, principal, trajectory_id, lambda t: state.record(
+            t, label, taken.answered, taken.novelty, tokens))
+        results = [r if request.include.text else {k: v for k, v in r.items() if k != "text"} for r in taken.results]
+        return {"results": results, "count": len(results),
+                "trajectory": _step_info(recorded, "exclude", taken, tokens)}
 
     async def grounding(self, principal: Principal, trajectory_id: str) -> dict:
         """What the trajectory touched: its documents (with their summaries), its queries, and the
@@ -133,6 +169,22 @@ class TrajectoryService:
 
     def _candidate(self, result: dict, request: SearchRequest) -> state.Candidate:
         return state.candidate(result, _returned_tokens(result, request))
+
+
+def _step_info(recorded: state.Trajectory, seen: str, taken: state.StepAnswer, tokens: int) -> dict:
+    return {"id": recorded.id, "step": len(recorded.steps), "seen": seen, "novelty": taken.novelty,
+            "left_out": taken.left_out, "tokens": {"step": tokens, "total": recorded.tokens},
+            "chunks": len(recorded.chunks), "documents": len(recorded.documents())}
+
+
+def _expanded(row: dict, summary: bool) -> dict:
+    """A chunk an expansion found, shaped as a search result."""
+    document = {"title": row["title"], "source": row["source"], "tags": row["tags"]}
+    if summary:
+        document["summary"] = row["summary"]
+    return {"chunk_id": row["chunk_id"], "document_id": row["document_id"], "entity_id": row["entity_id"],
+            "position": row["position"], "start_char": row["start_char"], "end_char": row["end_char"],
+            "score": round(float(row["score"]), 6), "document": document, "text": row["text"]}
 
 
 def _object(body: dict, name: str) -> dict:

@@ -111,6 +111,32 @@ CASES = [
          {"query": "x", "collections": "all"}),
     Case("search: bad collection name", "search", "POST", "/search", 400, "collections",
          {"query": "x", "collections": ["a b"]}),
+    # --- trajectories ------------------------------------------------------------------------
+    Case("trajectory: bad id", "search", "POST", "/search", 400, "trajectory",
+         {"query": "x", "trajectory": "has space"}),
+    Case("trajectory: id not a string", "search", "POST", "/search", 400, "trajectory",
+         {"query": "x", "trajectory": 7}),
+    Case("trajectory: unknown seen mode", "search", "POST", "/search", 400, "seen",
+         {"query": "x", "trajectory": "t-cat", "seen": "hide"}),
+    Case("trajectory: seen without a trajectory", "search", "POST", "/search", 400, "seen",
+         {"query": "x", "seen": "mark"}),
+    Case("trajectory: create with a bad id", "search", "POST", "/trajectories", 400, "id", {"id": "-x"}),
+    Case("trajectory: create with an unknown field", "search", "POST", "/trajectories", 400, "ttl", {"ttl": 5}),
+    Case("trajectory: create, no key", "search", "POST", "/trajectories", 401, "Authorization", {}, key="none"),
+    Case("trajectory: grounding of an unknown one", "search", "GET", "/trajectories/t-none", 404, "trajectory"),
+    Case("trajectory: grounding, another key's", "search", "GET", "/trajectories/t-cat-other", 404, "trajectory",
+         key="other"),
+    Case("trajectory: delete an unknown one", "search", "DELETE", "/trajectories/t-none", 404, "trajectory"),
+    Case("trajectory: expand an unknown one", "search", "POST", "/trajectories/t-none/expand", 404, "trajectory",
+         {"chunk_id": "00000000-0000-0000-0000-000000000000"}),
+    Case("trajectory: expand without a chunk", "search", "POST", "/trajectories/t-none/expand", 400, "chunk_id",
+         {"mode": "similar"}),
+    Case("trajectory: expand, bad chunk id", "search", "POST", "/trajectories/t-none/expand", 400, "chunk_id",
+         {"chunk_id": "not-a-uuid"}),
+    Case("trajectory: expand, unknown mode", "search", "POST", "/trajectories/t-none/expand", 400, "mode",
+         {"chunk_id": "00000000-0000-0000-0000-000000000000", "mode": "everything"}),
+    Case("trajectory: expand, k zero", "search", "POST", "/trajectories/t-none/expand", 400, "k",
+         {"chunk_id": "00000000-0000-0000-0000-000000000000", "k": 0}),
     # --- tool and index selection, collections ------------------------------------------------
     Case("tools: foreign entity", "search", "POST", f"/entities/{O}/tools", 403, "entity", {"tools": [{"name": "t"}]}),
     Case("tools: unknown shape", "search", "POST", f"/entities/{T}/tools", 400, "functions", {"functions": []}),
@@ -295,6 +321,7 @@ def parties(stack, upload_admin):
     status, revoked = upload_admin.post("/admin/keys", {"name": "to revoke", "entity_ids": [tenant.entity_id]})
     assert status == 201
     assert upload_admin.delete(f"/admin/keys/{revoked['id']}")[0] == 200
+    assert Client(stack.url("search"), tenant.key).post("/trajectories", {"id": "t-cat-other"})[0] == 201
     return {"tenant": tenant.key, "admin": stack.admin_key, "none": None, "revoked": revoked["key"],
             "bogus": "ei_not-a-key", "other": other.key, "ids": (tenant.entity_id, other.entity_id)}
 

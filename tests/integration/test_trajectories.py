@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import pytest
 from edgeindex.token_count import count_tokens
 
-from ..helpers import Tenant, new_tenant, put_document, wait_document
+from ..helpers import TOPICS, Tenant, document, new_tenant, paragraph, put_document, wait_document
 
 # a chunk's worth of text: one clause, pasted into two contracts under different headings
 CLAUSE = ("Either party may terminate this agreement with ninety days written notice to the other party. Fees paid "
@@ -27,6 +27,8 @@ DOCS = {
     "offboarding": "Offboarding a supplier: revoke their accounts, collect badges, and confirm in writing that "
                    "confidential documents were returned or destroyed.",
     "bread": "To bake sourdough bread, feed the starter the night before and let the dough rise slowly.",
+    # one chunk per paragraph (each is about CHUNK_TOKENS): rivers at 0, mountains 1, ... oceans 4
+    "atlas": document([paragraph(topic) for topic in TOPICS]),
     "ovens": "A stone oven holds heat for hours; bakers load the loaves once the flames have died down.",
 }
 
@@ -72,8 +74,11 @@ def test_a_second_search_in_a_trajectory_returns_none_of_the_firsts_chunks(corpu
     assert first["trajectory"]["novelty"]["chunks"] == 1.0
     assert second["trajectory"]["novelty"]["chunks"] == 0.0  # a plain search would repeat the first step
     assert second["trajectory"]["left_out"] >= 2 and second["trajectory"]["chunks"] == 4
-    plain = search(corpus.tenant, {**query, "k": 4})
-    assert ids(plain) == ids(first) + ids(second)  # no copies here: the second step is the plain 3rd and 4th
+    # no copies here: each step is the best unseen of the plain search at the step's depth (2k + seen;
+    # hybrid fusion's order at the tail depends on how deep it looks)
+    assert ids(first) == ids(search(corpus.tenant, {**query, "k": 4}))[:2]
+    deeper = ids(search(corpus.tenant, {**query, "k": 6}))
+    assert ids(second) == [c for c in deeper if c not in ids(first)][:2]
 
 
 def test_copies_across_two_documents_count_once(corpus):
@@ -130,7 +135,7 @@ def test_tokens_are_those_of_the_text_returned(corpus):
 
 def test_the_grounding_lists_documents_queries_and_chunks(corpus):
     status, made = corpus.tenant.search.post("/trajectories", {})
-    assert status == 200 and made["steps"] == 0, made
+    assert status == 201 and made["steps"] == 0, made
     t = made["id"]
     a = search(corpus.tenant, {"query": "sourdough starter", "k": 1, "trajectory": t})
     b = search(corpus.tenant, {"query": "supplier offboarding", "k": 1, "trajectory": t})
@@ -166,3 +171,45 @@ def test_another_key_neither_sees_nor_shares_a_trajectory(corpus, stack, upload_
 def test_bad_trajectory_fields_are_a_400_naming_them(corpus, body, field):
     status, answer = corpus.tenant.search.post("/search", body)
     assert status == 400 and answer["field"] == field, answer
+
+
+def expand(tenant: Tenant, trajectory: str, body: dict) -> dict:
+    status, answer = tenant.search.post(f"/trajectories/{trajectory}/expand", body)
+    assert status == 200, answer
+    return answer
+
+
+def test_expand_widens_around_a_chunk_and_never_repeats(corpus):
+    t = new_id()
+    hit = search(corpus.tenant, {"query": "the mountains chapter", "k": 1, "trajectory": t})["results"][0]
+    assert (hit["document_id"], hit["position"]) == ("atlas", 1)
+    around = expand(corpus.tenant, t, {"chunk_id": hit["chunk_id"], "mode": "neighbours", "k": 2})
+    assert sorted(r["position"] for r in around["results"]) == [0, 2]
+    further = expand(corpus.tenant, t, {"chunk_id": hit["chunk_id"], "mode": "neighbours", "k": 2})
+    assert [r["position"] for r in further["results"]] == [3, 4]
+    rest = expand(corpus.tenant, t, {"chunk_id": hit["chunk_id"], "mode": "document", "k": 5})
+    assert rest["results"] == [] and rest["trajectory"]["chunks"] == 5  # the whole document is in hand
+    again = search(corpus.tenant, {"query": "the mountains chapter", "k": 3, "trajectory": t})
+    assert "atlas" not in {r["document_id"] for r in again["results"]}
+
+
+def test_expand_similar_finds_other_documents_and_skips_copies(corpus):
+    t = new_id()
+    hit = search(corpus.tenant, {"query": "terminate with ninety days written notice", "k": 1,
+                                 "trajectory": t})["results"][0]
+    assert hit["document_id"] in ("contract-a", "contract-b")
+    similar = expand(corpus.tenant, t, {"chunk_id": hit["chunk_id"], "mode": "similar", "k": 3})
+    found = [r["document_id"] for r in similar["results"]]
+    assert len(found) == 3 and not {"contract-a", "contract-b"} & set(found)  # the other copy is left out
+    assert found[0] in ("renewal", "offboarding")
+    assert similar["trajectory"]["left_out"] >= 1
+
+
+def test_expand_takes_only_a_chunk_the_trajectory_returned(corpus):
+    t = new_id()
+    search(corpus.tenant, {"query": "sourdough", "k": 1, "trajectory": t})
+    status, body = corpus.tenant.search.post(f"/trajectories/{t}/expand",
+                                             {"chunk_id": str(uuid.uuid4()), "mode": "similar"})
+    assert status == 404 and body["field"] == "chunk_id"
+    status, body = corpus.tenant.search.post(f"/trajectories/{t}/expand", {"chunk_id": "x", "mode": "similar"})
+    assert status == 400 and body["field"] == "chunk_id"
