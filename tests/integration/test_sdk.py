@@ -13,6 +13,7 @@ from edgeindex_client import (
     AuthenticationError,
     BadRequestError,
     Client,
+    ConflictError,
     IndexRegistration,
     IndexSelection,
     NotFoundError,
@@ -309,3 +310,47 @@ def test_raw_request_answers_errors_as_sent_without_retrying(stack, admin):
         assert foreign.status == 401
         found = client.request("POST", "/search", service="search", json={"query": "dots", "entity_ids": [entity]})
         assert found.status == 200 and found.body["results"] == []
+
+
+def test_sync_trajectory_leaves_out_what_it_returned_and_keeps_novelty(stack, admin):
+    entity, key = make_tenant(admin)
+    with Client(**clients(stack, key)) as client:
+        for name, text in FACTS.items():
+            client.upload_text(entity, name, text)
+        for name in FACTS:
+            client.wait_ready(entity, name, timeout=120)
+        t = client.trajectory()
+        assert t.novelty == {"chunks": 1.0, "documents": 1.0} and t.steps == 0
+        first = t.search("ship maintenance schedule", entity_ids=[entity], k=1)
+        second = t.search("ship maintenance schedule", entity_ids=[entity], k=1)
+        assert first.trajectory.step == 1 and t.steps == 2 and t.tokens == second.trajectory.tokens["total"] > 0
+        assert first.results[0].chunk_id != second.results[0].chunk_id
+        assert t.novelty == {"chunks": 0.0, "documents": 0.0}  # the plain answer is the first step's chunk
+        wider = t.expand(first.results[0].chunk_id, "similar", k=5)
+        returned = {first.results[0].chunk_id, second.results[0].chunk_id}
+        assert [r.chunk_id for r in wider.results] and returned.isdisjoint(r.chunk_id for r in wider.results)
+        assert wider.count == 1 and t.steps == 3  # three facts: one is left
+        grounding = t.grounding()
+        assert [q["query"] for q in grounding.queries][:2] == ["ship maintenance schedule"] * 2
+        assert {c["chunk_id"] for c in grounding.chunks} == returned | {wider.results[0].chunk_id}
+        assert t.delete()
+        with pytest.raises(NotFoundError) as err:
+            t.grounding()
+        assert err.value.field == "trajectory"
+        with pytest.raises(BadRequestError) as bad:
+            client.trajectory("not an id").search("x", entity_ids=[entity])
+        assert bad.value.field == "trajectory"
+
+
+async def test_async_trajectory_claims_its_id_and_steps(stack, admin):
+    entity, key = make_tenant(admin)
+    async with AsyncClient(**clients(stack, key)) as client:
+        await client.upload_text(entity, "pumps", FACTS["pumps"])
+        await client.wait_ready(entity, "pumps", timeout=120)
+        t = await client.trajectory(unique("t-")).create()
+        answer = await t.search("bilge pump", entity_ids=[entity], k=3)
+        assert answer.trajectory.id == t.id and t.steps == 1 and [r.document_id for r in answer.results] == ["pumps"]
+        again = await t.search("bilge pump", entity_ids=[entity], k=3)
+        assert again.results == [] and t.novelty["chunks"] == 0.0
+        with pytest.raises(ConflictError):
+            await client.trajectory(t.id).create()

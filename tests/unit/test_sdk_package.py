@@ -18,7 +18,8 @@ def test_importing_the_client_pulls_neither_torch_nor_the_server():
 
 
 @pytest.mark.parametrize(("client_model", "server_model"), [
-    ("SearchRequest", "edgeindex.search.request:SearchRequest"),
+    ("SearchRequest", "edgeindex.trajectories.service:TrajectorySearchRequest"),  # what POST /search takes
+    ("ExpandRequest", "edgeindex.trajectories.service:ExpandRequest"),
     ("SearchFilters", "edgeindex.search.request:Filters"),
     ("SearchInclude", "edgeindex.search.request:Include"),
     ("UploadRequest", "edgeindex.uploads.models:UploadRequest"),

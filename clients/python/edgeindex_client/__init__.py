@@ -42,14 +42,15 @@ from .models import (
                      SelectedTool,
                      ToolSelection,
 )
+from .trajectory import AsyncTrajectory, Trajectory
 
 __version__ = "0.1.0"
 __all__ = [
-    "APIConnectionError", "APIError", "APITimeoutError", "AsyncClient", "AuthenticationError", "BadRequestError",
+    "APIConnectionError", "APIError", "APITimeoutError", "AsyncClient", "AsyncTrajectory", "AuthenticationError", "BadRequestError",
     "Client", "ConflictError", "Document", "DocumentFailedError", "EdgeIndexClientError", "IndexDescriptor",
     "IndexRegistration", "IndexSelection", "NotFoundError",
     "PayloadTooLargeError", "PermissionDeniedError", "RateLimitError", "RawResponse", "SearchFilters", "SearchInclude",
-    "SearchRequest", "SearchResponse", "SearchResult", "SelectedIndex", "SelectedTool", "ServerError", "ToolSelection", "UnprocessableError",
+    "SearchRequest", "SearchResponse", "SearchResult", "SelectedIndex", "SelectedTool", "ServerError", "ToolSelection", "Trajectory", "UnprocessableError",
     "UnsupportedMediaTypeError", "UploadOutcome", "WaitTimeoutError", "collect_files", "document_id_for",
     "guess_content_type", "path_segment",
 ]

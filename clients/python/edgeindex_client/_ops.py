@@ -306,6 +306,27 @@ def search(request: m.SearchRequest) -> Op:
     return m.SearchResponse.model_validate(reply.body)
 
 
+def create_trajectory(trajectory_id: str | None) -> Op:
+    reply = yield Call("POST", "/trajectories", service="search",
+                       json={} if trajectory_id is None else {"id": trajectory_id})
+    return m.TrajectoryInfo.model_validate(reply.body)
+
+
+def expand(trajectory_id: str, request: m.ExpandRequest) -> Op:
+    reply = yield Call("POST", f"/trajectories/{_seg(trajectory_id)}/expand", service="search", json=request.to_json())
+    return m.TrajectoryExpansion.model_validate(reply.body)
+
+
+def grounding(trajectory_id: str) -> Op:
+    reply = yield Call("GET", f"/trajectories/{_seg(trajectory_id)}", service="search")
+    return m.TrajectoryGrounding.model_validate(reply.body)
+
+
+def delete_trajectory(trajectory_id: str) -> Op:
+    reply = yield Call("DELETE", f"/trajectories/{_seg(trajectory_id)}", service="search")
+    return bool(reply.body.get("deleted"))
+
+
 def select(route: str, body: dict[str, Any], answer: type[m.Selection] = m.Selection) -> Op:
     """``POST /tools/select`` or ``/indices/select`` on the search worker (routes of the selection work)."""
     reply = yield Call("POST", route, service="search", json=body)

@@ -27,6 +27,7 @@ from ._ops import Call, Parallel, RawResponse, Sleep, UploadMode
 from ._shared_api import UploadOutcome
 from .client import _as_files, _split_small
 from .files import FileToUpload, collect_files, guess_content_type
+from .trajectory import AsyncTrajectory
 
 
 class AsyncClient:
@@ -258,17 +259,25 @@ class AsyncClient:
                      text_mode: str | None = None, dedupe: bool | None = None, rerank: bool | None = None,
                      include: m.SearchInclude | dict | None = None, cache: bool | None = None,
                      collections: list[str] | str | None = None,
-                     order: str | None = None, enhance: str | list[str] | None = None) -> m.SearchResponse:
+                     order: str | None = None, enhance: str | list[str] | None = None,
+                     trajectory: str | None = None, seen: str | None = None) -> m.SearchResponse:
         """Hybrid search; options left out take the server's defaults (see POST /search).
 
         ``order``: ``"best_first"`` or ``"reverse"`` (best last, next to the question in a prompt);
-        ``enhance``: ``"auto"``, ``"none"`` or a list of ``"prf"``, ``"synonyms"``, ``"hyde"``."""
-        options = dict(order=order, enhance=enhance,
+        ``enhance``: ``"auto"``, ``"none"`` or a list of ``"prf"``, ``"synonyms"``, ``"hyde"``;
+        ``trajectory``: a step of that trajectory (``seen``: ``"exclude"``, ``"include"`` or ``"mark"``
+        what it returned before); ``client.trajectory()`` keeps the id for you."""
+        options = dict(order=order, enhance=enhance, trajectory=trajectory, seen=seen,
                        entity_ids=entity_ids, k=k, filters=filters, strategy=strategy, alpha=alpha, fusion=fusion,
                        vector_threshold=vector_threshold, text_threshold=text_threshold,
                        trigram_threshold=trigram_threshold, text_mode=text_mode, dedupe=dedupe, rerank=rerank,
                        include=include, cache=cache, collections=collections)
         return await self._run(ops.search(search_request(query, options)))
+
+    def trajectory(self, trajectory_id: str | None = None) -> AsyncTrajectory:
+        """An ``AsyncTrajectory``: searches through it leave out what it returned before (``await t.create()``
+        to claim the id now; otherwise the first search creates it)."""
+        return AsyncTrajectory(self, trajectory_id)
 
     async def search_request(self, request: m.SearchRequest) -> m.SearchResponse:
         return await self._run(ops.search(request))

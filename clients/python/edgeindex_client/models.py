@@ -240,6 +240,8 @@ class SearchRequest(_Request):
     order: Literal["best_first", "reverse"] | None = None
     enhance: Literal["auto", "none"] | list[Literal["prf", "synonyms", "hyde"]] | None = None
     collections: list[str] | Literal["auto"] | None = None
+    trajectory: str | None = None
+    seen: Literal["exclude", "include", "mark"] | None = None
 
 
 class Scores(_Response):
@@ -277,6 +279,20 @@ class SearchResult(_Response):
     document: ResultDocument
     text: str | None = None
     neighbours: list[Neighbour] | None = None
+    seen: bool | None = None   # seen: "mark": the trajectory had returned it
+
+
+class TrajectoryStep(_Response):
+    """What a search or an expansion added to its trajectory."""
+
+    id: str
+    step: int
+    seen: str
+    novelty: dict[str, float]   # chunks, documents: the share of a plain answer that is new (0: nothing new)
+    left_out: int
+    tokens: dict[str, int]      # step, total
+    chunks: int
+    documents: int
 
 
 class SearchResponse(_Response):
@@ -291,6 +307,52 @@ class SearchResponse(_Response):
     routing: dict[str, Any] | None = None
     enhancement: dict[str, Any] | None = None
     collections: dict[str, Any] | None = None   # what `collections` made of the scope, when given
+    trajectory: TrajectoryStep | None = None     # when the search named one
+
+
+# --- trajectories ---------------------------------------------------------------------------
+
+class ExpandRequest(_Request):
+    chunk_id: str
+    mode: Literal["neighbours", "document", "similar"] | None = None
+    k: int | None = None
+    entity_ids: list[str] | None = None
+    include: SearchInclude | None = None
+
+
+class ExpandedResult(_Response):
+    chunk_id: str
+    document_id: str
+    entity_id: str
+    position: int
+    score: float
+    text: str | None = None
+
+
+class TrajectoryExpansion(_Response):
+    results: list[ExpandedResult]
+    count: int
+    trajectory: TrajectoryStep
+
+
+class TrajectoryInfo(_Response):
+    id: str
+    steps: int
+    chunks: int
+    documents: int
+    tokens: int
+    ttl_seconds: float
+
+
+class TrajectoryGrounding(_Response):
+    """What a trajectory touched: its documents (with summaries), its queries, the chunks it returned."""
+
+    id: str
+    steps: int
+    tokens: int
+    chunks: list[dict[str, Any]]
+    documents: list[dict[str, Any]]
+    queries: list[dict[str, Any]]
 
 
 # --- tool and index selection (routes of the tool/index-selection work; kept loose on purpose) ---
