@@ -234,7 +234,8 @@ def cmd_search(args) -> int:
                                fusion=args.fusion, text_mode=args.text_mode, rerank=args.rerank or None,
                                dedupe=args.dedupe or None, cache=False if args.no_cache else None,
                                filters=filters or None, include={k: v for k, v in include.items() if v},
-                               collections=_collections(args.collection))
+                               collections=_collections(args.collection), trajectory=args.trajectory,
+                               seen=args.seen)
     if args.json:
         _dump(answer)
         return 0
@@ -253,9 +254,46 @@ def cmd_search(args) -> int:
         table.add_row(str(rank), f"{r.score:.3f}", f"{r.scores.vector:.3f}", f"{r.scores.text:.3f}",
                       f"{r.scores.trigram:.3f}", escape(title), escape(snippet))
     console.print(table)
+    if step := answer.trajectory:
+        console.print(f"trajectory {escape(step.id)}: step {step.step}, novelty {step.novelty['chunks']:.2f} of chunks "
+                      f"and {step.novelty['documents']:.2f} of documents, {step.left_out} left out, "
+                      f"{step.tokens['total']} tokens so far")
     if answer.corrections:
         console.print(escape("corrections: " + ", ".join(f"{w} → {', '.join(t)}"
                                                          for w, t in answer.corrections.items())))
+    return 0
+
+
+# --- trajectories ------------------------------------------------------------------------------------
+
+def cmd_trajectory(args) -> int:
+    from rich.markup import escape
+    from rich.table import Table
+
+    with Target(args).client() as client:
+        t = client.trajectory(args.id)
+        if args.action == "delete":
+            t.delete()
+            if not args.json:
+                _console().print(f"trajectory {escape(args.id)} deleted")
+            else:
+                _dump({"id": args.id, "deleted": True})
+            return 0
+        grounding = t.grounding()
+    if args.json:
+        _dump(grounding)
+        return 0
+    console = _console()
+    table = Table(title=escape(f"trajectory {grounding.id}: {grounding.steps} steps, {len(grounding.chunks)} chunks, "
+                               f"{grounding.tokens} tokens"))
+    for name in ("step", "query", "returned", "novelty"):
+        table.add_column(name, justify="right" if name in ("step", "returned", "novelty") else "left")
+    for q in grounding.queries:
+        table.add_row(str(q["step"]), escape(q["query"]), str(q["returned"]), f"{q['novelty']['chunks']:.2f}")
+    console.print(table)
+    for d in grounding.documents:
+        console.print(escape(f"{d['entity_id']}/{d['document_id']}" + (f": {d['title']}" if d.get("title") else "")
+                             + ("" if d["current"] else " (deleted since)")))
     return 0
 
 
@@ -436,8 +474,18 @@ def register(sub) -> None:
     se.add_argument("--no-cache", action="store_true")
     se.add_argument("--collection", action="append", help="only these collections (comma-separated, repeatable), "
                                                           "or 'auto': the ones index selection chooses")
+    se.add_argument("--trajectory", metavar="ID", help="a step of this trajectory: what it returned before is "
+                                                       "left out (created on first use)")
+    se.add_argument("--seen", choices=["exclude", "include", "mark"], help="with --trajectory: what to do with "
+                                                                           "chunks it returned before")
     _connection(se)
     se.set_defaults(func=cmd_search)
+
+    tr = sub.add_parser("trajectory", help="what a trajectory touched (its queries and documents), or delete it")
+    tr.add_argument("action", choices=["show", "delete"])
+    tr.add_argument("id")
+    _connection(tr)
+    tr.set_defaults(func=cmd_trajectory)
 
     st = sub.add_parser("status", help="workers' health; with --entity its documents by status; "
                                        "with --document one document")

@@ -83,3 +83,28 @@ def test_cli_status_lists_all_four_workers(stack, capsys, monkeypatch):
     assert [(r["worker"], r["url"], r["status"]) for r in rows] == [
         (name, stack.url(name), "ok") for name in ("upload", "ingest", "search", "mcp")]
     assert code == 0
+
+
+async def test_cli_search_steps_a_trajectory_and_shows_it(stack, capsys, tenant):
+    for name in ("pumps", "lights"):
+        put_document(tenant, f"{name}.txt", FACTS[name])
+    for name in ("pumps", "lights"):
+        await wait_document(tenant, f"{name}.txt")
+    t = unique("t-cli-")
+    answers = []
+    for _ in range(2):
+        code, out = run(capsys, stack, tenant.key, "search", "ship checks", "--entity", tenant.entity_id, "-k", "1",
+                        "--trajectory", t, "--json")
+        assert code == 0, out
+        answers.append(json.loads(out))
+    assert answers[0]["results"][0]["chunk_id"] != answers[1]["results"][0]["chunk_id"]
+    assert answers[1]["trajectory"]["step"] == 2
+    code, out = run(capsys, stack, tenant.key, "search", "ship checks", "--entity", tenant.entity_id, "-k", "1",
+                    "--trajectory", t, "--seen", "include")
+    assert code == 0 and f"trajectory {t}: step 3, novelty 0.00 of chunks" in out, out
+    code, out = run(capsys, stack, tenant.key, "trajectory", "show", t, "--json")
+    assert code == 0 and [q["step"] for q in json.loads(out)["queries"]] == [1, 2, 3]
+    code, out = run(capsys, stack, tenant.key, "trajectory", "delete", t)
+    assert code == 0 and "deleted" in out
+    code, out = run(capsys, stack, tenant.key, "trajectory", "show", t)
+    assert code == 2
