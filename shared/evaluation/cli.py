@@ -50,6 +50,9 @@ def register(subparsers) -> None:
     parser.add_argument("--indices", type=Path, metavar="DIR",
                         help="index selection instead: DIR holds indices.jsonl and queries.jsonl "
                              "(and optionally indices_tables.jsonl / queries_tables.jsonl)")
+    parser.add_argument("--trajectory", type=int, metavar="STEPS",
+                        help="multi-step retrieval instead: each query and its reformulations as STEPS searches, "
+                             "independent and as one trajectory (see evaluation/trajectory_eval.py)")
     parser.add_argument("--split", default="test", help="qrels file to use (default: test)")
     parser.add_argument("--qrels", type=Path, help="judgements to use instead of the dataset's qrels/<split>.tsv")
     parser.add_argument("--k", type=int, default=10, help="cutoff of every metric and results per query (default 10)")
@@ -127,6 +130,8 @@ def run(args) -> int:
 
     previous = signal.signal(signal.SIGTERM, on_sigterm)
     try:
+        if args.trajectory is not None:
+            return _trajectory(args, dataset, options, progress)
         results = _evaluate(args, dataset, options, progress)
     finally:
         signal.signal(signal.SIGTERM, previous)
@@ -150,9 +155,29 @@ def run(args) -> int:
     return 0
 
 
-def _evaluate(args, dataset, options, progress) -> dict:
+def _trajectory(args, dataset, options, progress) -> int:
+    import json
+
+    from . import trajectory_eval
+
+    if not 2 <= args.trajectory <= 10:
+        raise ValidationError("--trajectory takes 2 to 10 steps", field="trajectory")
+    results = _evaluate(args, dataset, options, progress,
+                        lambda d, e, o, p: trajectory_eval.evaluate(d, e, o, args.trajectory, p))
+    print()
+    print(trajectory_eval.format_table(results))
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "trajectory.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+        print(f"wrote {args.out / 'trajectory.json'}")
+    return 0
+
+
+def _evaluate(args, dataset, options, progress, evaluate=None) -> dict:
     from .. import config as config_module
-    from .runner import evaluate
+    from .runner import evaluate as evaluate_modes
+
+    evaluate = evaluate or evaluate_modes
     from .stack import Endpoints, fresh_stack
 
     if args.upload_url or args.search_url:

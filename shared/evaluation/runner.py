@@ -4,12 +4,13 @@ corpus (and, for Chroma, the same vectors), and score everything the same way.""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import platform
 import re
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -162,77 +163,52 @@ async def evaluate(dataset: Dataset, endpoints: Endpoints, options: Options,
     """The whole run; returns the results document (see report.py for its layout)."""
     queries = dataset.judged_queries
     passes = options.repeat or timed_passes(len(queries))
-    documents = list(dataset.corpus.values())
     runs: list[SystemRun] = []
     sweep_points: list[dict] = []
     load_before = os.getloadavg()
 
-    key_id = None  # the key this run made, revoked when it ends: a run leaves no active key behind
-    if options.entity:
-        entity_id, key = options.entity, endpoints.admin_key
-        progress(f"entity {entity_id}: checking that it holds all {len(documents)} documents")
-    else:
-        entity_id = entity_name(dataset)
-        async with EdgeIndexClient(endpoints.upload_url, endpoints.search_url, endpoints.admin_key) as admin:
-            await admin.create_entity(entity_id, name=f"edgeindex eval of {dataset.name}")
-            key_id, key = await admin.create_key_with_id(entity_id)
-        progress(f"entity {entity_id}: uploading {len(documents)} documents through the upload worker")
-    try:
-        async with EdgeIndexClient(endpoints.upload_url, endpoints.search_url, key) as client:
-            ingest = await client.ingest(entity_id, documents, source=f"beir:{dataset.name}",
-                                         concurrency=options.concurrency, window=options.window,
-                                         timeout=options.ingest_timeout, upload=not options.entity,
-                                         progress=progress)
-            if ingest.failed:
-                progress(f"warning: {len(ingest.failed)} documents failed to ingest "
-                         f"(first: {next(iter(ingest.failed.items()))})")
-            settled = await _settle(endpoints.dsn, progress)
+    async with loaded_entity(dataset, endpoints, options, progress) as (client, entity_id, ingest, settled):
+        for mode in dict.fromkeys([*options.modes, "default"]):
+            base, enhance = split_mode(mode)
+            params = {**mode_params(base, options), "enhance": enhance}
+            server: list[dict] = []
+            reports: dict[str, dict] = {}
 
-            for mode in dict.fromkeys([*options.modes, "default"]):
-                base, enhance = split_mode(mode)
-                params = {**mode_params(base, options), "enhance": enhance}
-                server: list[dict] = []
-                reports: dict[str, dict] = {}
+            async def search(text: str, params=params, server=server, reports=reports) -> tuple[list[str], float]:
+                return await client.search(search_body(text, entity_id, options.k, params), server, reports)
 
-                async def search(text: str, params=params, server=server, reports=reports) -> tuple[list[str], float]:
-                    return await client.search(search_body(text, entity_id, options.k, params), server, reports)
+            runs.append(SystemRun(f"edgeindex-{mode}", "edgeindex", mode,
+                                  {k: v for k, v in params.items() if v is not None}, ingest.ready, search,
+                                  server_timings=server, enhancements=reports))
+        closers: list[Callable[[], None]] = []
+        try:
+            if "chroma" in options.baselines:
+                chroma, close = await _chroma(endpoints, entity_id, options, progress)
+                runs.append(chroma)
+                closers.append(close)
+            if "bm25" in options.baselines:
+                runs.append(_bm25(dataset, options, progress))
+            progress(f"timing {', '.join(r.key for r in runs)}: {len(queries)} queries x {passes}, "
+                     "interleaved")
+            await measure(runs, queries, passes)
+        finally:
+            for close in closers:
+                close()
 
-                runs.append(SystemRun(f"edgeindex-{mode}", "edgeindex", mode,
-                                      {k: v for k, v in params.items() if v is not None}, ingest.ready, search,
-                                      server_timings=server, enhancements=reports))
-            closers: list[Callable[[], None]] = []
-            try:
-                if "chroma" in options.baselines:
-                    chroma, close = await _chroma(endpoints, entity_id, options, progress)
-                    runs.append(chroma)
-                    closers.append(close)
-                if "bm25" in options.baselines:
-                    runs.append(_bm25(dataset, options, progress))
-                progress(f"timing {', '.join(r.key for r in runs)}: {len(queries)} queries x {passes}, "
-                         "interleaved")
-                await measure(runs, queries, passes)
-            finally:
-                for close in closers:
-                    close()
+        if options.sweep:
+            name, values = options.sweep
+            for value in values:
+                params = {"alpha": options.alpha, "fusion": options.fusion, name: value}
 
-            if options.sweep:
-                name, values = options.sweep
-                for value in values:
-                    params = {"alpha": options.alpha, "fusion": options.fusion, name: value}
+                async def search(text: str, params=params) -> tuple[list[str], float]:
+                    return await client.search(search_body(text, entity_id, options.k, params))
 
-                    async def search(text: str, params=params) -> tuple[list[str], float]:
-                        return await client.search(search_body(text, entity_id, options.k, params))
-
-                    point_run = SystemRun("sweep", "edgeindex", "hybrid", params, ingest.ready, search)
-                    await measure([point_run], queries, 1)
-                    point = {"value": value, "metrics": metrics.evaluate(dataset.qrels, point_run.run, options.k),
-                             "latency_ms": metrics.latency_summary(point_run.latencies_ms)}
-                    sweep_points.append(point)
-                    progress(f"sweep {name}={value}: " + ", ".join(f"{m} {v:.4f}" for m, v in point["metrics"].items()))
-    finally:
-        if key_id is not None:
-            async with EdgeIndexClient(endpoints.upload_url, endpoints.search_url, endpoints.admin_key) as admin:
-                await admin.revoke_key(key_id)
+                point_run = SystemRun("sweep", "edgeindex", "hybrid", params, ingest.ready, search)
+                await measure([point_run], queries, 1)
+                point = {"value": value, "metrics": metrics.evaluate(dataset.qrels, point_run.run, options.k),
+                         "latency_ms": metrics.latency_summary(point_run.latencies_ms)}
+                sweep_points.append(point)
+                progress(f"sweep {name}={value}: " + ", ".join(f"{m} {v:.4f}" for m, v in point["metrics"].items()))
 
     model_id = next((r.extra["model_id"] for r in runs if r.system == "chroma"), "")
     return {
@@ -258,6 +234,39 @@ async def evaluate(dataset: Dataset, endpoints: Endpoints, options: Options,
         "systems": {r.key: r.summary(dataset.qrels, options.k, queries) for r in runs},
         "sweep": {"param": options.sweep[0], "points": sweep_points} if options.sweep else None,
     }
+
+
+@contextlib.asynccontextmanager
+async def loaded_entity(dataset: Dataset, endpoints: Endpoints, options: Options,
+                        progress: Callable[[str], None]) -> AsyncIterator[tuple[EdgeIndexClient, str, Any, bool]]:
+    """An entity holding the dataset's corpus, ingested through the workers, and a client with a key for
+    it: (client, entity id, the ingest outcome, whether the database was settled). The key this makes is
+    revoked at the end, so a run leaves no active key behind."""
+    documents = list(dataset.corpus.values())
+    key_id = None
+    if options.entity:
+        entity_id, key = options.entity, endpoints.admin_key
+        progress(f"entity {entity_id}: checking that it holds all {len(documents)} documents")
+    else:
+        entity_id = entity_name(dataset)
+        async with EdgeIndexClient(endpoints.upload_url, endpoints.search_url, endpoints.admin_key) as admin:
+            await admin.create_entity(entity_id, name=f"edgeindex eval of {dataset.name}")
+            key_id, key = await admin.create_key_with_id(entity_id)
+        progress(f"entity {entity_id}: uploading {len(documents)} documents through the upload worker")
+    try:
+        async with EdgeIndexClient(endpoints.upload_url, endpoints.search_url, key) as client:
+            ingest = await client.ingest(entity_id, documents, source=f"beir:{dataset.name}",
+                                         concurrency=options.concurrency, window=options.window,
+                                         timeout=options.ingest_timeout, upload=not options.entity,
+                                         progress=progress)
+            if ingest.failed:
+                progress(f"warning: {len(ingest.failed)} documents failed to ingest "
+                         f"(first: {next(iter(ingest.failed.items()))})")
+            yield client, entity_id, ingest, await _settle(endpoints.dsn, progress)
+    finally:
+        if key_id is not None:
+            async with EdgeIndexClient(endpoints.upload_url, endpoints.search_url, endpoints.admin_key) as admin:
+                await admin.revoke_key(key_id)
 
 
 async def _settle(dsn: str | None, progress: Callable[[str], None]) -> bool:

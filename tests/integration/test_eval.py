@@ -117,3 +117,38 @@ def test_eval_end_to_end_against_the_session_stack(stack, tmp_path, capsys):
     assert sweep["points"][1]["metrics"] == systems["edgeindex-vector"]["metrics"]
     for name in ("metrics.png", "latency_cdf.png", "sweep_alpha.png"):
         assert (out / name).read_bytes()[:4] == b"\x89PNG", name
+
+
+def test_eval_trajectory_counts_what_each_step_adds_against_independent_searches(stack, tmp_path, capsys):
+    dataset = write_beir(tmp_path / "tiny-beir")
+    out = tmp_path / "out"
+    code = main(["eval", "--dataset", str(dataset), "--trajectory", "3", "--k", "1", "--upload-url",
+                 stack.url("upload"), "--search-url", stack.url("search"), "--admin-key", stack.admin_key,
+                 "--window", "12", "--out", str(out)])
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    assert "trajectory / independent at step 3: relevant chunks" in printed
+    results = json.loads((out / "trajectory.json").read_text())
+    assert results["dataset"]["judged_queries"] == 4 and results["config"]["steps"] == 3
+    per_query = results["per_query"]
+    for qid in ("q_bread", "q_car", "q_cell", "q_quake"):
+        steps = results["reformulations"][qid]
+        assert steps[0] == QUERIES[qid] and all(s.startswith(QUERIES[qid]) for s in steps[1:]), steps
+        # the same query again: a plain search would answer what the trajectory has, so nothing is new
+        assert [s["novelty_chunks"] for s in per_query["repeat"][qid]] == [1.0, 0.0, 0.0], qid
+        # a trajectory never returns a chunk twice: three steps of k=1, three distinct chunks, both judged ones
+        assert per_query["trajectory"][qid][-1]["relevant_chunks"] == 2, qid
+        assert per_query["independent"][qid][-1]["relevant_chunks"] <= 2
+        assert per_query["trajectory"][qid][-1]["tokens"] > per_query["trajectory"][qid][0]["tokens"]
+    last = {way: results["steps"][way][-1] for way in ("independent", "trajectory")}
+    assert last["trajectory"]["recall_documents"] == 1.0
+    assert last["trajectory"]["relevant_chunks"] > last["independent"]["relevant_chunks"]
+    assert results["ratio"]["relevant_chunks"] == round(last["trajectory"]["relevant_chunks"]
+                                                        / last["independent"]["relevant_chunks"], 3)
+
+
+def test_eval_trajectory_needs_two_steps_or_more(stack, tmp_path, capsys):
+    dataset = write_beir(tmp_path / "tiny-beir")
+    code = main(["eval", "--dataset", str(dataset), "--trajectory", "1", "--upload-url", stack.url("upload"),
+                 "--search-url", stack.url("search"), "--admin-key", stack.admin_key])
+    assert code == 2 and "--trajectory takes 2 to 10 steps" in capsys.readouterr().err
