@@ -20,7 +20,7 @@ from edgeindex.runtime.http import (
 )
 from edgeindex.tenancy import Tenancy
 from edgeindex.uploads.service import UploadLimits, UploadService
-from edgeindex.workers._startup import search_service, selection_service, tenancy
+from edgeindex.workers._startup import search_service, selection_service, tenancy, trajectory_service
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 routes = Routes()
@@ -42,7 +42,8 @@ async def startup(env) -> Services:
         presign_expires=env.BUCKET.presign_expires)
     uploads = UploadService(db=env.DB, bucket=env.BUCKET, kv=env.KV, limits=limits, signer=None)
     selection = selection_service(env)
-    server = build_server(McpTools(db=env.DB, search=search, uploads=uploads, selection=selection))
+    server = build_server(McpTools(db=env.DB, search=search, uploads=uploads, selection=selection,
+                                   trajectories=trajectory_service(env, search)))
     # Stateless: any process of this worker answers any request; no session to pin or expire.
     sessions = StreamableHTTPSessionManager(server, json_response=True, stateless=True,
                                             max_request_body_size=MAX_BODY_BYTES)
@@ -90,5 +91,5 @@ def jsonrpc_refusal(exc: EdgeIndexError, rid: str):
 
 # POST only: stateless JSON mode has no session to resume (GET) or end (DELETE), and the SDK's
 # client sends neither without a session id; they get the router's JSON 405.
-routes.post("/mcp", summary="MCP streamable HTTP endpoint (JSON-RPC; tools: search, get_document, get_chunk, "
-            "upload_text, document_status, list_documents)")(mcp)
+routes.post("/mcp", summary="MCP streamable HTTP endpoint (JSON-RPC; tools/list names the tools: search and "
+            "trajectories, documents and chunks, uploads, tool and index selection, feedback)")(mcp)

@@ -21,8 +21,10 @@ PRINCIPAL = "edgeindex.principal"
 CONTEXT = "edgeindex.ctx"  # the worker's ExecutionContext (wait_until)
 SERVER_NAME = "edgeindex"
 INSTRUCTIONS = ("Search an edgeindex retrieval service: `search` first, then `get_chunk` (neighbours) or "
-                "`get_document` to read around a hit. Results only ever come from entities this API key "
-                "is granted.")
+                "`get_document` to read around a hit. For a task of several searches, name one `trajectory` "
+                "in each: what it returned before is left out, `expand` widens around a hit without "
+                "repeats, and the `trajectory` tool lists what it touched; stop when novelty is 0. "
+                "Results only ever come from entities this API key is granted.")
 
 
 def list_tools_result() -> types.ListToolsResult:

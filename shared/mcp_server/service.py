@@ -1,6 +1,7 @@
 """What each MCP tool does, for an authenticated principal, over the same services the HTTP workers
-use (``SearchService``, ``UploadService``) and the same grant check (``Principal.check``): a key
-sees over MCP exactly what it sees over HTTP."""
+use (``SearchService``, ``TrajectoryService``, ``UploadService``) and the same grant check
+(``Principal.check``): a key sees over MCP exactly what it sees over HTTP, and a trajectory is the
+same one over both (it lives in the KV)."""
 
 from __future__ import annotations
 
@@ -15,17 +16,20 @@ from ..search.service import SearchService
 from ..selection import collections
 from ..selection.http import SelectionService
 from ..tenancy import Principal
+from ..trajectories import service as trajectories
 from ..uploads.service import UploadService
 from ..validation import parse
-from .answers import compact_search, compact_selection
+from .answers import compact_expansion, compact_grounding, compact_search, compact_selection
 from .tools import (
     TOOLS,
     DocumentRef,
     EntityArgs,
+    ExpandArgs,
     FindToolsArgs,
     GetChunkArgs,
     GetDocumentArgs,
     ListDocumentsArgs,
+    TrajectoryArgs,
     UploadTextArgs,
 )
 
@@ -46,6 +50,7 @@ class McpTools:
     search: SearchService
     uploads: UploadService
     selection: SelectionService
+    trajectories: trajectories.TrajectoryService
 
     async def call(self, principal: Principal, name: str, arguments: dict[str, Any], *, background) -> dict:
         """``background`` is the worker's ctx: search stores its cache entries after answering."""
@@ -54,8 +59,19 @@ class McpTools:
         check_json_value(arguments)   # what every HTTP body passes first (NUL, lone surrogates, depth)
         if name == "search":  # the search service parses and checks the grant, as POST /search does
             diagnostics = _diagnostics(arguments)
-            return compact_search(await self.search.search(principal, arguments, background=background),
-                                  diagnostics=diagnostics)
+            trajectories.check_body(arguments)
+            if "trajectory" in arguments:  # a step, as POST /search with a trajectory in its body
+                answer = await self.trajectories.step(principal, arguments, background=background)
+            else:
+                answer = await self.search.search(principal, arguments, background=background)
+            return compact_search(answer, diagnostics=diagnostics)
+        if name == "expand":  # the route's body checks first, then its path's trajectory, as over HTTP
+            args = parse(ExpandArgs, arguments)
+            body = {k: v for k, v in arguments.items() if k != "trajectory"}
+            return compact_expansion(await self.trajectories.expand(principal, args.trajectory, body))
+        if name == "trajectory":
+            ref = parse(TrajectoryArgs, arguments)
+            return compact_grounding(await self.trajectories.grounding(principal, ref.trajectory))
         if name == "select_tools":  # parsed and grant-checked by the selection service, as over HTTP
             diagnostics = _diagnostics(arguments)
             return compact_selection(await self.selection.select_tools(principal, arguments),

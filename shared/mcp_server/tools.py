@@ -1,6 +1,7 @@
 """The MCP tool list: names, short descriptions, and input schemas generated from the pydantic
-models the HTTP routes validate with (``SearchRequest``, ``DocumentFields``, ``ListQuery``,
-``EntityId``, ``DocumentId``), so a field added or constrained there shows up here unchanged.
+models the HTTP routes validate with (``TrajectorySearchRequest``, ``ExpandRequest``,
+``DocumentFields``, ``ListQuery``, ``EntityId``, ``DocumentId``), so a field added or constrained
+there shows up here unchanged.
 
 Descriptions for the search options live here, keyed by field path; ``describe`` refuses a path
 the model no longer has, so they cannot silently drift either. Schemas are compacted for the
@@ -20,8 +21,8 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from ..routing.feedback_model import FeedbackRequest
 from ..search import defaults
-from ..search.request import SearchRequest
 from ..selection.models import IndexSelectRequest, ToolSelectOptions
+from ..trajectories.service import TRAJECTORY_ID, ExpandRequest, TrajectorySearchRequest
 from ..uploads.models import DocumentFields, ListQuery
 from ..validation import DocumentId, EntityId
 
@@ -31,8 +32,8 @@ MAX_TEXT_CHARS = 200_000  # upload_text is for small documents; files go through
 DIAGNOSTICS = Field(False, description="diagnostics wanted (the MCP tool's own argument)")
 
 
-class SearchArgs(SearchRequest):
-    """``search``'s arguments: the HTTP request's, and ``diagnostics``."""
+class SearchArgs(TrajectorySearchRequest):
+    """``search``'s arguments: the HTTP request's (a trajectory's step when it names one), and ``diagnostics``."""
 
     diagnostics: bool = DIAGNOSTICS
 
@@ -81,6 +82,18 @@ class UploadTextArgs(DocumentFields):
     skip_unchanged: bool = True
 
 
+class ExpandArgs(ExpandRequest):
+    """``POST /trajectories/{id}/expand``'s body, and the trajectory the route's path names."""
+
+    trajectory: str = Field(pattern=TRAJECTORY_ID)
+
+
+class TrajectoryArgs(_Args):
+    """``GET /trajectories/{id}``: the trajectory the route's path names."""
+
+    trajectory: str = Field(pattern=TRAJECTORY_ID)
+
+
 class EntityArgs(_Args):
     entity_id: EntityId
 
@@ -122,6 +135,18 @@ SEARCH = {
     "enhance": "Query expansion: auto (where it helps), none, or a list (prf; synonyms/hyde need an LLM).",
     "order": "reverse: best result last (next to the question in an answer prompt).",
     "diagnostics": "Add routing, timings, cache and per-result scores (for debugging; off: a compact answer).",
+    "trajectory": "A step of this trajectory (any id): what it returned is left out; stop at trajectory.novelty 0.",
+    "seen": "Its earlier results: exclude, include, or mark (seen: true).",
+}
+EXPAND = {
+    "": "Widen around a chunk a trajectory returned, never repeating a chunk.",
+    "chunk_id": "One of its results.",
+    "mode": "neighbours: around it; document: the rest of its document; similar: nearest in meaning.",
+    "k": "Chunks wanted.",
+    "entity_ids": "similar: where to look (default: the trajectory's entities).",
+}
+TRAJECTORY = {
+    "": "What a trajectory touched (to cite): its queries with novelty, documents with summaries, chunks.",
 }
 FEEDBACK = {
     "": "Tell the retrieval router which results of a search (its search_id) helped; improves later searches.",
@@ -230,6 +255,8 @@ TOOLS: dict[str, tuple[type[BaseModel], dict[str, str]]] = {
     "search": (SearchArgs, SEARCH),
     "get_document": (GetDocumentArgs, GET_DOCUMENT),
     "get_chunk": (GetChunkArgs, GET_CHUNK),
+    "expand": (ExpandArgs, EXPAND),
+    "trajectory": (TrajectoryArgs, TRAJECTORY),
     "upload_text": (UploadTextArgs, UPLOAD_TEXT),
     "document_status": (DocumentRef, DOCUMENT_STATUS),
     "list_documents": (ListDocumentsArgs, LIST_DOCUMENTS),

@@ -12,7 +12,7 @@ import httpx2
 import jsonschema
 import pytest
 from edgeindex.mcp_server.tools import TOOLS
-from edgeindex.search.request import SearchRequest
+from edgeindex.trajectories.service import TrajectorySearchRequest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -20,8 +20,8 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERS
 
 from ..helpers import Client, new_tenant, paragraph, wait_for
 
-TOOL_NAMES = {"search", "get_document", "get_chunk", "upload_text", "document_status", "list_documents",
-              "list_collections", "select_tools", "find_tools", "select_index", "feedback"}
+TOOL_NAMES = {"search", "get_document", "get_chunk", "expand", "trajectory", "upload_text", "document_status",
+              "list_documents", "list_collections", "select_tools", "find_tools", "select_index", "feedback"}
 
 
 def mcp_url(stack) -> str:
@@ -90,7 +90,8 @@ async def test_http_lists_tools_with_the_route_models_schemas(stack, indexed):
         tools = {t.name: t for t in (await session.list_tools()).tools}
     assert set(tools) == TOOL_NAMES
     # generated from the very model POST /search validates with: every field, nothing invented
-    assert set(tools["search"].input_schema["properties"]) == set(SearchRequest.model_fields) | {"diagnostics"}
+    assert set(tools["search"].input_schema["properties"]) == (set(TrajectorySearchRequest.model_fields)
+                                                              | {"diagnostics"})
     assert tools["search"].input_schema["required"] == ["query"]
     for name, tool in tools.items():
         assert set(tool.input_schema["properties"]) == set(TOOLS[name][0].model_fields), name

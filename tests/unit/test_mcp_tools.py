@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from edgeindex.mcp_server import tools
 from edgeindex.search.request import SearchRequest
+from edgeindex.trajectories.service import TrajectorySearchRequest
 from edgeindex.validation import ENTITY_ID_PATTERN
 
 
@@ -39,7 +40,9 @@ def test_search_schema_keeps_the_constraints_the_route_enforces():
     assert props["include"]["properties"]["neighbours"]["maximum"] == 3
     assert props["filters"]["additionalProperties"] is False
     assert props["k"]["description"] == tools.SEARCH["k"]
-    assert set(props) == set(SearchRequest.model_fields) | {"diagnostics"}
+    assert set(props) == set(TrajectorySearchRequest.model_fields) | {"diagnostics"}
+    assert props["trajectory"]["pattern"] == TrajectorySearchRequest.model_json_schema()["properties"][
+        "trajectory"]["anyOf"][0]["pattern"]
 
 
 def test_a_description_for_a_field_the_model_lost_is_an_error():
@@ -54,5 +57,7 @@ def test_tool_list_size_in_tokens():
     print(f"\nMCP tool list: {len(tools.TOOLS)} tools, {count} tokens (cl100k_base), {chars} characters")
     # the budget a desktop agent pays on every turn; raise it knowingly (search's outputSchema: ~250 tokens,
     # paid once per session for answers that are each half as long; find_tools: ~100 tokens, which let an
-    # unsure select_tools answer send k definitions instead of a whole registry)
-    assert 0 < count < 2900
+    # unsure select_tools answer send k definitions instead of a whole registry; trajectories: ~520 tokens
+    # for search's trajectory and seen, its step's account in the outputSchema, and the expand and
+    # trajectory tools, so an agent's later searches stop repeating what it has read)
+    assert 0 < count < 3400
