@@ -287,13 +287,18 @@ class Neighbour(_Body):
     text: str | None = None
 
 
-class SearchResult(_Body):
+class ChunkPlace(_Body):
+    """Where a chunk sits: its entity, document, position and character span."""
+
     chunk_id: str
     document_id: str
     entity_id: str
     position: int
     start_char: int
     end_char: int
+
+
+class SearchResult(ChunkPlace):
     score: float
     scores: Scores
     document: ResultDocument
@@ -341,13 +346,7 @@ class SearchResponse(_Body):
     trajectory: TrajectoryStepInfo | None = Field(None, description="a step of a trajectory: what was new")
 
 
-class ExpandedResult(_Body):
-    chunk_id: str
-    document_id: str
-    entity_id: str
-    position: int
-    start_char: int
-    end_char: int
+class ExpandedResult(ChunkPlace):
     score: float = Field(description="neighbours, document: 1 / (1 + distance in positions); similar: cosine")
     document: ResultDocument
     text: str | None = None

@@ -15,6 +15,8 @@ import pytest
 
 from ..helpers import TOPICS, Tenant, document, new_tenant, paragraph, put_document, wait_document
 from .test_mcp import call, http_session, ok
+from .test_trajectories import ids, new_id
+from .test_trajectories import search as http_search
 
 DOCS = {
     # one chunk per paragraph: rivers at 0, mountains 1, ... oceans 4
@@ -36,20 +38,6 @@ async def corpus(stack, upload_admin) -> Tenant:
     ready = await asyncio.gather(*(wait_document(made, d) for d in DOCS))
     assert [d["status"] for d in ready] == ["ready"] * len(DOCS)
     return made
-
-
-def http_search(tenant: Tenant, body: dict) -> dict:
-    status, answer = tenant.search.post("/search", {"cache": False, **body})
-    assert status == 200, answer
-    return answer
-
-
-def ids(answer: dict) -> list[str]:
-    return [r["chunk_id"] for r in answer["results"]]
-
-
-def new_id() -> str:
-    return f"mt-{uuid.uuid4().hex[:10]}"
 
 
 def pid(stack, worker: str) -> int:

@@ -55,6 +55,13 @@ def make_tenant(admin: Client) -> tuple[str, str]:
     return entity.id, key.key
 
 
+def upload_facts(client: Client, entity: str) -> None:
+    for name, text in FACTS.items():
+        client.upload_text(entity, name, text)
+    for name in FACTS:
+        assert client.wait_ready(entity, name, timeout=120).status == "ready"
+
+
 def write_files(folder, names=FACTS) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     for name in names:
@@ -149,10 +156,7 @@ SDK_INDICES = [
 def test_sync_client_search_options_indices_and_typed_selections(stack, admin):
     entity, key = make_tenant(admin)
     with Client(**clients(stack, key)) as client:
-        for name, text in FACTS.items():
-            client.upload_text(entity, name, text)
-        for name in FACTS:
-            assert client.wait_ready(entity, name, timeout=120).status == "ready"
+        upload_facts(client, entity)
         query = "pump lamp freezer thermostat ship port"
         best_first = client.search(query, entity_ids=[entity], k=3, alpha=0.0, cache=False, order="best_first")
         assert len(best_first.results) == 3, best_first
@@ -315,10 +319,7 @@ def test_raw_request_answers_errors_as_sent_without_retrying(stack, admin):
 def test_sync_trajectory_leaves_out_what_it_returned_and_keeps_novelty(stack, admin):
     entity, key = make_tenant(admin)
     with Client(**clients(stack, key)) as client:
-        for name, text in FACTS.items():
-            client.upload_text(entity, name, text)
-        for name in FACTS:
-            client.wait_ready(entity, name, timeout=120)
+        upload_facts(client, entity)
         t = client.trajectory()
         assert t.novelty == {"chunks": 1.0, "documents": 1.0} and t.steps == 0
         first = t.search("ship maintenance schedule", entity_ids=[entity], k=1)
