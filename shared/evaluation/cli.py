@@ -138,6 +138,8 @@ def run(args) -> int:
 
     print()
     print(report.format_table(results))
+    if routing := report.format_routing(results):
+        print(routing)
     if server := report.format_server_timings(results):
         print(server)
     unanswered = report.unanswered_queries(results)

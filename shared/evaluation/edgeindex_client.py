@@ -154,11 +154,13 @@ class EdgeIndexClient:
         return answer.model_dump(mode="json")
 
     async def search(self, body: dict, server_timings: list[dict] | None = None,
-                     enhancements: dict[str, dict] | None = None) -> tuple[list[str], float]:
+                     enhancements: dict[str, dict] | None = None,
+                     routing: dict[str, dict] | None = None) -> tuple[list[str], float]:
         """Ranked document ids (first occurrence of each) and the client-side wall time in ms.
 
         ``server_timings`` collects what the worker says it spent (``took_ms`` and its ``timings``),
-        which tells worker time from HTTP and queueing time.
+        which tells worker time from HTTP and queueing time; ``routing`` what the router served
+        each query text (the answer's ``routing``: strategy, alpha, features, as telemetry logs it).
         """
         request = SearchRequest.model_validate(body)
         started = time.perf_counter()
@@ -172,4 +174,6 @@ class EdgeIndexClient:
             server_timings.append({"took_ms": answer.took_ms, **(answer.timings or {})})
         if enhancements is not None and answer.enhancement is not None:
             enhancements[body["query"]] = answer.enhancement  # what query enhancement did, per query text
+        if routing is not None and answer.routing is not None:
+            routing[body["query"]] = answer.routing
         return ranked, elapsed_ms

@@ -73,6 +73,23 @@ def format_server_timings(results: dict) -> str:
     return "search worker's own timings (ms):\n" + "\n".join(lines) if lines else ""
 
 
+def format_routing(results: dict) -> str:
+    """What ``auto`` served (strategy mix, alphas, share off the modal choice) and its regret against
+    the per-query oracle over our fixed modes."""
+    lines = []
+    for key, system in results["systems"].items():
+        if served := system.get("routing"):
+            alphas = ", ".join(f"{a}: {n}" for a, n in served["alphas"].items())
+            lines.append(f"  {system_label(key, system)}: {served['mix']}; alpha {alphas}; "
+                         f"{served['off_modal']:.0%} off the modal choice")
+    if oracle := results.get("routing"):
+        lines.append(f"  per-query oracle over {', '.join(oracle['over'])}: {oracle['metric']} {oracle['oracle']:.4f}; "
+                     f"auto {oracle['auto']:.4f} (regret {oracle['regret']:.1%}); best fixed "
+                     f"{oracle['best_fixed']['mode']} {oracle['best_fixed']['value']:.4f} "
+                     f"(auto {oracle['gain_over_best_fixed']:+.4f})")
+    return "routing:\n" + "\n".join(lines) if lines else ""
+
+
 def unanswered_queries(results: dict) -> list[str]:
     """Judged queries on which no system ranks a single relevant document in its top k.
 

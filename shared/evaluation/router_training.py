@@ -14,6 +14,7 @@ import datetime as dt
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -23,21 +24,21 @@ from ..routing.model import DEFAULT_BINS, RouterModel, bin_name
 from . import metrics
 from .beir import Dataset
 from .edgeindex_client import EdgeIndexClient
+from .routing_summary import mix
 from .runner import entity_name, search_body
 from .stack import Endpoints
 
 RECALL_WEIGHT = 0.5  # the reward is NDCG@10 + this * Recall@10: the goals name both
-# the fit's defaults (chosen by leave-one-dataset-out with a nested check:
-# scripts/select_router_settings.py): the two features that say whether the embedding model knows
-# the query's language and the language of the chunks full text found for it. The other features
-# are still computed and logged (telemetry, feedback, `--features`), but across the four
-# evaluation sets they do not carry from one language to another.
-L2 = 1e-3
-SWITCH_COST = 0.1   # reward units (NDCG@10 + ½ Recall@10), chosen with L2 and FEATURES
+# The fit's defaults, chosen by leave-one-dataset-out with a nested check across every development
+# set under both local embedding models (scripts/select_router_settings.py; docs/routing.md says how).
+DECISION = "alpha"
+ALPHA_BINS = (("text", 0.0), ("vector", 1.0))
 FEATURES = ("query_language_unknown", "scope_language_unknown")
-# every bin a model might choose among is measured once per query, so that the bins themselves
-# can be chosen from the saved rows (scripts/select_router_settings.py) without a second pass
-COLLECT_BINS = tuple((bin_name(a), a) for a in (0.0, 0.1, 0.2, 0.3, 0.5, 0.8, 1.0))
+L2 = 1e-2
+SWITCH_COST = 0.1   # the "bin" decision's prior toward the fixed blend, in reward units
+# every alpha is measured once per query: the continuous fit reads each query's reward curve
+# from them, and bins can be chosen from the saved rows without a second pass
+COLLECT_BINS = tuple((bin_name(a / 10), a / 10) for a in range(11))
 
 
 def bin_params(alpha: float) -> dict:
@@ -49,7 +50,7 @@ def bin_params(alpha: float) -> dict:
 
 
 async def collect(dataset: Dataset, endpoints: Endpoints, *, k: int = 10, entity: str | None = None,
-                  bins=COLLECT_BINS, progress: Callable[[str], None] = print) -> dict:
+                  bins=COLLECT_BINS, model: str = "", progress: Callable[[str], None] = print) -> dict:
     """Rows of one dataset: {qid: {"features", "ndcg": {bin: v}, "recall": {bin: v}}}, and the entity."""
     queries = dataset.judged_queries
     if entity:
@@ -79,7 +80,7 @@ async def collect(dataset: Dataset, endpoints: Endpoints, *, k: int = 10, entity
                   "recall": {n: scores[n][qid]["recall"] for n, _ in bins}} for qid in queries}
     means = {n: round(float(np.mean([r["ndcg"][n] for r in rows.values()])), 4) for n, _ in bins}
     progress(f"{dataset.name}: NDCG@{k} per bin {means}")
-    return {"dataset": dataset.name, "path": str(dataset.path), "entity_id": entity_id, "k": k,
+    return {"dataset": dataset.name, "model": model, "path": str(dataset.path), "entity_id": entity_id, "k": k,
             "bins": [{"name": n, "alpha": a} for n, a in bins], "rows": rows}
 
 
@@ -101,47 +102,98 @@ def matrices(collected: list[dict], features=NAMES, bins=DEFAULT_BINS) -> tuple[
                                   field="bins")
         for row in rows.values():
             x.append([float(row["features"].get(f, 0.0)) for f in model.features])
-            r.append([row["ndcg"][n] + RECALL_WEIGHT * row["recall"][n] for n in names])
+            r.append([reward(row, n) for n in names])
             w.append(1.0 / len(rows))
             sets.append(data["dataset"])
     return np.array(x), np.array(r), np.array(w), sets
 
 
+def reward(row: dict, name: str) -> float:
+    return row["ndcg"][name] + RECALL_WEIGHT * row["recall"][name]
+
+
+def grid_of(collected: list[dict]) -> list[tuple[str, float]]:
+    """The alphas every dataset measured, increasing (the continuous fit's reward curve)."""
+    common = None
+    for data in collected:
+        alphas = {(b["name"], float(b["alpha"])) for b in data.get("bins") or []}
+        common = alphas if common is None else common & alphas
+    grid = sorted(common or (), key=lambda b: b[1])
+    if len(grid) < 2 or grid[0][1] != 0.0 or grid[-1][1] != 1.0:
+        raise ValidationError("a continuous alpha needs rows measured from alpha 0 to 1 "
+                              f"(these hold {[a for _, a in grid]}); collect again", field="data")
+    return grid
+
+
 def fit(collected: list[dict], *, l2: float = L2, features=FEATURES, switch_cost: float = SWITCH_COST,
-        bins=DEFAULT_BINS) -> RouterModel:
-    """The router fitted on these datasets. ``switch_cost`` is a prior toward the fixed blend: the
-    blend's bin gets that much extra reward in the fit, so another bin is chosen only where the
-    training data show it ahead by more than that (a few datasets cannot show where an unseen
-    domain will sit, and the blend is the safe choice there)."""
-    x, r, w, _ = matrices(collected, features, bins)
-    model = RouterModel.blank(bins=bins, features=features)
-    r = r.copy()
-    r[:, model.default_bin] += switch_cost
-    model.fit(x, r, w, l2=l2)
-    model.meta = {"source": "train", "trained_on": ", ".join(d["dataset"] for d in collected),
+        bins=None, decision: str = DECISION) -> RouterModel:
+    """The router fitted on these datasets.
+
+    ``decision="alpha"``: a continuous alpha per query over ``bins`` (default text and vector),
+    fitted on each query's reward curve; ``l2`` pulls it toward the best single alpha of the data.
+    ``decision="bin"``: one of ``bins`` (default DEFAULT_BINS) per query; ``switch_cost`` is a prior
+    toward the fixed blend: its bin gets that much extra reward in the fit, so another bin is
+    chosen only where the training data show it ahead by more than that."""
+    if decision == "alpha":
+        model = RouterModel.blank(bins=bins or ALPHA_BINS, features=features)
+        grid = grid_of(collected)
+        x, r, w, _ = matrices(collected, features, grid)
+        model.fit_alpha(x, np.array([a for _, a in grid]), r, w, l2=l2)
+    elif decision == "bin":
+        model = RouterModel.blank(bins=bins or DEFAULT_BINS, features=features)
+        x, r, w, _ = matrices(collected, features, model.bins)
+        r = r.copy()
+        r[:, model.default_bin] += switch_cost
+        model.fit(x, r, w, l2=l2)
+    else:
+        raise ValidationError(f"decision is 'alpha' or 'bin', not {decision!r}", field="decision")
+    model.meta = {"source": "train", "trained_on": ", ".join(_label(d) for d in collected),
                   "queries": int(x.shape[0]), "reward": f"ndcg@10 + {RECALL_WEIGHT} * recall@10",
-                  "l2": l2, "switch_cost": switch_cost,
+                  "decision": decision, "l2": l2,
+                  **({"switch_cost": switch_cost} if decision == "bin" else {}),
                   "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
     return model
 
 
+def _label(data: dict) -> str:
+    return f"{data['dataset']} ({data['model']})" if data.get("model") else data["dataset"]
+
+
+def at_alpha(row: dict, metric: str, alpha: float, grid: list[tuple[str, float]]) -> float:
+    """A query's metric at any alpha, linear between the two measured alphas around it."""
+    for (lo_name, lo), (hi_name, hi) in zip(grid, grid[1:], strict=False):
+        if lo <= alpha <= hi:
+            share = (alpha - lo) / (hi - lo)
+            return (1 - share) * row[metric][lo_name] + share * row[metric][hi_name]
+    return row[metric][grid[0][0] if alpha < grid[0][1] else grid[-1][0]]
+
+
+FIXED = ("text", "hybrid-0.8", "vector")   # the fixed modes a user can name (hybrid is the 0.8 blend)
+
+
 def score(model: RouterModel, data: dict) -> dict:
-    """Mean NDCG@10 / Recall@10 of the model's choices on one dataset, of every fixed bin, and of the
-    per-query oracle (the best bin of each query by NDCG), with the choice mix."""
+    """On one dataset: mean NDCG@10 / Recall@10 of the model's choices, of every fixed mode, and of the
+    per-query oracle (each query's best measured alpha by NDCG), with the regret against it, the
+    choice mix (by strategy, and by alpha to 0.1) and the share of queries off the modal choice."""
     rows = list(data["rows"].values())
-    names = [n for n, _ in model.bins]
-    chosen = [names[model.decide(row["features"])] for row in rows]
-    out = {"auto": {"ndcg@10": float(np.mean([row["ndcg"][c] for row, c in zip(rows, chosen, strict=True)])),
-                    "recall@10": float(np.mean([row["recall"][c] for row, c in zip(rows, chosen, strict=True)]))}}
-    for n in names:
-        out[n] = {"ndcg@10": float(np.mean([row["ndcg"][n] for row in rows])),
-                  "recall@10": float(np.mean([row["recall"][n] for row in rows]))}
-    # the best of the model's own bins per query (the rows may hold more bins than the model uses)
-    out["oracle"] = {"ndcg@10": float(np.mean([max(row["ndcg"][n] for n in names) for row in rows]))}
-    out["mix"] = {n: chosen.count(n) for n in names if chosen.count(n)}
+    grid = [(b["name"], float(b["alpha"])) for b in data.get("bins") or []] or list(model.bins)
+    chosen = [model.choose(row["features"]) for row in rows]
+
+    def metric_of(row: dict, metric: str, alpha: float) -> float:
+        return at_alpha(row, metric, alpha, grid)
+
+    out: dict[str, Any] = {"auto": {m: float(np.mean([metric_of(r, m, a) for r, (_, a) in zip(rows, chosen, strict=True)]))
+                                    for m in ("ndcg", "recall")}}
+    for name in FIXED:
+        if name in rows[0]["ndcg"]:
+            out[name] = {m: float(np.mean([r[m][name] for r in rows])) for m in ("ndcg", "recall")}
+    out["oracle"] = {"ndcg": float(np.mean([max(r["ndcg"][n] for n, _ in grid) for r in rows]))}
+    out = {k: {f"{m}@10": round(v, 4) for m, v in d.items()} for k, d in out.items()}
+    best_fixed = max(out[n]["ndcg@10"] for n in FIXED if n in out)
+    out["gain_over_best_fixed"] = round(out["auto"]["ndcg@10"] - best_fixed, 4)
     out["regret"] = round(1 - out["auto"]["ndcg@10"] / out["oracle"]["ndcg@10"], 4) if out["oracle"]["ndcg@10"] else 0
-    return {k: ({m: round(v, 4) for m, v in v.items()} if isinstance(v, dict) and k != "mix" else v)
-            for k, v in out.items()}
+    out.update(mix([a for _, a in chosen]))
+    return out
 
 
 def leave_one_out(collected: list[dict], **fit_args) -> dict[str, dict]:

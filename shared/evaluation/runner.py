@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ModelMismatchError, ValidationError
-from . import metrics
+from . import metrics, routing_summary
 from .beir import Dataset
 from .edgeindex_client import EdgeIndexClient
 from .modes import MODE_STRATEGY, MODES, split_mode
@@ -73,6 +73,7 @@ class SystemRun:
     run: dict[str, list[str]] = field(default_factory=dict)
     latencies_ms: list[float] = field(default_factory=list)
     enhancements: dict[str, dict] | None = None   # query text -> what query enhancement did
+    decisions: dict[str, dict] | None = None      # query text -> what the router served (auto)
 
     def summary(self, qrels, k: int, queries: dict[str, str] | None = None) -> dict:
         scores = metrics.per_query(qrels, self.run, k)
@@ -81,6 +82,8 @@ class SystemRun:
             extra["enhancement"] = enhancement_summary(self.enhancements, queries)
         if self.server_timings is not None:
             extra["server_latency_ms"] = server_latency(self.server_timings)
+        if self.decisions:
+            extra["routing"] = routing_summary.served(self.decisions)
         return {"system": self.system, "mode": self.mode, "params": self.params,
                 "metrics": metrics.mean(scores, k),
                 "latency_ms": metrics.latency_summary(self.latencies_ms),
@@ -173,13 +176,16 @@ async def evaluate(dataset: Dataset, endpoints: Endpoints, options: Options,
             params = {**mode_params(base, options), "enhance": enhance}
             server: list[dict] = []
             reports: dict[str, dict] = {}
+            decisions: dict[str, dict] | None = {} if base == "auto" else None
 
-            async def search(text: str, params=params, server=server, reports=reports) -> tuple[list[str], float]:
-                return await client.search(search_body(text, entity_id, options.k, params), server, reports)
+            async def search(text: str, params=params, server=server, reports=reports,
+                             decisions=decisions) -> tuple[list[str], float]:
+                return await client.search(search_body(text, entity_id, options.k, params), server, reports,
+                                           decisions)
 
             runs.append(SystemRun(f"edgeindex-{mode}", "edgeindex", mode,
                                   {k: v for k, v in params.items() if v is not None}, ingest.ready, search,
-                                  server_timings=server, enhancements=reports))
+                                  server_timings=server, enhancements=reports, decisions=decisions))
         closers: list[Callable[[], None]] = []
         try:
             if "chroma" in options.baselines:
@@ -231,7 +237,8 @@ async def evaluate(dataset: Dataset, endpoints: Endpoints, options: Options,
                                "cpus": os.cpu_count(), "load_average_1m_before": round(load_before[0], 2),
                                "load_average_1m_after": round(os.getloadavg()[0], 2)},
                    "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")},
-        "systems": {r.key: r.summary(dataset.qrels, options.k, queries) for r in runs},
+        "systems": (systems := {r.key: r.summary(dataset.qrels, options.k, queries) for r in runs}),
+        "routing": routing_summary.oracle(systems),
         "sweep": {"param": options.sweep[0], "points": sweep_points} if options.sweep else None,
     }
 

@@ -39,8 +39,11 @@ def register(subparsers) -> None:
     train.add_argument("--switch-cost", type=float,
                        help="prior toward the fixed blend: extra reward of its bin in the fit "
                             "(default: edgeindex.evaluation.router_training.SWITCH_COST)")
-    train.add_argument("--bins", help="comma-separated alphas the model chooses among, each collected "
-                       "(0 = text, 1 = vector; default: edgeindex.routing.model.DEFAULT_BINS)")
+    train.add_argument("--decision", choices=("alpha", "bin"),
+                       help="a continuous alpha per query, or one of --bins (default: "
+                            "edgeindex.evaluation.router_training.DECISION)")
+    train.add_argument("--bins", help="comma-separated alphas: the bins the model chooses among, or whose "
+                       "softmax mean is the continuous alpha (0 = text, 1 = vector)")
     train.add_argument("--features", help="comma-separated feature names to fit on (default: "
                                           "edgeindex.evaluation.router_training.FEATURES)")
     train.add_argument("--k", type=int, default=10)
@@ -139,6 +142,8 @@ def _fit_args(args) -> dict:
         out["switch_cost"] = args.switch_cost
     if args.bins:
         out["bins"] = _bins(args.bins)
+    if args.decision:
+        out["decision"] = args.decision
     if args.features:
         features = [f.strip() for f in args.features.split(",") if f.strip()]
         unknown = [f for f in features if f not in NAMES]
@@ -155,11 +160,14 @@ def _collect(args, datasets) -> list[dict]:
 
     entities = dict(item.split("=", 1) for item in args.entity_for)
 
+    config_path = Path(args.config) if getattr(args, "config", None) else config_module.find_config()
+    model = "" if args.upload_url else config_module.load(config_path).services.ai.model
+
     async def run(endpoints):
         out = []
         for dataset in datasets:
             out.append(await train.collect(dataset, endpoints, k=args.k, entity=entities.get(dataset.name),
-                                           progress=lambda m: print(m, flush=True)))
+                                           model=model, progress=lambda m: print(m, flush=True)))
             if args.save:  # keep what is done so far
                 train.save(out, args.save)
         return out
@@ -169,7 +177,6 @@ def _collect(args, datasets) -> list[dict]:
             raise ValidationError("a running stack needs --upload-url, --search-url and --admin-key together",
                                   field="upload_url")
         return asyncio.run(run(Endpoints(args.upload_url, args.search_url, args.admin_key, args.dsn)))
-    config_path = Path(args.config) if getattr(args, "config", None) else config_module.find_config()
     with fresh_stack(config_path, progress=lambda m: print(m, flush=True)) as endpoints:
         return asyncio.run(run(endpoints))
 
@@ -195,8 +202,11 @@ def cmd_show(args) -> int:
             {k: (str(v) if k == "created_at" else v) for k, v in h.items()} for h in history]}, indent=1))
         return 0
     print(header + (f" — {json.dumps(model.meta)}" if model.meta else ""))
-    print("bins: " + ", ".join(f"{n} (alpha {a:g})" for n, a in model.bins)
-          + f"; the fixed blend is {model.bins[model.default_bin][0]}")
+    bins = ", ".join(f"{n} (alpha {a:g})" for n, a in model.bins)
+    if model.decision == "alpha":
+        print(f"a continuous alpha per query: the softmax's mean over {bins}")
+    else:
+        print(f"bins: {bins}; the fixed blend is {model.bins[model.default_bin][0]}")
     print(model.table())
     if history:
         print("\nversions (newest first):")

@@ -1,12 +1,19 @@
 """The router's model: a softmax over strategy bins, linear in the features.
 
 Small and inspectable on purpose: one row of weights per bin (``text`` is alpha 0, ``vector``
-alpha 1, ``hybrid-0.2`` a blend), one column per feature plus a bias; the chosen bin is the
-row with the highest score. ``edgeindex router show`` prints the table.
+alpha 1, ``hybrid-0.2`` a blend), one column per feature plus a bias. It decides in one of two
+ways (``decision``):
 
-Fitting maximises the expected NDCG@10 of the choice, sum over queries of
-``softmax(W x)[b] * ndcg[b]`` (each dataset weighted equally, L2 on the weights), by plain
-gradient ascent: a few hundred queries and a dozen features fit in well under a second.
+- ``"alpha"``: a continuous alpha per query, the softmax's mean of the bins' alphas (with the two
+  bins text and vector: a logistic function of the features); near 0 or 1 it serves plain text or
+  vector. Fitted to maximise the reward at that alpha, read off each training query's reward
+  curve (measured at alphas 0, 0.1, ..., 1; linear between).
+- ``"bin"``: the row with the highest score. Fitted to maximise the expected reward of the
+  choice, sum over queries of ``softmax(W x)[b] * reward[b]``.
+
+Either fit weighs each dataset equally, with L2 on the standardized weights (the bias is free,
+so a strong penalty leaves the best single blend of the training data): a few hundred queries
+and a dozen features fit in well under a second. ``edgeindex router show`` prints the table.
 
 Online updates (feedback) are bounded: a learning-rate cap on every step, a trust region
 around the trained version the updates started from, and a floor that keeps the fixed
@@ -32,6 +39,7 @@ from .features import NAMES
 DEFAULT_BINS = (("text", 0.0), ("hybrid-0.2", 0.2), ("hybrid-0.8", 0.8), ("vector", 1.0))
 BUILTIN_PATH = Path(__file__).with_name("default_model.json")
 DEFAULT_ALPHA = 0.8  # the fixed blend (search/defaults.py ALPHA)
+SNAP = 0.05          # a continuous alpha this close to 0 or 1 serves plain text or vector
 
 
 @dataclass(frozen=True)
@@ -62,6 +70,7 @@ class RouterModel:
     center: np.ndarray                  # mean feature vector of the training queries (the floor's reference)
     default_bin: int
     meta: dict[str, Any] = field(default_factory=dict)
+    decision: str = "bin"               # "bin": the best row's alpha; "alpha": the softmax's mean alpha
 
     # --- construction -------------------------------------------------------------------------
 
@@ -80,7 +89,7 @@ class RouterModel:
         return cls([(b["name"], float(b["alpha"])) for b in data["bins"]], features,
                    np.array(data["weights"], dtype=float),
                    np.array(data.get("center") or [0.0] * len(features), dtype=float),
-                   int(data["default_bin"]), dict(data.get("meta") or {}))
+                   int(data["default_bin"]), dict(data.get("meta") or {}), str(data.get("decision") or "bin"))
 
     @classmethod
     def builtin(cls) -> RouterModel:
@@ -92,7 +101,7 @@ class RouterModel:
         return {"bins": [{"name": n, "alpha": a} for n, a in self.bins], "features": self.features,
                 "weights": [[round(float(v), 6) for v in row] for row in self.weights],
                 "center": [round(float(v), 6) for v in self.center], "default_bin": self.default_bin,
-                "meta": self.meta}
+                "decision": self.decision, "meta": self.meta}
 
     def copy(self) -> RouterModel:
         return RouterModel.from_json(json.loads(json.dumps(self.to_json())))
@@ -110,6 +119,20 @@ class RouterModel:
         s = self.scores(values)
         best = float(s.max())
         return self.default_bin if s[self.default_bin] >= best else int(np.argmax(s))
+
+    def alpha(self, values: dict[str, float]) -> float:
+        """The continuous alpha: the bins' alphas weighed by the softmax of their scores."""
+        return float(_softmax(self.scores(values)) @ self.alphas())
+
+    def alphas(self) -> np.ndarray:
+        return np.array([a for _, a in self.bins])
+
+    def choose(self, values: dict[str, float]) -> tuple[str, float]:
+        """What to serve: (bin name, alpha). A continuous alpha is rounded to 0.01 (the cache key and
+        the telemetry see a few hundred values, not a float's noise)."""
+        if self.decision == "alpha":
+            return served(self.alpha(values))
+        return self.bins[self.decide(values)]
 
     def table(self) -> str:
         """The weights as a table: one row per feature, one column per bin."""
@@ -158,6 +181,51 @@ class RouterModel:
         self.center = mean
         return self
 
+    def fit_alpha(self, x: np.ndarray, grid: np.ndarray, reward: np.ndarray,
+                  sample_weight: np.ndarray | None = None, *, l2: float = 1e-2) -> RouterModel:
+        """Weights whose continuous alpha maximises each query's reward. ``reward`` (queries, grid)
+        holds each query's reward measured at the alphas ``grid`` (increasing, 0 to 1); between two
+        of them it is read linearly. Starts from the best single alpha of the data (the biases
+        alone), so the features move a query's alpha only where that pays on the training data."""
+        from scipy.optimize import minimize
+
+        n, f = x.shape
+        bins = len(self.bins)
+        alphas = self.alphas()
+        w = np.full(n, 1.0 / n) if sample_weight is None else sample_weight / sample_weight.sum()
+        mean, std = x.mean(axis=0), x.std(axis=0)
+        std = np.where(std > 1e-9, std, 1.0)
+        z = np.hstack([np.ones((n, 1)), (x - mean) / std])
+        slopes = np.diff(reward, axis=1) / np.diff(grid)[None, :]
+
+        def curve(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            # the reward at each query's alpha and its slope there
+            seg = np.clip(np.searchsorted(grid, a, side="right") - 1, 0, len(grid) - 2)
+            rows = np.arange(len(a))
+            return reward[rows, seg] + slopes[rows, seg] * (a - grid[seg]), slopes[rows, seg]
+
+        def objective(flat: np.ndarray) -> tuple[float, np.ndarray]:
+            weights = flat.reshape(bins, f + 1)
+            p = _softmax(z @ weights.T)
+            a = p @ alphas
+            value, slope = curve(a)
+            # d alpha / d score_b = p_b (alpha_b - alpha)
+            da = p * (alphas[None, :] - a[:, None])
+            grad = -((da * (w * slope)[:, None]).T @ z)
+            grad[:, 1:] += 2 * l2 * weights[:, 1:]
+            return -float(w @ value) + l2 * float((weights[:, 1:] ** 2).sum()), grad.ravel()
+
+        start = np.zeros((bins, f + 1))
+        start[:, 0] = _biases_for(alphas, float(grid[int(np.argmax(w @ reward))]))
+        result = minimize(objective, start.ravel(), jac=True, method="L-BFGS-B", options={"maxiter": 500})
+        standardized = result.x.reshape(bins, f + 1)
+        self.weights = np.zeros_like(standardized)
+        self.weights[:, 1:] = standardized[:, 1:] / std
+        self.weights[:, 0] = standardized[:, 0] - (standardized[:, 1:] * (mean / std)).sum(axis=1)
+        self.center = mean
+        self.decision = "alpha"
+        return self
+
     def expected_gradient(self, values: dict[str, float], reward: np.ndarray) -> np.ndarray:
         """d E[reward] / d weights at one query (the direction feedback moves in)."""
         xb = self.vector(values)
@@ -179,6 +247,27 @@ class RouterModel:
         """How far the fixed blend's bin is behind the best bin on the typical training query."""
         scores = self.weights @ self.vector(dict(zip(self.features, self.center, strict=True)))
         return float(scores.max() - scores[self.default_bin])
+
+
+def served(alpha: float) -> tuple[str, float]:
+    """The bin name and alpha a continuous alpha is served as."""
+    alpha = 0.0 if alpha <= SNAP else 1.0 if alpha >= 1 - SNAP else round(alpha, 2)
+    return bin_name(alpha), alpha
+
+
+def _biases_for(alphas: np.ndarray, target: float) -> np.ndarray:
+    """Biases whose softmax has mean alpha ``target``: its mass on the two bins around it."""
+    target = min(max(target, 0.02), 0.98)
+    p = np.full(len(alphas), 1e-4)
+    order = np.argsort(alphas)
+    above = next((i for i in order if alphas[i] >= target), order[-1])
+    below = next((i for i in order[::-1] if alphas[i] <= target), order[0])
+    if above == below:
+        p[above] = 1.0
+    else:
+        share = (target - alphas[below]) / (alphas[above] - alphas[below])
+        p[above], p[below] = max(share, 1e-4), max(1 - share, 1e-4)
+    return np.log(p)
 
 
 def _softmax(z: np.ndarray) -> np.ndarray:

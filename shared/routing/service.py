@@ -5,7 +5,7 @@
   (``ROUTER_DEFAULT``: hybrid, the fixed blend, or auto); in shadow mode (``ROUTER_SHADOW``)
   a request naming none is served the fixed blend while the router's choice is logged.
 - ``decide`` (after the lexical statement and the embedding, before retrieval): features,
-  then the serving model's bin. Under a millisecond (``route_ms`` in the worker timings).
+  then the serving model's alpha (continuous, or a bin's). Under a millisecond (``route_ms`` in the worker timings).
 - ``record`` (off the request path): one telemetry row per search, pruned past the retention.
 - ``feedback``: ``POST /feedback``, once per search and only from the key that ran it; bounded
   updates once enough evidence is in. A search of one entity steps that entity's override; the
@@ -146,8 +146,7 @@ class Router:
         values = features(query, self.tokenizer, self.vocabulary, evidence, embedding=embedding,
                           languages=self.languages)
         model = version.model if version is not None else RouterModel.blank()
-        chosen = model.decide(values)
-        name, alpha = model.bins[chosen]
+        name, alpha = model.choose(values)
         decision.features = values
         decision.model_version = version.version if version is not None else None
         if decision.routes:

@@ -101,6 +101,19 @@ def test_eval_end_to_end_against_the_session_stack(stack, tmp_path, capsys):
     assert systems["edgeindex-vector"]["params"] == {"strategy": "vector"}
     assert systems["edgeindex-auto"]["params"] == {"strategy": "auto"} and systems["edgeindex-default"]["params"] == {}
     assert systems["edgeindex-auto"]["server_latency_ms"]["route_ms"]["n"] == 8  # the router ran on every query
+    # what auto served, from each answer's routing (as telemetry logs it), and its regret against the
+    # per-query oracle over the fixed modes of the same run
+    served = systems["edgeindex-auto"]["routing"]
+    assert served["queries"] == 4 and sum(served["mix"].values()) == 4 and sum(served["alphas"].values()) == 4
+    assert "routing" not in systems["edgeindex-hybrid"]
+    oracle = results["routing"]
+    assert oracle["over"] == ["hybrid", "text", "vector"]
+    best_per_query = [max(systems[f"edgeindex-{m}"]["per_query"][q]["ndcg"] for m in oracle["over"])
+                      for q in systems["edgeindex-auto"]["per_query"]]
+    assert oracle["oracle"] == round(sum(best_per_query) / 4, 4)
+    assert oracle["regret"] == round(1 - oracle["auto"] / oracle["oracle"], 4)
+    assert oracle["auto"] == round(systems["edgeindex-auto"]["metrics"]["ndcg@10"], 4)
+    assert "per-query oracle over hybrid, text, vector" in printed
 
     # the queries are easy: the right document leads for the hybrid route
     assert systems["edgeindex-hybrid"]["metrics"]["mrr@10"] >= 0.75

@@ -16,7 +16,7 @@ import pytest
 
 SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
 # Entry points: run by users and maintainers (benchmarks, fault and isolation drivers, loaders, checks).
-RUNNABLE = ["bench_ingest", "bench_models", "bench_select", "chaos", "explain_search", "fuzz_isolation",
+RUNNABLE = ["bench_ingest", "bench_models", "bench_select", "catalogue_as_beir", "chaos", "explain_search", "fuzz_isolation",
             "load_search", "scale_search", "screenshots", "seed_beir", "select_router_settings", "soak",
             "tune_select", "two_hosts"]
 # Imported by the scripts above, not run alone.
@@ -88,3 +88,23 @@ def test_select_router_settings_on_tiny_training_rows(tmp_path):
     assert "chosen on all sets:" in done.stdout
     nested = done.stdout.split("nested", 1)[1]
     assert all(f"  {name}: chose (" in nested for name in ("alpha", "beta", "gamma"))
+
+
+def test_catalogue_as_beir_writes_a_loadable_set_with_each_requests_tools(tmp_path):
+    from edgeindex.evaluation import beir
+
+    source = tmp_path / "tools"
+    source.mkdir()
+    tools = [{"name": "get_weather", "description": "Weather for a city.",
+              "parameters": [{"name": "city", "type": "string", "description": "The city."}]},
+             {"name": "convert_currency", "description": "Convert an amount.", "parameters": []}]
+    queries = [{"query": "weather in Oslo, then convert 5 EUR", "expected": ["get_weather", "convert_currency"], "id": 7},
+               {"query": "needs a tool nobody has", "expected": ["missing_tool"], "id": 8}]
+    (source / "tools.jsonl").write_text("".join(json.dumps(t) + "\n" for t in tools))
+    (source / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
+    done = run(str(SCRIPTS / "catalogue_as_beir.py"), str(source), str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1]) == {"out": str(tmp_path / "out"), "documents": 2, "queries": 1}
+    data = beir.load(tmp_path / "out")
+    assert data.qrels == {"7": {"get_weather": 1, "convert_currency": 1}}
+    assert "city (string): The city." in data.corpus["get_weather"].text

@@ -86,8 +86,8 @@ def test_switch_cost_keeps_the_blend_unless_another_bin_leads_clearly():
     # identifier-heavy queries: text leads the blend by 0.3; the rest: text leads by 0.02 (noise-sized)
     data = [_rows("a", [(0.9, 0.3)] * 50 + [(0.0, 0.02)] * 50)]
     names = [n for n, _ in RouterModel.blank().bins]
-    free = train.fit(data, switch_cost=0.0, features=NAMES)
-    prior = train.fit(data, switch_cost=0.1, features=NAMES)
+    free = train.fit(data, switch_cost=0.0, features=NAMES, decision="bin")
+    prior = train.fit(data, switch_cost=0.1, features=NAMES, decision="bin")
     small = {**dict.fromkeys(NAMES, 0.0), "identifier_share": 0.0}
     big = {**small, "identifier_share": 0.9}
     assert names[free.decide(small)] == "text"          # without the prior the small lead wins
@@ -100,7 +100,7 @@ def test_fit_on_a_feature_subset_uses_only_those_features():
     from edgeindex.evaluation import router_training as train
 
     data = [_rows("a", [(0.9, 0.3)] * 50 + [(0.0, -0.3)] * 50)]
-    model = train.fit(data, features=("identifier_share", "length"))
+    model = train.fit(data, features=("identifier_share", "length"), decision="bin")
     assert model.features == ["identifier_share", "length"] and model.weights.shape[1] == 3
     names = [n for n, _ in model.bins]
     assert names[model.decide({"identifier_share": 0.9})] == "text"
@@ -168,8 +168,8 @@ def test_unknown_token_share_counts_pieces_the_vocabulary_lacks():
     assert features("ab cd", Tokenizer(), None, Evidence())["unk_share"] == 0
 
 
-def test_the_default_fit_routes_a_language_the_model_does_not_know_to_the_text_leaning_bin():
-    """The shipped fit's features: trained on one unknown language (German-like rows, where the
+def test_a_bin_fit_on_the_language_features_routes_an_unseen_language_to_the_text_leaning_bin():
+    """The language features: trained on one unknown language (German-like rows, where the
     text-leaning blend wins) and English rows (the fixed blend wins), it sends a query in a
     language it never saw (only the language features say so) to the text-leaning bin."""
     from edgeindex.evaluation import router_training as train
@@ -186,7 +186,7 @@ def test_the_default_fit_routes_a_language_the_model_does_not_know_to_the_text_l
             out[f"{name}{i}"] = {"features": feats, "ndcg": ndcg, "recall": dict.fromkeys(names, 0.0)}
         return {"dataset": name, "rows": out}
 
-    model = train.fit([rows("de", 0.95, "hybrid-0.2"), rows("en", 0.0, "hybrid-0.8")])
+    model = train.fit([rows("de", 0.95, "hybrid-0.2"), rows("en", 0.0, "hybrid-0.8")], decision="bin", l2=1e-3)
     assert set(model.features) == {"query_language_unknown", "scope_language_unknown"}
     unseen = {**dict.fromkeys(NAMES, 0.0), "query_language_unknown": 0.8, "scope_language_unknown": 1.0,
               "length": 0.9}
@@ -209,4 +209,82 @@ def test_bins_option_and_rows_without_a_bin_are_named():
                                       (("text", 0), ("hybrid-0.3", 0.3), ("hybrid-0.8", 0.8), ("vector", 1))],
            "rows": {}}
     with pytest.raises(ValidationError, match="no hybrid-0.2"):
-        train.fit([old])
+        train.fit([old], decision="bin")
+
+
+def _curve_rows(name, n, feature, peak_of, model=""):
+    """Rows whose reward curve over alpha 0, 0.1, ..., 1 peaks at ``peak_of(feature value)``."""
+    from edgeindex.routing.model import bin_name
+
+    grid = [i / 10 for i in range(11)]
+    rows = {}
+    for i in range(n):
+        value = i / (n - 1)
+        peak = peak_of(value)
+        ndcg = {bin_name(a): round(1.0 - abs(a - peak), 4) for a in grid}
+        feats = {**dict.fromkeys(NAMES, 0.0), feature: value}
+        rows[f"{name}{i}"] = {"features": feats, "ndcg": ndcg, "recall": dict.fromkeys(ndcg, 0.0)}
+    return {"dataset": name, "model": model, "bins": [{"name": bin_name(a), "alpha": a} for a in grid], "rows": rows}
+
+
+def test_continuous_alpha_follows_each_querys_best_blend():
+    """Each query's reward peaks at its own alpha (0.1 for an identifier-heavy query, 0.9 for prose,
+    in between as the share grows): the fitted alpha tracks the peak, not one blend for all."""
+    from edgeindex.evaluation import router_training as train
+
+    data = _curve_rows("ids", 41, "identifier_share", lambda v: 0.9 - 0.8 * v)
+    model = train.fit([data], features=("identifier_share",), l2=1e-4, decision="alpha")
+    assert model.decision == "alpha"
+    ids = {**dict.fromkeys(NAMES, 0.0), "identifier_share": 1.0}
+    prose = dict.fromkeys(NAMES, 0.0)
+    half = {**prose, "identifier_share": 0.5}
+    assert model.alpha(ids) < 0.2 and model.alpha(prose) > 0.8
+    assert 0.35 < model.alpha(half) < 0.65
+    scored = train.score(model, data)
+    assert scored["auto"]["ndcg@10"] > max(scored[n]["ndcg@10"] for n in train.FIXED) + 0.1
+    assert scored["regret"] < 0.05 and scored["off_modal"] > 0.5
+
+
+def test_a_strong_penalty_leaves_the_best_single_blend():
+    from edgeindex.evaluation import router_training as train
+
+    data = _curve_rows("flat", 21, "length", lambda v: 0.3 + 0.1 * v)  # every query wants about 0.3-0.4
+    model = train.fit([data], features=("length",), l2=100.0, decision="alpha")
+    alphas = {round(model.alpha({**dict.fromkeys(NAMES, 0.0), "length": v}), 2) for v in (0.0, 0.5, 1.0)}
+    assert len(alphas) == 1 and 0.25 <= alphas.pop() <= 0.45
+
+
+def test_served_alpha_snaps_to_text_and_vector_near_the_ends():
+    from edgeindex.routing.model import served
+
+    assert served(0.03) == ("text", 0.0) and served(0.97) == ("vector", 1.0)
+    assert served(0.4321) == ("hybrid-0.43", 0.43)
+
+
+def test_a_continuous_model_round_trips_through_json():
+    from edgeindex.evaluation import router_training as train
+
+    model = train.fit([_curve_rows("ids", 21, "identifier_share", lambda v: 1 - v)],
+                      features=("identifier_share",), decision="alpha")
+    again = RouterModel.from_json(model.to_json())
+    query = {**dict.fromkeys(NAMES, 0.0), "identifier_share": 0.7}
+    assert again.decision == "alpha" and again.choose(query) == model.choose(query)
+
+
+def test_routing_summary_reports_the_mix_the_modal_share_and_the_oracle_regret():
+    from edgeindex.evaluation import routing_summary
+
+    served = routing_summary.served({"q1": {"alpha": 0.0}, "q2": {"alpha": 0.81}, "q3": {"alpha": 0.79},
+                                     "q4": {"alpha": 1.0}})
+    assert served["mix"] == {"text": 1, "hybrid": 2, "vector": 1}
+    assert served["alphas"] == {"0": 1, "0.8": 2, "1": 1} and served["off_modal"] == 0.5
+
+    def system(values):
+        return {"per_query": {q: {"ndcg": v} for q, v in values.items()}}
+
+    systems = {"edgeindex-text": system({"a": 1.0, "b": 0.0}), "edgeindex-vector": system({"a": 0.0, "b": 0.8}),
+               "edgeindex-auto": system({"a": 1.0, "b": 0.4})}
+    oracle = routing_summary.oracle(systems)
+    assert oracle["oracle"] == 0.9 and oracle["auto"] == 0.7 and oracle["regret"] == round(1 - 0.7 / 0.9, 4)
+    assert oracle["best_fixed"] == {"mode": "text", "value": 0.5} and oracle["gain_over_best_fixed"] == 0.2
+    assert routing_summary.oracle({"edgeindex-text": systems["edgeindex-text"]}) is None
