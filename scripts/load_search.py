@@ -17,6 +17,8 @@ half finds nothing a query is about.
              (--strategy auto: no strategy named, the router decides; a unique trigram
              threshold makes the scope)
   no-cache   "cache": false: query embedding + the SQL only
+  trajectory the no-cache searches again, each a step of a trajectory of --trajectory-steps
+             searches (what earlier steps returned is left out); its p50 against no-cache's
   exact      the uncached requests again: exact-cache hits
   semantic   the same queries paraphrased (" please" appended; cosine >= 0.95 with the
              original for this model): semantic-cache hits (embedding + vector lookup)
@@ -40,7 +42,7 @@ worker's own telemetry rows of the phase, which proves the uncached run never hi
 
 `--processes N` runs N search processes on the one port (the worker's `processes` setting,
 SO_REUSEPORT). The run ends with one JSON line per concurrency level and phase:
-{"agents", "phase" (uncached | semantic | exact), "req_per_s", "p50_ms", "p99_ms", "client" (sdk |
+{"agents", "phase" (uncached | no-cache | trajectory | semantic | exact), "req_per_s", "p50_ms", "p99_ms", "client" (sdk |
 wrk), ...}; the exact line is wrk's when wrk is installed, the uncached and semantic phases have both.
 """
 
@@ -290,7 +292,20 @@ async def drive(url: str, key: str, args) -> None:
         report("uncached", agents, result)
         cached = result["done"]  # only what completed (and so was stored) within the time bound
         no_cache = [{"query": queries[i % len(queries)], "k": 10, "cache": False} for i in range(args.requests)]
-        report("no-cache", agents, await run_phase(url, key, no_cache, agents, args.max_seconds))
+        plain = await run_phase(url, key, no_cache, agents, args.max_seconds)
+        report("no-cache", agents, plain)
+        if args.trajectory_steps:
+            # the same searches as steps of trajectories: an agent's task of --trajectory-steps searches,
+            # each leaving out what the task's earlier steps returned
+            run_tag = next(UNIQUE)
+            steps = [{**body, "trajectory": f"load-{run_tag}-{agents}-{i // args.trajectory_steps}"}
+                     for i, body in enumerate(no_cache)]
+            stepped = await run_phase(url, key, steps, agents, args.max_seconds)
+            report("trajectory", agents, stepped)
+            if plain["client"] and stepped["client"]:
+                ratio = float(np.median(stepped["client"]) / np.median(plain["client"]))
+                print(f"{'':<13} trajectory / no-cache p50 {ratio:.3f} (goal <= 1.10)")
+                SUMMARY[-1]["p50_vs_no_cache"] = round(ratio, 3)
         with_wrk = bool(cached) and args.wrk_seconds >= 1 and shutil.which("wrk") is not None
         report("exact", agents, await run_phase(url, key, cached, agents, args.max_seconds), summary=not with_wrk)
         if with_wrk:
@@ -401,6 +416,9 @@ def main() -> int:
     parser.add_argument("--agents", default="1,4", help="comma-separated concurrency levels")
     parser.add_argument("--requests", type=int, default=400, help="requests per phase")
     parser.add_argument("--max-seconds", type=float, default=60.0, help="time bound per phase")
+    parser.add_argument("--trajectory-steps", type=int, default=5,
+                        help="after the no-cache phase, its searches again as trajectories of this many steps "
+                             "(0: no trajectory phase)")
     parser.add_argument("--wrk-seconds", type=float, default=10.0, help="length of the wrk run, if wrk is installed (0: no wrk run)")
     parser.add_argument("--processes", default="1", help="comma-separated numbers of search processes on the "
                                                           "one port, each measured in turn on the same stack and data")
