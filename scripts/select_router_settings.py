@@ -22,7 +22,6 @@ from edgeindex.evaluation import router_training as T
 from edgeindex.routing.features import NAMES
 
 QUERY = ('length', 'short', 'digit_share', 'identifier_share', 'quoted', 'question')
-TOKENS = ('oov_share', 'fragmentation', 'unk_share', 'foreign_script')
 EVID = ('matched_share', 'rare_share', 'best_idf', 'bm25_best', 'bm25_gap', 'lexical_hits')
 LANG = ('query_language_unknown', 'scope_language_unknown')
 PROBE = ('probe_cosine', 'probe_spread')

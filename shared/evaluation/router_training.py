@@ -178,11 +178,7 @@ def score(model: RouterModel, data: dict) -> dict:
     rows = list(data["rows"].values())
     grid = [(b["name"], float(b["alpha"])) for b in data.get("bins") or []] or list(model.bins)
     chosen = [model.choose(row["features"]) for row in rows]
-
-    def metric_of(row: dict, metric: str, alpha: float) -> float:
-        return at_alpha(row, metric, alpha, grid)
-
-    out: dict[str, Any] = {"auto": {m: float(np.mean([metric_of(r, m, a) for r, (_, a) in zip(rows, chosen, strict=True)]))
+    out: dict[str, Any] = {"auto": {m: float(np.mean([at_alpha(r, m, a, grid) for r, (_, a) in zip(rows, chosen, strict=True)]))
                                     for m in ("ndcg", "recall")}}
     for name in FIXED:
         if name in rows[0]["ndcg"]:

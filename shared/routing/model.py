@@ -150,14 +150,9 @@ class RouterModel:
         """Weights that maximise the expected reward (NDCG) of the choice. ``x`` (queries, features),
         ``ndcg`` (queries, bins). L-BFGS on standardized features (so the penalty treats every
         feature alike), folded back into weights over the raw features."""
-        from scipy.optimize import minimize
-
-        n, f = x.shape
+        f = x.shape[1]
         bins = ndcg.shape[1]
-        w = np.full(n, 1.0 / n) if sample_weight is None else sample_weight / sample_weight.sum()
-        mean, std = x.mean(axis=0), x.std(axis=0)
-        std = np.where(std > 1e-9, std, 1.0)
-        z = np.hstack([np.ones((n, 1)), (x - mean) / std])
+        z, w, mean, std = _standardized(x, sample_weight)
         # a gain relative to the query's mean leaves the optimum alone and steadies the steps
         gain = ndcg - ndcg.mean(axis=1, keepdims=True)
 
@@ -171,15 +166,7 @@ class RouterModel:
             grad[:, 1:] += 2 * l2 * weights[:, 1:]
             return value, grad.ravel()
 
-        start = np.zeros((bins, f + 1))
-        result = minimize(objective, start.ravel(), jac=True, method="L-BFGS-B", options={"maxiter": 500})
-        standardized = result.x.reshape(bins, f + 1)
-        weights = np.zeros_like(standardized)
-        weights[:, 1:] = standardized[:, 1:] / std
-        weights[:, 0] = standardized[:, 0] - (standardized[:, 1:] * (mean / std)).sum(axis=1)
-        self.weights = weights
-        self.center = mean
-        return self
+        return self._solve(objective, np.zeros((bins, f + 1)), mean, std)
 
     def fit_alpha(self, x: np.ndarray, grid: np.ndarray, reward: np.ndarray,
                   sample_weight: np.ndarray | None = None, *, l2: float = 1e-2) -> RouterModel:
@@ -187,15 +174,10 @@ class RouterModel:
         holds each query's reward measured at the alphas ``grid`` (increasing, 0 to 1); between two
         of them it is read linearly. Starts from the best single alpha of the data (the biases
         alone), so the features move a query's alpha only where that pays on the training data."""
-        from scipy.optimize import minimize
-
-        n, f = x.shape
+        f = x.shape[1]
         bins = len(self.bins)
         alphas = self.alphas()
-        w = np.full(n, 1.0 / n) if sample_weight is None else sample_weight / sample_weight.sum()
-        mean, std = x.mean(axis=0), x.std(axis=0)
-        std = np.where(std > 1e-9, std, 1.0)
-        z = np.hstack([np.ones((n, 1)), (x - mean) / std])
+        z, w, mean, std = _standardized(x, sample_weight)
         slopes = np.diff(reward, axis=1) / np.diff(grid)[None, :]
 
         def curve(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -217,13 +199,20 @@ class RouterModel:
 
         start = np.zeros((bins, f + 1))
         start[:, 0] = _biases_for(alphas, float(grid[int(np.argmax(w @ reward))]))
+        self.decision = "alpha"
+        return self._solve(objective, start, mean, std)
+
+    def _solve(self, objective, start: np.ndarray, mean: np.ndarray, std: np.ndarray) -> RouterModel:
+        """L-BFGS from ``start`` over standardized weights, folded back into weights over the raw
+        features; the training queries' mean becomes the floor's reference."""
+        from scipy.optimize import minimize
+
         result = minimize(objective, start.ravel(), jac=True, method="L-BFGS-B", options={"maxiter": 500})
-        standardized = result.x.reshape(bins, f + 1)
+        standardized = result.x.reshape(start.shape)
         self.weights = np.zeros_like(standardized)
         self.weights[:, 1:] = standardized[:, 1:] / std
         self.weights[:, 0] = standardized[:, 0] - (standardized[:, 1:] * (mean / std)).sum(axis=1)
         self.center = mean
-        self.decision = "alpha"
         return self
 
     def expected_gradient(self, values: dict[str, float], reward: np.ndarray) -> np.ndarray:
@@ -253,6 +242,16 @@ def served(alpha: float) -> tuple[str, float]:
     """The bin name and alpha a continuous alpha is served as."""
     alpha = 0.0 if alpha <= SNAP else 1.0 if alpha >= 1 - SNAP else round(alpha, 2)
     return bin_name(alpha), alpha
+
+
+def _standardized(x: np.ndarray, sample_weight: np.ndarray | None):
+    """The features standardized with a bias column first (so the penalty treats every feature
+    alike), the sample weights summing to 1, and the mean and spread to fold the weights back."""
+    n = x.shape[0]
+    w = np.full(n, 1.0 / n) if sample_weight is None else sample_weight / sample_weight.sum()
+    mean, std = x.mean(axis=0), x.std(axis=0)
+    std = np.where(std > 1e-9, std, 1.0)
+    return np.hstack([np.ones((n, 1)), (x - mean) / std]), w, mean, std
 
 
 def _biases_for(alphas: np.ndarray, target: float) -> np.ndarray:
