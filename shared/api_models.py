@@ -262,6 +262,56 @@ class DeletedDocument(_Body):
     cache_entries_invalidated: int
 
 
+# --- document history -------------------------------------------------------------------------------
+
+class Retention(_Body):
+    versions: int = Field(description="replaced versions kept per document (0: no history)")
+    days: int = Field(description="days a replaced version is kept (0: no age bound)")
+    own: dict[str, int | None] = Field(description="the entity's own bounds (null: the deployment's)")
+
+
+class HistoryRetention(Retention):
+    entity_id: str | None = None
+
+
+class DocumentVersion(_Body):
+    version: int
+    live_from: datetime = Field(description="the commit that made it the live version")
+    live_to: datetime | None = Field(description="the commit that replaced it; null while live")
+    chunk_count: int
+
+
+class DocumentVersions(_Body):
+    entity_id: str
+    document_id: str
+    live_version: int | None
+    pruned_to: int | None = Field(description="versions up to this one were dropped by retention")
+    versions: list[DocumentVersion]
+    retention: Retention
+
+
+class ChangedChunk(_Body):
+    position: int
+    chunk_id: str
+    text: str
+
+
+class ReplacedChunk(ChangedChunk):
+    previous: ChangedChunk = Field(description="the chunk it replaces, in the earlier version")
+
+
+class DocumentChanges(_Body):
+    entity_id: str
+    document_id: str
+    since_version: int | None = Field(description="null: before the document's first version (everything added)")
+    until_version: int | None
+    added: list[ChangedChunk]
+    removed: list[ChangedChunk]
+    changed: list[ReplacedChunk]
+    unchanged: int = Field(description="chunks in both versions")
+    moved: int = Field(description="of those, chunks whose position changed")
+
+
 # --- search -----------------------------------------------------------------------------------------
 
 class Scores(_Body):
@@ -304,6 +354,7 @@ class SearchResult(ChunkPlace):
     document: ResultDocument
     text: str | None = None
     neighbours: list[Neighbour] | None = None
+    version: int | None = Field(None, description="as_of: the version of the document this chunk belonged to then")
     seen: bool | None = Field(None, description="a trajectory step with seen: mark: this chunk, or a copy of it, "
                                                "was returned before")
 
@@ -344,6 +395,7 @@ class SearchResponse(_Body):
     routing: dict[str, Any] | None = Field(None, description="the strategy and alpha served, the router's features, "
                                            "model version and (shadow mode) the choice it logged")
     trajectory: TrajectoryStepInfo | None = Field(None, description="a step of a trajectory: what was new")
+    as_of: datetime | None = Field(None, description="a search of the documents as they were then (uncached)")
 
 
 class ExpandedResult(ChunkPlace):

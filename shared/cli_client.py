@@ -235,7 +235,7 @@ def cmd_search(args) -> int:
                                dedupe=args.dedupe or None, cache=False if args.no_cache else None,
                                filters=filters or None, include={k: v for k, v in include.items() if v},
                                collections=_collections(args.collection), trajectory=args.trajectory,
-                               seen=args.seen)
+                               seen=args.seen, as_of=args.as_of)
     if args.json:
         _dump(answer)
         return 0
@@ -294,6 +294,31 @@ def cmd_trajectory(args) -> int:
     for d in grounding.documents:
         console.print(escape(f"{d['entity_id']}/{d['document_id']}" + (f": {d['title']}" if d.get("title") else "")
                              + ("" if d["current"] else " (deleted since)")))
+    return 0
+
+
+# --- document history --------------------------------------------------------------------------------
+
+def cmd_changes(args) -> int:
+    from rich.markup import escape
+
+    with Target(args).client() as client:
+        changes = client.changes(args.entity, args.document, since=args.since, until=args.until)
+    if args.json:
+        _dump(changes)
+        return 0
+    console = _console()
+    since = "nothing" if changes.since_version is None else f"version {changes.since_version}"
+    console.print(escape(f"{args.entity}/{args.document}: {since} → version {changes.until_version}: "
+                         f"{len(changes.added)} added, {len(changes.removed)} removed, {len(changes.changed)} "
+                         f"changed, {changes.unchanged} unchanged ({changes.moved} moved)"))
+    for mark, chunks in (("+", changes.added), ("-", changes.removed)):
+        for c in chunks:
+            console.print(escape(f"{mark} [{c.position}] {shorten(' '.join(c.text.split()), SNIPPET_CHARS)}"))
+    for c in changes.changed:
+        before = c.previous.text if c.previous is not None else ""
+        console.print(escape(f"~ [{c.position}] {shorten(' '.join(before.split()), SNIPPET_CHARS)}"))
+        console.print(escape(f"  → {shorten(' '.join(c.text.split()), SNIPPET_CHARS)}"))
     return 0
 
 
@@ -478,8 +503,18 @@ def register(sub) -> None:
                                                        "left out (created on first use)")
     se.add_argument("--seen", choices=["exclude", "include", "mark"], help="with --trajectory: what to do with "
                                                                            "chunks it returned before")
+    se.add_argument("--as-of", metavar="TIME", help="the documents as they were at this ISO 8601 time "
+                                                    "(document history)")
     _connection(se)
     se.set_defaults(func=cmd_search)
+
+    ch = sub.add_parser("changes", help="what changed in a document since a version or time, chunk by chunk")
+    ch.add_argument("entity")
+    ch.add_argument("document")
+    ch.add_argument("--since", required=True, help="a version number or an ISO 8601 time")
+    ch.add_argument("--until", help="a version number or time (default: the live version)")
+    _connection(ch)
+    ch.set_defaults(func=cmd_changes)
 
     tr = sub.add_parser("trajectory", help="what a trajectory touched (its queries and documents), or delete it")
     tr.add_argument("action", choices=["show", "delete"])

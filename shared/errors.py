@@ -119,6 +119,13 @@ class Conflict(EdgeIndexError):
     status = 409
 
 
+class Gone(EdgeIndexError):
+    """What was asked for existed but is no longer kept (a document version past its retention)."""
+
+    code = "gone"
+    status = 410
+
+
 class ModelMismatchError(EdgeIndexError):
     """The configured embedding model differs from the one the database's vectors came from."""
 

@@ -24,18 +24,26 @@ class RateLimited(_Vars):
     RATE_LIMIT_PER_SECOND: float = Field(1000, ge=0, description="requests per second per API key (0: no limit)")
 
 
-class UploadVars(RateLimited):
+class HistoryVars(_Vars):
+    HISTORY_VERSIONS: int = Field(20, ge=0, le=10_000, description="replaced versions of a document kept for "
+                                  "changes and as_of (0: no history); an entity may set its own")
+    HISTORY_DAYS: int = Field(90, ge=0, le=36_500, description="days a replaced version is kept (0: no age "
+                              "bound); an entity may set its own")
+
+
+class UploadVars(RateLimited, HistoryVars):
     MAX_UPLOAD_BYTES: int = Field(50 * MiB, ge=1, le=5 * 1024 * MiB, description="largest document accepted")
     MULTIPART_THRESHOLD_BYTES: int = Field(16 * MiB, ge=5 * MiB, description="uploads at least this large are multipart")
     MULTIPART_PART_BYTES: int = Field(8 * MiB, ge=5 * MiB, description="size of each part of a multipart upload")
     ALLOWED_TYPES: str = Field("text/plain,text/markdown,text/html,application/pdf,application/json",
                                min_length=1, description="comma-separated content types accepted")
-    UPLOAD_SWEEP_SECONDS: float = Field(30, ge=0, description="between sweeps of expired upload grants (0: off)")
+    UPLOAD_SWEEP_SECONDS: float = Field(30, ge=0, description="between sweeps of expired upload grants "
+                                                                    "and of history past its age bound (0: off)")
     SEARCH_URL: str = Field("", description="where the admin page's playground sends searches; empty: this "
                                             "host's search worker")
 
 
-class IngestVars(_Vars):
+class IngestVars(HistoryVars):
     CHUNK_TOKENS: int = Field(200, ge=16, le=8192, description="tokens per chunk (the model's tokenizer)")
     CHUNK_OVERLAP_TOKENS: int = Field(30, ge=0, le=4096, description="tokens shared by neighbouring chunks")
     SUMMARY_SENTENCES: int = Field(5, ge=0, le=50, description="sentences of a document's extractive summary")
@@ -78,7 +86,7 @@ class SearchVars(RateLimited):
     ROUTER_MIN_EVIDENCE: int = Field(20, ge=1, description="feedback events before the first update")
 
 
-class MCPVars(SearchVars):
+class MCPVars(SearchVars, HistoryVars):
     MAX_UPLOAD_BYTES: int = Field(1_000_000, ge=1, le=100 * MiB, description="largest document the upload "
                                                                              "tool accepts")
 

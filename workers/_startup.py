@@ -6,6 +6,7 @@ from __future__ import annotations
 from edgeindex import startup_progress
 from edgeindex.routing.model import Bounds
 from edgeindex.routing.service import Router, RouterSettings
+from edgeindex.search.as_of import AsOfSearch
 from edgeindex.search.enhance import QueryEnhancer
 from edgeindex.search.service import SearchService, SearchSettings
 from edgeindex.selection.http import SelectionService
@@ -33,7 +34,7 @@ def search_service(env) -> SearchService:
                                 semantic_threshold=env.var("SEMANTIC_CACHE_THRESHOLD", float),
                                 cache_ttl=env.var("CACHE_TTL_SECONDS", float),
                                 hnsw_ef_search=env.var("HNSW_EF_SEARCH", int)),
-        router=router(env))
+        router=router(env), history=AsOfSearch(env.DB))
     startup_progress.report("preparing the query encoder (exported once per machine)")
     search.prepare()
     return search

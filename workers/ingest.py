@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from edgeindex import api_models, language
 from edgeindex.errors import NotFound, ValidationError
+from edgeindex.history.retention import Retention
 from edgeindex.ingest.reconciler import Reconciler, ReconcileSettings
 from edgeindex.ingest.service import IngestService
 from edgeindex.ingest.workflow import IngestSettings
@@ -35,7 +36,7 @@ async def startup(env) -> Services:
                               max_document_bytes=env.var("MAX_DOCUMENT_BYTES", int),
                               max_retries=env.worker.queues.consumers[0].max_retries,
                               enrich_chunks=env.var("ENRICH_CHUNKS", bool),
-                              max_runs=env.var("MAX_RUNS", int))
+                              max_runs=env.var("MAX_RUNS", int), history=Retention.of(env))
     embedder = env.AI.embedder  # the local model has these knobs; a remote provider has none of them
     if threads := env.var("MODEL_THREADS"):
         getattr(embedder, "set_threads", lambda n: None)(threads)

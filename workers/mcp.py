@@ -7,6 +7,8 @@ import asyncio
 from dataclasses import dataclass
 
 from edgeindex.errors import EdgeIndexError, RateLimited
+from edgeindex.history.retention import Retention
+from edgeindex.history.service import HistoryService
 from edgeindex.mcp_server.asgi import call_asgi
 from edgeindex.mcp_server.messages import precheck
 from edgeindex.mcp_server.server import CONTEXT, PRINCIPAL, build_server
@@ -43,7 +45,8 @@ async def startup(env) -> Services:
     uploads = UploadService(db=env.DB, bucket=env.BUCKET, kv=env.KV, limits=limits, signer=None)
     selection = selection_service(env)
     server = build_server(McpTools(db=env.DB, search=search, uploads=uploads, selection=selection,
-                                   trajectories=trajectory_service(env, search)))
+                                   trajectories=trajectory_service(env, search),
+                                   history=HistoryService(db=env.DB, retention=Retention.of(env))))
     # Stateless: any process of this worker answers any request; no session to pin or expire.
     sessions = StreamableHTTPSessionManager(server, json_response=True, stateless=True,
                                             max_request_body_size=MAX_BODY_BYTES)

@@ -10,6 +10,8 @@ from edgeindex import api_models as out
 from edgeindex.admin import routes as admin_routes
 from edgeindex.admin.service import AdminService, search_url
 from edgeindex.errors import ConfigError
+from edgeindex.history.retention import Retention, RetentionRequest
+from edgeindex.history.service import ChangesQuery, HistoryService
 from edgeindex.json_codec import check_json_value
 from edgeindex.runtime.http import Routes, json_response, read_body, read_json
 from edgeindex.tenancy import EntityRequest, KeyRequest, Tenancy
@@ -38,6 +40,7 @@ class Services:
     uploads: UploadService
     background: set[asyncio.Task]
     admin: AdminService
+    history: HistoryService
 
 
 async def startup(env) -> Services:
@@ -59,20 +62,23 @@ async def startup(env) -> Services:
         signer = UploadSigner(secret)
     uploads = UploadService(db=env.DB, bucket=env.BUCKET, kv=env.KV, limits=limits, signer=signer)
     admin = AdminService(db=env.DB, search_url=search_url(env))
-    services = Services(tenancy, uploads, set(), admin)
-    task = asyncio.create_task(_expire_uploads(uploads, every=env.var("UPLOAD_SWEEP_SECONDS", float)))
-    services.background.add(task)
+    services = Services(tenancy, uploads, set(), admin, HistoryService(db=env.DB, retention=Retention.of(env)))
+    if every := env.var("UPLOAD_SWEEP_SECONDS", float):
+        services.background.add(asyncio.create_task(_sweep(services, every=every)))
     return services
 
 
-async def _expire_uploads(uploads: UploadService, *, every: float) -> None:
-    """Pending versions whose upload URL expired unused are failed with the reason (every process may
-    run this: the statement skips rows another one holds)."""
+async def _sweep(services: Services, *, every: float) -> None:
+    """Pending versions whose upload URL expired unused are failed with the reason, and history older
+    than its retention's age bound is dropped (every process may run this: the statements skip rows
+    another one holds, and a second prune finds nothing)."""
     while True:
-        try:
-            await uploads.expire_uploads()
-        except Exception:
-            log.warning("expiring unused uploads failed; next round retries", exc_info=True)
+        for what, sweep in (("expiring unused uploads", services.uploads.expire_uploads),
+                            ("pruning document history", services.history.prune)):
+            try:
+                await sweep()
+            except Exception:
+                log.warning("%s failed; next round retries", what, exc_info=True)
         await asyncio.sleep(every)
 
 
@@ -221,3 +227,37 @@ async def delete_document(request, services: Services, ctx, entity_id, document_
     await _grant(request, services, entity_id)
     document_id = valid_document_id(document_id)
     return await services.uploads.delete_document(entity_id, document_id)
+
+
+# --- document history --------------------------------------------------------------
+
+
+@routes.get("/entities/{entity_id}/documents/{document_id}/versions",
+            summary="A document's retained versions: when each was live, how many chunks it held",
+            response=out.DocumentVersions)
+async def document_versions(request, services: Services, ctx, entity_id, document_id):
+    await _grant(request, services, entity_id)
+    return await services.history.versions(entity_id, valid_document_id(document_id))
+
+
+@routes.get("/entities/{entity_id}/documents/{document_id}/changes",
+            summary="What changed in a document since a version or time: chunks added, removed and changed, "
+                    "with their text", query=ChangesQuery, response=out.DocumentChanges)
+async def document_changes(request, services: Services, ctx, entity_id, document_id):
+    await _grant(request, services, entity_id)
+    return await services.history.changes(entity_id, valid_document_id(document_id), dict(request.query))
+
+
+@routes.get("/entities/{entity_id}/history", summary="How much document history an entity keeps",
+            response=out.HistoryRetention)
+async def history_retention(request, services: Services, ctx, entity_id):
+    await _grant(request, services, entity_id)
+    return await services.history.retention_of(entity_id)
+
+
+@routes.put("/entities/{entity_id}/history",
+            summary="Set an entity's own history retention (null: the deployment's); applied at once",
+            request=RetentionRequest, response=out.HistoryRetention, auth="admin")
+async def set_history_retention(request, services: Services, ctx, entity_id):
+    await services.tenancy.require_admin(request.headers)
+    return await services.history.set_retention(entity_id, await read_json(request))

@@ -31,6 +31,8 @@ from .. import object_keys as keys
 from .. import sqlfiles
 from ..cache import Invalidation
 from ..errors import IngestError
+from ..history import writes as history
+from ..history.retention import Retention
 
 log = logging.getLogger(__name__)
 SQL = sqlfiles.load("ingest.sql")
@@ -64,9 +66,10 @@ class DocumentWrite:
 class GroupedWriter:
     """Commits concurrent ``DocumentWrite`` s in shared transactions of up to ``max_documents``."""
 
-    def __init__(self, db, kv, *, max_documents: int = 64) -> None:
+    def __init__(self, db, kv, *, retention: Retention, max_documents: int = 64) -> None:
         self.db = db
         self.kv = kv
+        self.retention = retention  # of document history (shared/history/): recorded in the same commit
         self.max_documents = max_documents
         self._queue: list[DocumentWrite] = []
         self._worker: asyncio.Task | None = None
@@ -158,8 +161,13 @@ class GroupedWriter:
                         moves = [m for w in going for m in w.moves]
                         if moves:
                             await cur.executemany(SQL["move_chunk"], moves)
+                        replacing = {id(w) for w in live}
+                        versions = [history.NewVersion(w.entity_id, w.document_id, w.version, w.ids,
+                                                       replaces=id(w) in replacing) for w in going]
+                        await history.archive_dropped(cur, versions, self.retention)
                         for w in live:
                             await cur.execute(SQL["delete_other_chunks"], {**w.where, "keep": w.ids})
+                        await history.record(cur, versions, self.retention)
                         await cur.executemany(SQL["finish_document"], [{**w.where, **w.finish} for w in going])
         self.commits += 1
         self.documents += len(writes)

@@ -87,7 +87,7 @@ class IngestService:
         self.chunker = Chunker(embedder.tokenizer(), capacity=settings.chunk_tokens,
                                overlap=settings.chunk_overlap_tokens, limit=embedder.max_tokens)
         self.batcher = EmbeddingBatcher(embedder, max_texts=MODEL_CALL_TEXTS, fill=CALL_FILL)
-        self.writer = GroupedWriter(db, kv)  # the upserts of concurrent runs share transactions
+        self.writer = GroupedWriter(db, kv, retention=settings.history)  # the upserts of concurrent runs share transactions
         # Runs at once in this process, whatever the number of batches in flight. A run holds no
         # connection between its statements (every run's lock sits on one session: run_locks.py),
         # so this bound is about memory and the model's input, not the pool.

@@ -42,6 +42,8 @@ from ..bindings.database import Database
 from ..bindings.kv import KV
 from ..cache import Invalidation
 from ..errors import IngestError, ModelMismatchError, ValidationError
+from ..history import writes as history
+from ..history.retention import DEFAULT, Retention
 from ..validation import content_hash
 from ..workflow import RetryPolicy, Step, Workflow
 from .artifacts import ArtifactStore
@@ -194,6 +196,7 @@ class IngestSettings:
     max_retries: int           # of the queue consumer: delivery max_retries + 1 is the last one
     enrich_chunks: bool = False  # LLM keywords and questions per new chunk (shared/ingest/enrich.py)
     max_runs: int = 128        # runs in flight in one process (MAX_RUNS), across its queue batches
+    history: Retention = DEFAULT  # of document history: HISTORY_VERSIONS, HISTORY_DAYS
 
 
 
@@ -382,6 +385,9 @@ class IngestJob:
                 await invalidation.begin([p.entity_id], ids)
                 await conn.execute(SQL["reuse_live_version"], {**self.where, "size_bytes": extracted.size_bytes,
                                                                "etag": extracted.etag})
+                async with conn.cursor() as cur:  # the same chunks, now under this version's number
+                    await history.record(cur, [history.NewVersion(p.entity_id, p.document_id, p.version, ids,
+                                                                  replaces=True)], self.settings.history)
         return Upserted(outcome="ready", chunk_count=len(ids), reused=len(ids), unchanged=True,
                         cache_entries_invalidated=invalidation.dropped, **replaced)
 

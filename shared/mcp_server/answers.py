@@ -30,6 +30,7 @@ class Citation(_Answer):
     position: int
     start_char: int | None = None
     end_char: int | None = None
+    version: int | None = None   # as_of: the document's version then
 
 
 class CompactResult(_Answer):
@@ -80,7 +81,7 @@ def _result(r: dict, *, diagnostics: bool) -> CompactResult:
         chunk_id=str(r["chunk_id"]), document_id=r["document_id"], entity_id=r["entity_id"],
         title=document.get("title"), score=r["score"], snippet=snippet, truncated=truncated,
         citation=Citation(source=document.get("source"), position=r["position"],
-                          start_char=r.get("start_char"), end_char=r.get("end_char")),
+                          start_char=r.get("start_char"), end_char=r.get("end_char"), version=r.get("version")),
         summary=document.get("summary"), neighbours=r.get("neighbours"),
         scores=r.get("scores") if diagnostics else None, seen=r.get("seen"))
 

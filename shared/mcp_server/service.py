@@ -11,6 +11,7 @@ from typing import Any
 from .. import sqlfiles
 from ..bindings.database import Database
 from ..errors import NotFound, ValidationError
+from ..history.service import HistoryService
 from ..json_codec import check_json_value
 from ..search.service import SearchService
 from ..selection import collections
@@ -22,6 +23,7 @@ from ..validation import parse
 from .answers import compact_expansion, compact_grounding, compact_search, compact_selection
 from .tools import (
     TOOLS,
+    ChangesArgs,
     DocumentRef,
     EntityArgs,
     ExpandArgs,
@@ -51,6 +53,7 @@ class McpTools:
     uploads: UploadService
     selection: SelectionService
     trajectories: trajectories.TrajectoryService
+    history: HistoryService
 
     async def call(self, principal: Principal, name: str, arguments: dict[str, Any], *, background) -> dict:
         """``background`` is the worker's ctx: search stores its cache entries after answering."""
@@ -94,6 +97,10 @@ class McpTools:
 
     async def _list_collections(self, args: EntityArgs) -> dict:
         return await collections.list_collections(self.db, args.entity_id)
+
+    async def _changes(self, args: ChangesArgs) -> dict:
+        return await self.history.changes(args.entity_id, args.document_id,
+                                          args.model_dump(include={"since", "until"}, exclude_none=True))
 
     async def _document_status(self, args: DocumentRef) -> dict:
         return await self.uploads.get_document(args.entity_id, args.document_id)

@@ -94,6 +94,14 @@ class TrajectoryArgs(_Args):
     trajectory: str = Field(pattern=TRAJECTORY_ID)
 
 
+class ChangesArgs(DocumentRef):
+    """``GET .../documents/{d}/changes``: the path's document and the query's marks (listed loosely:
+    the route's ``ChangesQuery`` checks them)."""
+
+    since: str
+    until: str | None = None
+
+
 class EntityArgs(_Args):
     entity_id: EntityId
 
@@ -106,8 +114,8 @@ class ListDocumentsArgs(ListQuery):
 # --- descriptions (field path → text); an unknown path is an error at import ----------
 
 SEARCH = {
-    "": "Hybrid (vector + full-text + fuzzy) search over the entities this API key is granted. "
-        "Returns ranked chunks with document ids, scores and text.",
+    "": "Hybrid (vector, full-text, fuzzy) search of the entities this key is granted: ranked chunks "
+        "with document ids, scores and text.",
     "query": "What to find, in natural language or keywords.",
     "k": "Number of results.",
     "entity_ids": "Entities to search (default: all the key is granted).",
@@ -129,14 +137,14 @@ SEARCH = {
     "include.summary": "Add the document summary.",
     "include.neighbours": "Add this many chunks on each side of each hit.",
     "cache": "Allow cached results.",
-    "collections": "Only documents of these collections; \"auto\": the collections select_index picks "
-                   "(see list_collections).",
-    "strategy": "auto: the router picks keyword, vector or a blend per query; or force text, vector, hybrid.",
-    "enhance": "Query expansion: auto (where it helps), none, or a list (prf; synonyms/hyde need an LLM).",
+    "collections": "Only these collections (list_collections); \"auto\": as select_index picks.",
+    "strategy": "auto: keyword, vector or a blend, chosen per query; or force one.",
+    "enhance": "Query expansion: auto, none, or a list (synonyms and hyde need an LLM).",
     "order": "reverse: best result last (next to the question in an answer prompt).",
-    "diagnostics": "Add routing, timings, cache and per-result scores (for debugging; off: a compact answer).",
+    "diagnostics": "Add routing, timings, cache and scores (debugging).",
     "trajectory": "A step of this trajectory (any id): what it returned is left out; stop at trajectory.novelty 0.",
     "seen": "Its earlier results: exclude, include, or mark (seen: true).",
+    "as_of": "Search documents as they were at this ISO time.",
 }
 EXPAND = {
     "": "Widen around a chunk a trajectory returned, never repeating a chunk.",
@@ -167,6 +175,10 @@ UPLOAD_TEXT = {
         "document_status says ready.",
     "text": "The document's content.",
     "skip_unchanged": "Same text as the live version: no re-ingestion.",
+}
+CHANGES = {
+    "": "A document's chunks added, removed and changed (with text) since a version or time you read it.",
+    "since": "Version number or ISO time.",
 }
 DOCUMENT_STATUS = {
     "": "A document's status: pending, processing (step), ready or failed (error).",
@@ -257,6 +269,7 @@ TOOLS: dict[str, tuple[type[BaseModel], dict[str, str]]] = {
     "get_chunk": (GetChunkArgs, GET_CHUNK),
     "expand": (ExpandArgs, EXPAND),
     "trajectory": (TrajectoryArgs, TRAJECTORY),
+    "changes": (ChangesArgs, CHANGES),
     "upload_text": (UploadTextArgs, UPLOAD_TEXT),
     "document_status": (DocumentRef, DOCUMENT_STATUS),
     "list_documents": (ListDocumentsArgs, LIST_DOCUMENTS),

@@ -130,6 +130,13 @@ class SearchRequest(_Strict):
     # only documents of these collections; "auto": the collections index selection chooses
     # (shared/selection/collections.py: choose)
     collections: Literal["auto"] | Annotated[list[CollectionName], Field(min_length=1, max_length=100)] | None = None
+    # the documents as they were at this time (search/as_of.py, over shared/history/): never cached
+    as_of: Timestamp | None = None
+
+    @field_validator("as_of")
+    @classmethod
+    def _as_of(cls, value: datetime | None) -> datetime | None:
+        return Filters._aware(value)
 
     @field_validator("collections", mode="before")
     @classmethod

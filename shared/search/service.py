@@ -110,8 +110,9 @@ class SearchService:
 
     def __init__(self, *, db: Database, kv: KV, embedder: Embedder, semantic_cache: PgVectorIndex,
                  settings: SearchSettings, reranker: Reranker | None = None, router: Router | None = None,
-                 enhancer: QueryEnhancer | None = None) -> None:
+                 enhancer: QueryEnhancer | None = None, history: Any = None) -> None:
         self.db = db
+        self.history = history  # searches as_of a time (as_of.AsOfSearch); None: not offered
         self.kv = kv
         self.embedder = embedder
         self.semantic_cache = semantic_cache
@@ -174,6 +175,8 @@ class SearchService:
         return await self._run(ctx, background)
 
     async def _run(self, ctx: SearchContext, background: Any) -> dict | bytes:
+        if ctx.request.as_of is not None:
+            return await self.search_as_of(ctx)
         await self.scope(ctx)
         if (hit := await self.cache_exact(ctx)) is not None:
             return self._answer(ctx, hit, ctx.answer_fields(hit), background)
@@ -203,6 +206,24 @@ class SearchService:
         await self.enhance(ctx)
         await self.retrieve(ctx)
         return await self.finish(ctx, background)
+
+    async def search_as_of(self, ctx: SearchContext) -> dict:
+        """The documents as they were at ``as_of`` (document history): its own statement, uncached."""
+        if self.history is None:
+            raise ValidationError("as_of needs document history, which this service was built without",
+                                  field="as_of")
+        self.history.check(ctx.request)
+        ctx.entity_ids = await resolve_existing_entities(self.db, ctx.principal, ctx.request.entity_ids)
+        if self.history.uses_vectors(ctx.request):
+            await self.embed(ctx)
+        mark = time.perf_counter()
+        results = await self.history.search(ctx.request, ctx.entity_ids, ctx.embedding)
+        ctx.timings["as_of_ms"] = _since(mark)
+        payload = {"results": results[::-1] if ctx.request.order == "reverse" else results,
+                   "entity_ids": ctx.entity_ids, "corrections": {}, "as_of": ctx.request.as_of.isoformat(),
+                   "routing": {"requested": ctx.request.strategy, "strategy": ctx.request.strategy or "hybrid",
+                               "alpha": self.history.blend(ctx.request)[1], "model_version": None}}
+        return {**ctx.response(payload), "timings": ctx.timings}
 
     def _answer(self, ctx: SearchContext, hit: dict, fields: dict, background: Any) -> dict | bytes:
         """A cache hit's answer: the dict, or (search_json, with the payload's JSON at hand) its

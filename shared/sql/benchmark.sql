@@ -55,3 +55,15 @@ BEGIN
         EXECUTE format('ALTER INDEX chunks_embedding_half_idx ATTACH PARTITION %I', part || '_embedding_half_idx');
     END LOOP;
 END $$;
+
+-- name: history_bytes
+-- What an entity's history occupies next to its live chunks (row bytes, indexes left out):
+-- scripts/history_overhead.py.
+SELECT (SELECT coalesce(sum(pg_column_size(c.*)), 0) FROM chunks c WHERE c.entity_id = %(entity)s) AS live,
+       (SELECT coalesce(sum(pg_column_size(v.*)), 0) FROM document_versions v
+         WHERE v.entity_id = %(entity)s AND v.live_to IS NULL) AS live_versions,
+       (SELECT coalesce(sum(pg_column_size(v.*)), 0) FROM document_versions v
+         WHERE v.entity_id = %(entity)s AND v.live_to IS NOT NULL) AS replaced_versions,
+       (SELECT coalesce(sum(pg_column_size(a.*)), 0) FROM chunk_archive a WHERE a.entity_id = %(entity)s) AS archive,
+       (SELECT count(*) FROM document_versions v WHERE v.entity_id = %(entity)s AND v.live_to IS NOT NULL) AS retained,
+       (SELECT count(*) FROM chunks c WHERE c.entity_id = %(entity)s) AS live_chunks;

@@ -9,6 +9,7 @@ and is filtered by each.
 from __future__ import annotations
 
 import asyncio
+import functools
 from typing import Any, Literal
 from uuid import UUID
 
@@ -111,8 +112,9 @@ class TrajectoryService:
             rows = await self.db.fetch(SQL["expand_similar"], {**params, "entity_ids": principal.check(entities)})
         else:
             rows = await self.db.fetch(SQL["expand_document"], {**params, "nearest": request.mode == "neighbours"})
-        candidates = [state.candidate(_expanded(r, request.include.summary), count_tokens(r["text"])
-                                      if request.include.text else 0) for r in rows]
+        candidates = [state.candidate(_expanded(r, request.include.summary),
+                                      functools.partial(count_tokens, r["text"]) if request.include.text else 0)
+                      for r in rows]
         taken = state.take_step(trajectory, candidates, k=request.k, seen="exclude")
         tokens = sum(c.tokens for c in taken.answered)
         label = f"expand {request.mode} {request.chunk_id}"
@@ -168,7 +170,7 @@ class TrajectoryService:
         return state.StepAnswer(answered, [c.result for c in answered], taken.novelty, taken.left_out)
 
     def _candidate(self, result: dict, request: SearchRequest) -> state.Candidate:
-        return state.candidate(result, _returned_tokens(result, request))
+        return state.candidate(result, lambda: _returned_tokens(result, request))
 
 
 def _step_info(recorded: state.Trajectory, seen: str, taken: state.StepAnswer, tokens: int) -> dict:

@@ -12,6 +12,7 @@ would only repeat what the agent has, whatever ``seen`` does with the repeats.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -67,12 +68,39 @@ class Trajectory:
                 "documents": len(self.documents()), "tokens": self.tokens}
 
 
-@dataclass
 class Candidate:
-    result: dict          # the result as the search returned it, text included
-    fingerprint: str
-    simhash: int | None
-    tokens: int
+    """A result as the search returned it (text included). Its fingerprint, SimHash and tokens are
+    computed when first asked for: a step looks at the candidates only until its answer is full, and
+    hashing a passage costs more than the step's own bookkeeping."""
+
+    __slots__ = ("result", "_tokens", "_fingerprint", "_simhash", "_hashed")
+
+    def __init__(self, result: dict, tokens: int | Callable[[], int]) -> None:
+        self.result = result
+        self._tokens = tokens
+        self._hashed = False
+
+    def _hash(self) -> None:
+        text = self.result.get("text") or ""
+        self._fingerprint, self._simhash, self._hashed = copies.fingerprint(text), copies.simhash(text), True
+
+    @property
+    def fingerprint(self) -> str:
+        if not self._hashed:
+            self._hash()
+        return self._fingerprint
+
+    @property
+    def simhash(self) -> int | None:
+        if not self._hashed:
+            self._hash()
+        return self._simhash
+
+    @property
+    def tokens(self) -> int:
+        if callable(self._tokens):
+            self._tokens = self._tokens()
+        return self._tokens
 
 
 @dataclass
@@ -83,39 +111,45 @@ class StepAnswer:
     left_out: int         # candidates not returned because they were seen (exclude)
 
 
-def candidate(result: dict, tokens: int) -> Candidate:
-    text = result.get("text") or ""
-    return Candidate(result, copies.fingerprint(text), copies.simhash(text), tokens)
+def candidate(result: dict, tokens: int | Callable[[], int]) -> Candidate:
+    """``tokens``: the count, or how to count it (called only for a candidate that is returned)."""
+    return Candidate(result, tokens)
 
 
 def take_step(trajectory: Trajectory, candidates: list[Candidate], *, k: int, seen: SeenMode) -> StepAnswer:
     """The answer of one step from the ranked candidates (more than k when ``exclude`` must skip some)."""
     known_documents = set(trajectory.documents())
     index = trajectory.copy_index()  # grows with the candidates, so a copy inside this answer counts once too
-    verdicts = []
-    for c in candidates:
-        verdicts.append(index.has(c.fingerprint, c.simhash))
-        index.add(c.fingerprint, c.simhash)
-    plain = list(zip(candidates[:k], verdicts[:k], strict=True))
+    verdicts: list[bool] = []
+
+    def repeat(i: int) -> bool:
+        """Whether candidate i repeats the trajectory or a candidate ranked before it (in rank order)."""
+        while len(verdicts) <= i:
+            c = candidates[len(verdicts)]
+            verdicts.append(index.has(c.fingerprint, c.simhash))
+            index.add(c.fingerprint, c.simhash)
+        return verdicts[i]
+
+    plain = [(c, repeat(i)) for i, c in enumerate(candidates[:k])]
     documents = {(c.result["entity_id"], c.result["document_id"]) for c, _ in plain}
     novelty = {
-        "chunks": round(sum(not repeat for _, repeat in plain) / len(plain), 4) if plain else 0.0,
+        "chunks": round(sum(not was for _, was in plain) / len(plain), 4) if plain else 0.0,
         "documents": round(len(documents - known_documents) / len(documents), 4) if documents else 0.0,
     }
     if seen == "exclude":
         answer: list[Candidate] = []
         skipped = 0
-        for c, repeat in zip(candidates, verdicts, strict=True):
+        for i, c in enumerate(candidates):
             if len(answer) == k:
                 break
-            if repeat:
+            if repeat(i):
                 skipped += 1
             else:
                 answer.append(c)
         return StepAnswer(answer, [c.result for c in answer], novelty, skipped)
     answered = [c for c, _ in plain]
     if seen == "mark":
-        return StepAnswer(answered, [{**c.result, "seen": repeat} for c, repeat in plain], novelty, 0)
+        return StepAnswer(answered, [{**c.result, "seen": was} for c, was in plain], novelty, 0)
     return StepAnswer(answered, [c.result for c in answered], novelty, 0)
 
 def record(trajectory: Trajectory, query: str, answered: list[Candidate], novelty: dict[str, float],

@@ -108,3 +108,20 @@ async def test_cli_search_steps_a_trajectory_and_shows_it(stack, capsys, tenant)
     assert code == 0 and "deleted" in out
     code, out = run(capsys, stack, tenant.key, "trajectory", "show", t)
     assert code == 2
+
+
+async def test_cli_changes_and_search_as_of_show_an_earlier_version(stack, capsys, tenant):
+    name = unique("menu-") + ".txt"
+    for text in ("Lunch is soup and bread on Mondays.", "Lunch is curry and rice on Mondays."):
+        version = put_document(tenant, name, text)["version"]
+        await wait_document(tenant, name, version=version)
+    code, out = run(capsys, stack, tenant.key, "changes", tenant.entity_id, name, "--since", "1")
+    assert code == 0, out
+    assert "version 1 → version 2: 0 added, 0 removed, 1 changed" in out, out
+    assert "soup and bread" in out and "curry and rice" in out
+    code, out = run(capsys, stack, tenant.key, "changes", tenant.entity_id, name, "--since", "1", "--json")
+    assert code == 0 and json.loads(out)["changed"][0]["previous"]["text"] == "Lunch is soup and bread on Mondays."
+    versions = tenant.upload.get(f"/entities/{tenant.entity_id}/documents/{name}/versions")[1]["versions"]
+    code, out = run(capsys, stack, tenant.key, "search", "what is for lunch", "--entity", tenant.entity_id,
+                    "--document", name, "--as-of", versions[0]["live_from"], "--json")
+    assert code == 0 and [r["text"] for r in json.loads(out)["results"]] == ["Lunch is soup and bread on Mondays."]

@@ -9,6 +9,7 @@ import uuid
 import numpy as np
 import pytest
 from edgeindex.bindings.kv import DiskKV
+from edgeindex.history.retention import DEFAULT
 from edgeindex.ingest.grouped import DocumentWrite, GroupedWriter
 
 from ..helpers import chunks, put_document, wait_document
@@ -49,7 +50,7 @@ async def term_stats_match_chunks(db, entity_id: str) -> None:
 
 @pytest.fixture
 def writer(db, tmp_path):
-    return GroupedWriter(db, DiskKV(tmp_path / "kv", namespace="grouped-test"))
+    return GroupedWriter(db, DiskKV(tmp_path / "kv", namespace="grouped-test"), retention=DEFAULT)
 
 
 async def test_concurrent_upserts_share_one_commit_and_keep_term_statistics(db, tenant, writer):

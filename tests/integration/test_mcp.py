@@ -21,7 +21,8 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERS
 from ..helpers import Client, new_tenant, paragraph, wait_for
 
 TOOL_NAMES = {"search", "get_document", "get_chunk", "expand", "trajectory", "upload_text", "document_status",
-              "list_documents", "list_collections", "select_tools", "find_tools", "select_index", "feedback"}
+              "list_documents", "list_collections", "select_tools", "find_tools", "select_index", "feedback",
+              "changes"}
 
 
 def mcp_url(stack) -> str:
@@ -361,3 +362,28 @@ async def test_an_unsure_select_tools_offers_find_tools_which_loads_more(stack, 
     assert names and names[0] == "get_weather", found
     assert not {t["name"] for t in unsure["tools"]} & set(names)
     assert "search_tool" not in found
+
+
+async def test_changes_and_search_as_of_over_mcp_show_what_an_agent_read_before(stack, upload_admin):
+    tenant = new_tenant(stack, upload_admin, prefix="mch")
+    ref = {"entity_id": tenant.entity_id, "document_id": "plan.md"}
+    async with http_session(stack, tenant.key) as session:
+        for text in ("The launch is planned for March.", "The launch is planned for June."):
+            doc = await ok(session, "upload_text", {**ref, "text": text})
+
+            async def ready(version=doc["version"]):
+                status = await ok(session, "document_status", ref)
+                return status if status["status"] == "ready" and status["version"] == version else None
+
+            await wait_for(ready, timeout=120, interval=0.2)
+        changes = await ok(session, "changes", {**ref, "since": "1"})
+        assert [(c["previous"]["text"], c["text"]) for c in changes["changed"]] == [
+            ("The launch is planned for March.", "The launch is planned for June.")]
+        status, versions = Client(stack.url("upload"), tenant.key).get(
+            f"/entities/{tenant.entity_id}/documents/plan.md/versions")
+        assert status == 200
+        then = await ok(session, "search", {"query": "when is the launch", "as_of": versions["versions"][0]["live_from"]})
+        assert [(r["snippet"], r["citation"]["version"]) for r in then["results"]] == [
+            ("The launch is planned for March.", 1)]
+        error, body = await call(session, "changes", {**ref, "since": "soon"})
+        assert error and (body["error"], body["field"]) == ("invalid_request", "since")

@@ -12,6 +12,7 @@ import hashlib
 import time
 from collections.abc import Generator
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Literal
 from urllib.parse import quote
 
@@ -123,6 +124,32 @@ def list_documents(entity_id: str, *, status: str | None = None, after: str | No
 def delete_document(entity_id: str, document_id: str) -> Op:
     reply = yield Call("DELETE", _doc_path(entity_id, document_id))
     return m.DeletedDocument.model_validate(reply.body)
+
+
+def document_versions(entity_id: str, document_id: str) -> Op:
+    reply = yield Call("GET", f"{_doc_path(entity_id, document_id)}/versions")
+    return m.DocumentVersions.model_validate(reply.body)
+
+
+def _mark(value: int | str | datetime) -> str:
+    return value.isoformat() if isinstance(value, datetime) else str(value)
+
+
+def document_changes(entity_id: str, document_id: str, since: int | str | datetime,
+                     until: int | str | datetime | None = None) -> Op:
+    params = {"since": _mark(since), **({"until": _mark(until)} if until is not None else {})}
+    reply = yield Call("GET", f"{_doc_path(entity_id, document_id)}/changes", params=params)
+    return m.DocumentChanges.model_validate(reply.body)
+
+
+def history_retention(entity_id: str) -> Op:
+    reply = yield Call("GET", f"/entities/{_seg(entity_id)}/history")
+    return m.Retention.model_validate(reply.body)
+
+
+def set_history_retention(entity_id: str, *, versions: int | None, days: int | None) -> Op:
+    reply = yield Call("PUT", f"/entities/{_seg(entity_id)}/history", json={"versions": versions, "days": days})
+    return m.Retention.model_validate(reply.body)
 
 
 def wait_ready(entity_id: str, document_id: str, *, version: int | None = None, timeout: float = 120.0,

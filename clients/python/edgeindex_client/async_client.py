@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable, Iterable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -243,6 +244,24 @@ class AsyncClient:
     async def delete_document(self, entity_id: str, document_id: str) -> m.DeletedDocument:
         return await self._run(ops.delete_document(entity_id, document_id))
 
+    async def document_versions(self, entity_id: str, document_id: str) -> m.DocumentVersions:
+        """The document's retained versions: when each was live, and the entity's retention."""
+        return await self._run(ops.document_versions(entity_id, document_id))
+
+    async def changes(self, entity_id: str, document_id: str, *, since: int | str | datetime,
+                      until: int | str | datetime | None = None) -> m.DocumentChanges:
+        """Chunks added, removed and changed since a version (number) or a time (e.g. when an agent
+        last read the document), up to ``until`` (default: the live version)."""
+        return await self._run(ops.document_changes(entity_id, document_id, since, until))
+
+    async def history_retention(self, entity_id: str) -> m.Retention:
+        return await self._run(ops.history_retention(entity_id))
+
+    async def set_history_retention(self, entity_id: str, *, versions: int | None = None,
+                                    days: int | None = None) -> m.Retention:
+        """An entity's own retention (None: the deployment's); an admin key's call."""
+        return await self._run(ops.set_history_retention(entity_id, versions=versions, days=days))
+
     async def wait_ready(self, entity_id: str, document_id: str, *, version: int | None = None,
                          timeout: float = 120.0, interval: float = 0.25) -> m.Document:
         """Poll until ready; ``DocumentFailedError`` if ingestion failed, ``WaitTimeoutError`` after ``timeout``."""
@@ -260,14 +279,16 @@ class AsyncClient:
                      include: m.SearchInclude | dict | None = None, cache: bool | None = None,
                      collections: list[str] | str | None = None,
                      order: str | None = None, enhance: str | list[str] | None = None,
-                     trajectory: str | None = None, seen: str | None = None) -> m.SearchResponse:
+                     trajectory: str | None = None, seen: str | None = None,
+                     as_of: datetime | str | None = None) -> m.SearchResponse:
         """Hybrid search; options left out take the server's defaults (see POST /search).
 
         ``order``: ``"best_first"`` or ``"reverse"`` (best last, next to the question in a prompt);
         ``enhance``: ``"auto"``, ``"none"`` or a list of ``"prf"``, ``"synonyms"``, ``"hyde"``;
         ``trajectory``: a step of that trajectory (``seen``: ``"exclude"``, ``"include"`` or ``"mark"``
-        what it returned before); ``client.trajectory()`` keeps the id for you."""
-        options = dict(order=order, enhance=enhance, trajectory=trajectory, seen=seen,
+        what it returned before); ``client.trajectory()`` keeps the id for you; ``as_of``: the documents
+        as they were at that time (document history; never cached)."""
+        options = dict(order=order, enhance=enhance, trajectory=trajectory, seen=seen, as_of=as_of,
                        entity_ids=entity_ids, k=k, filters=filters, strategy=strategy, alpha=alpha, fusion=fusion,
                        vector_threshold=vector_threshold, text_threshold=text_threshold,
                        trigram_threshold=trigram_threshold, text_mode=text_mode, dedupe=dedupe, rerank=rerank,

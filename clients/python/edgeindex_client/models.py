@@ -242,6 +242,7 @@ class SearchRequest(_Request):
     collections: list[str] | Literal["auto"] | None = None
     trajectory: str | None = None
     seen: Literal["exclude", "include", "mark"] | None = None
+    as_of: datetime | None = None   # the documents as they were at this time (never cached)
 
 
 class Scores(_Response):
@@ -280,6 +281,7 @@ class SearchResult(_Response):
     text: str | None = None
     neighbours: list[Neighbour] | None = None
     seen: bool | None = None   # seen: "mark": the trajectory had returned it
+    version: int | None = None  # as_of: the version of the document the chunk belonged to then
 
 
 class TrajectoryStep(_Response):
@@ -470,3 +472,49 @@ class CollectionList(_Response):
     entity_id: str
     count: int
     collections: list[Collection]
+
+
+# --- document history -------------------------------------------------------------------------------
+
+class DocumentVersion(_Response):
+    version: int
+    live_from: datetime
+    live_to: datetime | None = None   # None while live
+    chunk_count: int
+
+
+class Retention(_Response):
+    versions: int     # replaced versions kept per document (0: none)
+    days: int         # days a replaced version is kept (0: no age bound)
+    own: dict[str, int | None] = Field(default_factory=dict)  # the entity's own bounds (None: the deployment's)
+    entity_id: str | None = None
+
+
+class DocumentVersions(_Response):
+    entity_id: str
+    document_id: str
+    live_version: int | None = None
+    pruned_to: int | None = None      # versions up to this one were dropped by retention
+    versions: list[DocumentVersion]
+    retention: Retention
+
+
+class ChangedChunk(_Response):
+    position: int
+    chunk_id: str
+    text: str
+    previous: ChangedChunk | None = None   # in ``changed``: the chunk it replaces
+
+
+class DocumentChanges(_Response):
+    """What changed between two versions of a document, chunk by chunk."""
+
+    entity_id: str
+    document_id: str
+    since_version: int | None = None   # None: before the document's first version
+    until_version: int | None = None
+    added: list[ChangedChunk]
+    removed: list[ChangedChunk]
+    changed: list[ChangedChunk]
+    unchanged: int
+    moved: int
