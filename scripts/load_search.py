@@ -300,7 +300,11 @@ async def drive(url: str, key: str, args) -> None:
             run_tag = next(UNIQUE)
             steps = [{**body, "trajectory": f"load-{run_tag}-{agents}-{i // args.trajectory_steps}"}
                      for i, body in enumerate(no_cache)]
+            profiler = start_profile(args.profile, agents, args.profile_native) if (
+                profiling and args.profile_phase == "trajectory") else None
             stepped = await run_phase(url, key, steps, agents, args.max_seconds)
+            if profiler is not None:
+                stop_profile(profiler)
             report("trajectory", agents, stepped)
             if plain["client"] and stepped["client"]:
                 ratio = float(np.median(stepped["client"]) / np.median(plain["client"]))
@@ -430,7 +434,8 @@ def main() -> int:
                              "random unit vectors (no model needed; the HNSW walk is ~2x slower over them)")
     parser.add_argument("--profile", help="record the search processes with py-spy during one phase (--profile-phase) "
                                           "at the highest concurrency, into PROFILE-<agents>agents-<pid>.raw")
-    parser.add_argument("--profile-phase", choices=("uncached", "semantic", "exact", "uncached-wrk", "semantic-wrk"),
+    parser.add_argument("--profile-phase", choices=("uncached", "trajectory", "semantic", "exact", "uncached-wrk",
+                                                    "semantic-wrk"),
                         default="uncached",
                         help="the phase --profile records (exact: the wrk run of the exact hits; uncached-wrk, "
                              "semantic-wrk: the wrk runs of those phases, with no Python client on the cores)")

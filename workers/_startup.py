@@ -3,7 +3,7 @@ wrangler.toml names no entry module here)."""
 
 from __future__ import annotations
 
-from edgeindex import startup_progress
+from edgeindex import startup_progress, token_count
 from edgeindex.routing.model import Bounds
 from edgeindex.routing.service import Router, RouterSettings
 from edgeindex.search.as_of import AsOfSearch
@@ -44,6 +44,7 @@ def trajectory_service(env, search: SearchService) -> TrajectoryService:
     """Trajectories kept in the worker's KV, so every search process reads the same ones."""
     limits = Limits(ttl=env.var("TRAJECTORY_TTL_SECONDS", float), max_steps=env.var("TRAJECTORY_MAX_STEPS", int),
                     max_chunks=env.var("TRAJECTORY_MAX_CHUNKS", int))
+    token_count.encoding()  # the tokenizer loaded now, not by the first step (~0.2 s)
     return TrajectoryService(search=search, db=env.DB, store=TrajectoryStore(env.KV, limits))
 
 

@@ -81,9 +81,11 @@ class TrajectoryService:
         fields = parse(TrajectoryFields, {name: body.pop(name) for name in ("trajectory", "seen") if name in body})
         max_k = self.search.settings.max_k
         request = parse_request(body, max_k=max_k, max_query_chars=self.search.settings.max_query_chars)
-        trajectory = await asyncio.to_thread(self.store.open, principal, fields.trajectory)
-        # exclude: room for the chunks seen and for as many copies again as the answer holds
-        limit = min(max_k, 2 * request.k + len(trajectory.chunks)) if fields.seen == "exclude" else request.k
+        # a KV read on the loop, as the search's own sequence reads (bindings/kv.py: it never waits for a writer)
+        trajectory = self.store.open(principal, fields.trajectory)
+        # exclude: the plain answer (novelty is measured on it) and as many again for what it repeats;
+        # when more than that was seen, _deeper asks past it
+        limit = min(max_k, 2 * request.k) if fields.seen == "exclude" else request.k
         answer = await self._search(principal, body, limit, background)
         candidates = [self._candidate(r, request) for r in answer["results"]]
         taken = state.take_step(trajectory, candidates, k=request.k, seen=fields.seen)

@@ -103,3 +103,15 @@ def test_different_passages_on_one_subject_are_not_copies():
 def test_short_texts_are_compared_exactly_only():
     assert copies.simhash("502 errors") is None
     assert copies.fingerprint("502 Errors!") == copies.fingerprint("502 errors")
+
+
+def test_a_stored_trajectory_is_what_asdict_makes_of_it_and_loads_back():
+    import dataclasses
+
+    from edgeindex.trajectories.store import _dump, _load
+
+    trajectory = state.Trajectory("t-1", "key_1")
+    state.record(trajectory, "first question", ranked(result("c1", "d1", PASSAGE, position=3)),
+                 {"chunks": 1.0, "documents": 1.0}, 10)
+    assert _dump(trajectory) == dataclasses.asdict(trajectory)
+    assert _load(_dump(trajectory)) == trajectory
