@@ -66,14 +66,15 @@ class HistoryService:
                 "retention": await self.retention_of(entity_id)}
 
     async def _resolve(self, where: dict, document: dict, mark: int | datetime, field: str) -> int | None:
-        """The retained version ``mark`` names, or None for before the document's first version."""
+        """The retained version ``mark`` names, or None for before the document's first version
+        (version 0, or a time before any version was live)."""
         pruned = document["history_pruned_to"]
         if isinstance(mark, int):
+            if mark == 0:
+                return None
             if pruned is not None and mark <= pruned:
                 raise Gone(f"{field}: version {mark} is past this entity's history retention "
                            f"(versions up to {pruned} were dropped)", field=field)
-            if mark == 0:
-                return None
             kept = {r["version"] for r in await self.db.fetch(SQL["versions"], where)}
             if mark not in kept:
                 raise NotFound(f"{field}: version {mark} of this document was never live "
@@ -83,12 +84,12 @@ class HistoryService:
         if row is not None:
             return row["version"]
         first = await self.db.fetchone(SQL["first_version"], where)
-        if first is not None and mark < first["live_from"]:
-            if pruned is not None:
-                raise Gone(f"{field}: {mark.isoformat()} is before the oldest version this entity's history retention "
-                           f"keeps (version {first['version']}, live from {first['live_from'].isoformat()})",
-                           field=field)
-            return None
+        # before the oldest version kept: the empty document if the document did not exist yet, gone if
+        # it did and retention dropped the version live then
+        if first is not None and pruned is not None and document["created_at"] <= mark < first["live_from"]:
+            raise Gone(f"{field}: {mark.isoformat()} is before the oldest version this entity's history "
+                       f"retention keeps (version {first['version']}, live from {first['live_from'].isoformat()})",
+                       field=field)
         return None
 
     async def _chunks(self, where: dict, version: int | None) -> list[VersionChunk]:

@@ -75,7 +75,7 @@ WHERE id = %(entity_id)s
 RETURNING id;
 
 -- name: document
-SELECT d.ready_version, d.history_pruned_to FROM documents d
+SELECT d.ready_version, d.history_pruned_to, d.created_at FROM documents d
 WHERE d.entity_id = %(entity_id)s AND d.id = %(document_id)s;
 
 -- name: versions

@@ -135,12 +135,19 @@ async def test_retention_drops_old_versions_and_says_so(stack, upload_admin, db)
     tenant = new_tenant(stack, upload_admin, prefix="hr")
     status, retention = upload_admin.put(f"/entities/{tenant.entity_id}/history", {"versions": 1})
     assert status == 200 and retention["versions"] == 1 and retention["own"] == {"versions": 1, "days": None}
+    ready = []
     for word in ("first", "second", "third"):
         version = put_document(tenant, "memo", f"The {word} memo about the budget.")["version"]
-        await wait_document(tenant, "memo", version=version)
+        ready.append(await wait_document(tenant, "memo", version=version))
     assert sorted(_versions(tenant, "memo")) == [2, 3]
     gone = _get(tenant, "/documents/memo/changes?since=1", status=410)
     assert gone["field"] == "since"
+    # a time the dropped version was live is gone too; before the document existed, everything is new
+    at_first = ready[0]["updated_at"].replace("+00:00", "Z")
+    assert _get(tenant, f"/documents/memo/changes?since={at_first}", status=410)["field"] == "since"
+    for before in ("0", "2000-01-01T00:00:00Z"):
+        everything = _get(tenant, f"/documents/memo/changes?since={before}")
+        assert [c["text"] for c in everything["added"]] == ["The third memo about the budget."]
     changes = _get(tenant, "/documents/memo/changes?since=2")
     assert [(c["previous"]["text"], c["text"]) for c in changes["changed"]] == [
         ("The second memo about the budget.", "The third memo about the budget.")]
