@@ -3,18 +3,21 @@
 
     .venv/bin/python scripts/history_overhead.py [--documents 20] [--versions 5] [--edit 0.1]
 
-It starts an ``edgeindex dev`` stack (upload and ingest workers) on a temporary state folder and
+It starts an ``edgeindex dev`` stack (upload, ingest and search workers) on a temporary state folder and
 builds documents from the business-reports corpus (each report's parts, in order, as paragraphs).
 Two entities get the same texts: one keeps history (the deployment's default retention), the other
 none (``PUT /entities/{e}/history {"versions": 0}``). Every version after the first replaces
 ``--edit`` of each document's paragraphs with paragraphs of other reports; each version is ingested
 into both entities one after the other (alternating which goes first), and the time until every
 document is ready is taken per entity. Then it reads what each entity stores (row bytes of the live
-chunks, of the version rows and of the archived chunks; indexes left out).
+chunks, of the version rows and of the archived chunks; indexes left out), and times searches of
+the history-keeping entity: each query (a paragraph's opening words) plain (uncached), ``as_of`` now
+and ``as_of`` the first version's time.
 
 It ends with one JSON line: bytes_per_retained_version, retained_version_vs_live_document (the bytes
 a retained version adds over a live document's), update_ingest_ratio (history kept over none, the
-median of the update versions' times).
+median of the update versions' times), live_p50_ms, as_of_p50_ms (the first version's time) and
+as_of_vs_live (the ratio of those medians).
 """
 
 from __future__ import annotations
@@ -74,7 +77,16 @@ async def ingest(api, entity: str, texts: dict[str, str]) -> float:
     return (max(doc.updated_at for doc in ready) - started).total_seconds()
 
 
-async def run(base: str, admin_key: str, dsn: str, args) -> dict:
+async def search_times(api, entity: str, queries: list[str], as_of: datetime | None) -> list[float]:
+    """Milliseconds per search (the server's took_ms), one query at a time."""
+    took = []
+    for query in queries:
+        answer = await api.search(query, entity_ids=[entity], k=10, cache=False, as_of=as_of)
+        took.append(answer.took_ms)
+    return took
+
+
+async def run(base: str, search: str, admin_key: str, dsn: str, args) -> dict:
     from edgeindex import sqlfiles
     from edgeindex.bindings.database import Database
     from edgeindex_client import AsyncClient
@@ -83,7 +95,7 @@ async def run(base: str, admin_key: str, dsn: str, args) -> dict:
     texts = versions(docs, args.versions, args.edit)
     suffix = secrets.token_hex(3)
     entities = {"history": f"hist-{suffix}", "none": f"none-{suffix}"}
-    async with AsyncClient(admin_key, base_url=base, max_retries=0) as admin:
+    async with AsyncClient(admin_key, upload_url=base, search_url=search, max_retries=0) as admin:
         for entity in entities.values():
             await admin.create_entity(entity)
         await admin.set_history_retention(entities["none"], versions=0)
@@ -93,6 +105,14 @@ async def run(base: str, admin_key: str, dsn: str, args) -> dict:
             for name in order:
                 times[name].append(await ingest(admin, entities[name], version))
             print(f"version {v}: " + ", ".join(f"{n} {times[n][-1]:.2f} s" for n in entities), flush=True)
+            if v == 1:
+                first_version_at = datetime.now(UTC)
+        rng = random.Random(5)
+        queries = [" ".join(p.split()[:8]) for p in rng.sample([p for ps in docs.values() for p in ps], 40)]
+        await search_times(admin, entities["history"], queries[:5], None)  # warm: the query encoder, plans
+        live = await search_times(admin, entities["history"], queries, None)
+        as_of_now = await search_times(admin, entities["history"], queries, datetime.now(UTC))
+        as_of_first = await search_times(admin, entities["history"], queries, first_version_at)
     db = Database(dsn, max_size=1)
     await db.open()
     try:
@@ -114,8 +134,14 @@ async def run(base: str, admin_key: str, dsn: str, args) -> dict:
           f"{live_document / 1e3:.1f} kB)")
     print(f"update ingest, median s: history {statistics.median(times['history'][1:]):.2f}, "
           f"none {statistics.median(times['none'][1:]):.2f} (ratio {ratio:.2f})")
+    medians = {name: statistics.median(t) for name, t in
+               (("live", live), ("as_of now", as_of_now), ("as_of version 1", as_of_first))}
+    print("search took_ms p50 / max: " + ", ".join(f"{name} {m:.1f} / {max(t):.1f}" for (name, m), t in
+                                                zip(medians.items(), (live, as_of_now, as_of_first), strict=True)))
     return {"bytes_per_retained_version": round(per_version), "retained_version_vs_live_document":
-            round(per_version / live_document, 4), "update_ingest_ratio": round(ratio, 3)}
+            round(per_version / live_document, 4), "update_ingest_ratio": round(ratio, 3),
+            "live_p50_ms": round(medians["live"], 2), "as_of_p50_ms": round(medians["as_of version 1"], 2),
+            "as_of_vs_live": round(medians["as_of version 1"] / medians["live"], 3)}
 
 
 def main() -> int:
@@ -133,18 +159,18 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory(prefix="edgeindex-history-") as state:
         environ = {"EDGEINDEX_STATE_DIR": state,
-                   **{f"EDGEINDEX_{n.upper()}_PORT": str(free_port()) for n in ("upload", "ingest")}}
+                   **{f"EDGEINDEX_{n.upper()}_PORT": str(free_port()) for n in ("upload", "ingest", "search")}}
         config = config_module.load(args.config, environ={**os.environ, **environ})
         admin_key = "bench-" + secrets.token_urlsafe(16)
         with open(Path(state) / "workers.log", "w") as log:
             stack = DevStack(config, worker_output=log, environ={**os.environ, **environ,
                                                                  "EDGEINDEX_ADMIN_KEY": admin_key},
-                             workers=["upload", "ingest"])
+                             workers=["upload", "ingest", "search"])
             stack.SNAPSHOT_SECONDS = 24 * 3600
             print(f"starting a dev stack in {state} ...", flush=True)
             stack.start()
             try:
-                result = asyncio.run(run(stack.url("upload"), admin_key, stack.dsn, args))
+                result = asyncio.run(run(stack.url("upload"), stack.url("search"), admin_key, stack.dsn, args))
             finally:
                 stack.stop()
     print(json.dumps(result))

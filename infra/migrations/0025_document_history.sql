@@ -43,6 +43,7 @@ CREATE TABLE chunk_archive (
     embedding    vector({{dimension}}) NOT NULL,
     text_config  regconfig NOT NULL,
     segmented    text,
+    tsv          tsvector NOT NULL,             -- the chunk's full-text vector as it was indexed
     archived_at  timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (entity_id, id),
     FOREIGN KEY (entity_id, document_id) REFERENCES documents (entity_id, id) ON DELETE CASCADE

@@ -5,9 +5,9 @@
 -- The chunks the new version drops, kept in the archive while the entity keeps history; the same
 -- transaction then deletes them from `chunks` (ingest.sql: delete_other_chunks).
 INSERT INTO chunk_archive (entity_id, document_id, id, content, content_hash, token_count, model_id,
-                           embedding, text_config, segmented)
+                           embedding, text_config, segmented, tsv)
 SELECT c.entity_id, c.document_id, c.id, c.content, c.content_hash, c.token_count, c.model_id,
-       c.embedding, c.text_config, c.segmented
+       c.embedding, c.text_config, c.segmented, c.tsv
 FROM chunks c
 WHERE c.entity_id = %(entity_id)s AND c.document_id = %(document_id)s AND NOT (c.id = ANY(%(keep)s::uuid[]))
   AND (SELECT coalesce(e.history_versions, %(versions)s) FROM entities e WHERE e.id = %(entity_id)s) > 0
@@ -128,17 +128,20 @@ WITH versions AS (
       AND (%(created_before)s::timestamptz IS NULL OR d.created_at < %(created_before)s::timestamptz)
       AND (%(updated_after)s::timestamptz IS NULL OR v.live_from >= %(updated_after)s::timestamptz)
       AND (%(updated_before)s::timestamptz IS NULL OR v.live_from < %(updated_before)s::timestamptz)
+), configs AS (
+    SELECT g.config, websearch_to_tsquery(g.config, %(terms)s) AS query
+    FROM (SELECT oid::regconfig AS config FROM pg_ts_config) g
 ), chunks_then AS (
     SELECT s.entity_id, s.document_id, s.version, (u.position - 1)::int AS position, u.id AS chunk_id,
            s.starts[u.position] AS start_char, s.ends[u.position] AS end_char, s.title, s.source, s.tags, s.summary,
            coalesce(c.content, a.content) AS content, coalesce(c.embedding, a.embedding) AS embedding,
-           to_tsvector(coalesce(c.text_config, a.text_config),
-                       coalesce(c.segmented, a.segmented, c.content, a.content)) AS tsv,
-           websearch_to_tsquery(coalesce(c.text_config, a.text_config), %(terms)s) AS query
+           coalesce(c.tsv, a.tsv) AS tsv, q.query
     FROM versions s
     CROSS JOIN LATERAL unnest(s.chunk_ids) WITH ORDINALITY AS u (id, position)
     LEFT JOIN chunks c ON c.entity_id = s.entity_id AND c.id = u.id
     LEFT JOIN chunk_archive a ON a.entity_id = s.entity_id AND a.id = u.id
+    -- the query parsed once per text-search configuration, as the chunk was indexed
+    JOIN configs q ON q.config = coalesce(c.text_config, a.text_config)
     WHERE (%(exclude_chunk_ids)s::uuid[] IS NULL OR u.id <> ALL(%(exclude_chunk_ids)s::uuid[]))
 ), scored AS (
     SELECT t.*, ts_rank_cd(t.tsv, t.query, 32) AS text,
