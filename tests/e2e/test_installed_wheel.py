@@ -74,9 +74,19 @@ def _install(wheel: Path, root: Path) -> Path:
     env = root / "env"
     subprocess.run([sys.executable, "-m", "venv", str(env)], check=True)
     pip = [str(env / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-    subprocess.run([*pip, "-c", str(constraints), "torch==2.13.0"], check=True)
-    subprocess.run([*pip, "-c", str(constraints), str(wheel)], check=True)
+    for what in ("torch==2.13.0", str(wheel)):
+        _pip_install([*pip, "-c", str(constraints), what])
     return env
+
+
+def _pip_install(command: list[str], attempts: int = 3) -> None:
+    """An index that fails a request mid-resolution makes pip report the pinned versions as
+    unresolvable (ResolutionImpossible); a real conflict fails every attempt."""
+    for attempt in range(attempts):
+        if subprocess.run(command).returncode == 0:
+            return
+        if attempt == attempts - 1:
+            raise subprocess.CalledProcessError(1, command)
 
 
 def test_wheel_holds_every_library_file(wheel):
