@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import uuid
 from pathlib import Path
 
@@ -132,6 +133,17 @@ async def wait_document(tenant: Tenant, document_id: str, *, version: int | None
         return None
 
     return await wait_for(lambda: asyncio.to_thread(check), timeout=timeout)
+
+
+def run_docs_example(page: Path, stack, tenant: Tenant, monkeypatch, capsys) -> str:
+    """The page's one Python example, run as written against the stack as ``tenant``: what it printed."""
+    blocks = re.findall(r"```python\n(.*?)```", page.read_text(), re.S)
+    assert len(blocks) == 1
+    for name, value in {"EDGEINDEX_API_KEY": tenant.key, "EDGEINDEX_SEARCH_URL": stack.url("search"),
+                        "EDGEINDEX_UPLOAD_URL": stack.url("upload"), "EDGEINDEX_ENTITY": tenant.entity_id}.items():
+        monkeypatch.setenv(name, value)
+    exec(compile(blocks[0], str(page), "exec"), {})
+    return capsys.readouterr().out
 
 
 # --- texts of the ingestion tests ---------------------------------------------------

@@ -6,17 +6,14 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from ..helpers import run_docs_example
+
 DOC = Path(__file__).resolve().parents[2] / "docs" / "history.md"
 
 
 def test_the_agent_in_the_docs_sees_what_changed_since_it_read(stack, tenant, monkeypatch, capsys):
-    blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(), re.S)
-    assert len(blocks) == 1
-    for name, value in {"EDGEINDEX_API_KEY": tenant.key, "EDGEINDEX_SEARCH_URL": stack.url("search"),
-                        "EDGEINDEX_UPLOAD_URL": stack.url("upload"), "EDGEINDEX_ENTITY": tenant.entity_id}.items():
-        monkeypatch.setenv(name, value)
-    exec(compile(blocks[0], str(DOC), "exec"), {})
-    printed = capsys.readouterr().out.replace("\\n", " ")  # the reprs' escaped newlines
+    # the reprs' escaped newlines as spaces
+    printed = run_docs_example(DOC, stack, tenant, monkeypatch, capsys).replace("\\n", " ")
     assert re.search(r"changed: '# Handbook\s+The office opens at nine and closes at five\.' -> "
                      r"'# Handbook\s+The office opens at ten and closes at six\.'", printed), printed
     assert re.search(r"as read: '# Handbook\s+The office opens at nine and closes at five\.' \(version 1\)",
