@@ -155,6 +155,31 @@ class SearchService:
         self.resolve(ctx)
         return await self._run(ctx, background)
 
+    async def search_with_context(self, principal: Principal, body: dict, *,
+                                  background: Any) -> tuple[dict, SearchContext]:
+        """``search``'s answer and the context it was made in, which ``more`` continues."""
+        ctx = SearchContext(principal, body)
+        self.parse(ctx)
+        self.resolve(ctx)
+        return await self._run(ctx, background), ctx
+
+    def can_continue(self, ctx: SearchContext) -> bool:
+        """Whether ``more`` can continue this search: it ran its statements here (no cache answered,
+        so its blend is the one served), on live documents, without a reranker."""
+        return bool(ctx.rows) and ctx.lexical is not None and ctx.request.as_of is None and not ctx.request.rerank
+
+    async def more(self, ctx: SearchContext, exclude_chunk_ids: list[str], limit: int) -> list[dict]:
+        """Results past a search's (``can_continue``): its request, scope, embedding and served blend
+        in one hybrid statement, the given chunks left out; uncached. What costs a second search
+        (the embedding, the routing, the scope) is not paid again."""
+        request = ctx.request
+        given = [str(u) for u in request.filters.exclude_chunk_ids or []]
+        filters = request.filters.model_copy(update={"exclude_chunk_ids": given + exclude_chunk_ids})
+        request = request.model_copy(update={"filters": filters, "k": limit})
+        vector = ctx.embedding if ctx.vector is None else ctx.vector
+        _, rows = await engine.search(self.db, request, ctx.entity_ids, vector, tuned=self._tuned, limit=limit)
+        return [engine.shape(r, request) for r in rows]
+
     async def search_json(self, principal: Principal, raw: bytes, *, background: Any) -> dict | bytes:
         """``POST /search`` from the body's bytes: the answer as a dict, or a cache hit's answer as
         its JSON already encoded (the bytes ``encode_json`` would make of the dict).

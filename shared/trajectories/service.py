@@ -18,8 +18,8 @@ from pydantic import Field
 from .. import sqlfiles
 from ..bindings.database import Database
 from ..errors import NotFound, ValidationError
-from ..search.request import Include, SearchRequest, _Strict, parse_request
-from ..search.service import SearchService
+from ..search.request import MAX_LIST, Include, SearchRequest, _Strict, parse_request
+from ..search.service import SearchContext, SearchService
 from ..tenancy import Principal
 from ..token_count import count_tokens
 from ..validation import EntityId, parse
@@ -28,6 +28,10 @@ from .store import TrajectoryStore
 
 SQL = sqlfiles.load("trajectories.sql")
 TRAJECTORY_ID = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"
+MAX_EXCLUDED = MAX_LIST   # chunk ids a filter may leave out
+# a deeper search asks for DEEPER * k candidates: the first asked 2k, and what it left out (seen, or
+# copies) is left out by id this time, so most of these are new
+DEEPER = 4
 TrajectoryId = Field(pattern=TRAJECTORY_ID, description="a trajectory's id: created on first use "
                                                         "(1-128 letters, digits or _ . : -)")
 
@@ -86,12 +90,12 @@ class TrajectoryService:
         # exclude: the plain answer (novelty is measured on it) and as many again for what it repeats;
         # when more than that was seen, _deeper asks past it
         limit = min(max_k, 2 * request.k) if fields.seen == "exclude" else request.k
-        answer = await self._search(principal, body, limit, background)
+        answer, context = await self._search(principal, body, limit, background)
         candidates = [self._candidate(r, request) for r in answer["results"]]
         taken = state.take_step(trajectory, candidates, k=request.k, seen=fields.seen)
         if fields.seen == "exclude" and len(taken.answered) < request.k and len(candidates) == limit:
             # the search had more than it returned: ask it for more, what the trajectory has left out
-            taken = await self._deeper(principal, body, request, trajectory, taken, background)
+            taken = await self._deeper(principal, body, request, trajectory, taken, context, background)
         tokens = sum(c.tokens for c in taken.answered)
         recorded = await asyncio.to_thread(self.store.record, principal, fields.trajectory, lambda t: state.record(
             t, request.query, taken.answered, taken.novelty, tokens))
@@ -147,25 +151,31 @@ class TrajectoryService:
                         "text": texts.get(cid), "current": cid in texts} for cid, s in chunks.items()],
         }
 
-    async def _search(self, principal: Principal, body: dict, limit: int, background: Any) -> dict:
+    async def _search(self, principal: Principal, body: dict, limit: int,
+                      background: Any) -> tuple[dict, SearchContext]:
         include = _object(body, "include")
         # the text is needed to tell copies apart; it is dropped again if the request did not ask for it
         inner = {**body, "k": limit, "include": {**include, "text": True}}
-        return await self.search.search(principal, inner, background=background)
+        return await self.search.search_with_context(principal, inner, background=background)
 
-    async def _deeper(self, principal: Principal, body: dict, request: SearchRequest,
-                      trajectory: state.Trajectory, taken: state.StepAnswer, background: Any) -> state.StepAnswer:
-        """More candidates when the first ones were mostly seen: the search again for MAX_K, with the
-        chunks this trajectory returned most recently (up to the filter's limit) and this answer's left
-        out by the database."""
+    async def _deeper(self, principal: Principal, body: dict, request: SearchRequest, trajectory: state.Trajectory,
+                      taken: state.StepAnswer, context: SearchContext, background: Any) -> state.StepAnswer:
+        """More candidates when the first ones were mostly seen: DEEPER times k more, with the chunks
+        this trajectory returned most recently (up to the filter's limit) and this answer's left out by
+        the database. The first search's embedding, scope and blend serve again (``SearchService.more``)
+        unless a cache answered it (or it was reranked, or as_of): then the search runs again."""
         filters = _object(body, "filters")
         given = list(filters.get("exclude_chunk_ids") or [])
-        room = max(0, 1000 - len(given))
-        recent = list(trajectory.chunks)[-room:] if room else []
-        answered_ids = [c.result["chunk_id"] for c in taken.answered]
-        deeper = {**body, "filters": {**filters, "exclude_chunk_ids": given + recent + answered_ids}}
-        answer = await self._search(principal, deeper, self.search.settings.max_k, background)
-        more = state.take_step(trajectory, [self._candidate(r, request) for r in answer["results"]],
+        answered_ids = [c.result["chunk_id"] for c in taken.answered]   # not yet among the trajectory's
+        room = max(0, MAX_EXCLUDED - len(given) - len(answered_ids))
+        excluded = ((list(trajectory.chunks)[-room:] if room else []) + answered_ids)[:MAX_EXCLUDED - len(given)]
+        limit = min(self.search.settings.max_k, DEEPER * request.k)
+        if self.search.can_continue(context):
+            results = await self.search.more(context, excluded, limit)
+        else:
+            deeper = {**body, "filters": {**filters, "exclude_chunk_ids": given + excluded}}
+            results = (await self._search(principal, deeper, limit, background))[0]["results"]
+        more = state.take_step(trajectory, [self._candidate(r, request) for r in results],
                                k=request.k - len(taken.answered), seen="exclude")
         fresh = [c for c in more.answered if all(not _same(c, a) for a in taken.answered)]
         answered = taken.answered + fresh[:request.k - len(taken.answered)]

@@ -82,7 +82,7 @@ class Candidate:
 
     def _hash(self) -> None:
         text = self.result.get("text") or ""
-        self._fingerprint, self._simhash, self._hashed = copies.fingerprint(text), copies.simhash(text), True
+        (self._fingerprint, self._simhash), self._hashed = copies.signature(text), True
 
     @property
     def fingerprint(self) -> str:

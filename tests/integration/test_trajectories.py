@@ -81,6 +81,20 @@ def test_a_second_search_in_a_trajectory_returns_none_of_the_firsts_chunks(corpu
     assert ids(second) == [c for c in deeper if c not in ids(first)][:2]
 
 
+def test_a_step_past_the_first_searchs_depth_answers_what_the_search_ranks_next(corpus):
+    """The third step's first search (2k) holds only the four chunks already returned: the step goes on
+    with that search's embedding and blend (SearchService.more) and answers what the search ranks next."""
+    t = new_id()
+    query = {"query": "baking bread in an oven", "k": 2}
+    steps = [search(corpus.tenant, {**query, "trajectory": t}) for _ in range(3)]
+    seen = ids(steps[0]) + ids(steps[1])
+    assert len(set(seen)) == 4
+    assert len(ids(steps[2])) == 2 and set(ids(steps[2])).isdisjoint(seen)
+    following = ids(search(corpus.tenant, {**query, "k": 8, "filters": {"exclude_chunk_ids": seen}}))
+    assert ids(steps[2]) == following[:2]
+    assert steps[2]["trajectory"]["left_out"] == 4 and steps[2]["trajectory"]["chunks"] == 6
+
+
 def test_copies_across_two_documents_count_once(corpus):
     query = {"query": "terminate with ninety days written notice, fees not refunded", "k": 6}
     plain = search(corpus.tenant, query)

@@ -1,12 +1,14 @@
-"""A trajectory step whose first candidates were all seen asks the search again with the seen chunks
-left out by the database (trajectories/service.py ``_deeper``). The search here is a ranked list
-that honours k and ``filters.exclude_chunk_ids`` as the engine does, with MAX_K = 4, so that the
-first search's four candidates are all seen by the third step."""
+"""A trajectory step whose first candidates were all seen asks for more with the seen chunks left out
+by the database (trajectories/service.py ``_deeper``): by continuing the first search
+(``SearchService.more``: its embedding and blend again) when it ran its statements, else by searching
+again. The search here is a ranked list that honours k and the exclusions as the engine does, with
+MAX_K = 4, so that the first search's four candidates are all seen by the third step."""
 
 from __future__ import annotations
 
 from types import SimpleNamespace
 
+import pytest
 from edgeindex.bindings.kv import DiskKV
 from edgeindex.tenancy import Principal
 from edgeindex.trajectories.service import TrajectoryService
@@ -17,21 +19,34 @@ RANKED = [{"chunk_id": f"00000000-0000-0000-0000-00000000000{i}", "document_id":
           for i in range(9)]
 
 
+def ranked(excluded: list[str], k: int) -> list[dict]:
+    return [r for r in RANKED if r["chunk_id"] not in set(excluded)][:k]
+
+
 class RankedSearch:
     settings = SimpleNamespace(max_k=4, max_query_chars=2000)
 
-    def __init__(self) -> None:
+    def __init__(self, continues: bool) -> None:
+        self.continues = continues
         self.bodies: list[dict] = []
+        self.continued: list[tuple[list[str], int]] = []
 
-    async def search(self, principal, body, *, background):
+    async def search_with_context(self, principal, body, *, background):
         self.bodies.append(body)
-        excluded = set((body.get("filters") or {}).get("exclude_chunk_ids") or [])
-        results = [r for r in RANKED if r["chunk_id"] not in excluded][:body["k"]]
-        return {"results": results, "count": len(results), "cache": "none", "search_id": "s"}
+        results = ranked((body.get("filters") or {}).get("exclude_chunk_ids") or [], body["k"])
+        return {"results": results, "count": len(results), "cache": "none", "search_id": "s"}, body
+
+    def can_continue(self, context) -> bool:
+        return self.continues
+
+    async def more(self, context, exclude_chunk_ids, limit):
+        self.continued.append((exclude_chunk_ids, limit))
+        return ranked(exclude_chunk_ids, limit)
 
 
-async def test_a_step_past_max_k_is_answered_from_deeper_in_the_ranking(tmp_path):
-    search = RankedSearch()
+@pytest.mark.parametrize("continues", [True, False])
+async def test_a_step_past_max_k_is_answered_from_deeper_in_the_ranking(tmp_path, continues):
+    search = RankedSearch(continues)
     kv = DiskKV(tmp_path / "kv", namespace="t")
     service = TrajectoryService(search=search, db=None, store=TrajectoryStore(kv, Limits(600, 10, 100)))  # type: ignore[arg-type]
     principal = Principal("key", False, frozenset({"e1"}))
@@ -39,8 +54,14 @@ async def test_a_step_past_max_k_is_answered_from_deeper_in_the_ranking(tmp_path
              for _ in range(4)]
     returned = [[r["document_id"] for r in s["results"]] for s in steps]
     assert returned == [["d0", "d1"], ["d2", "d3"], ["d4", "d5"], ["d6", "d7"]]
-    assert [b["k"] for b in search.bodies[:2]] == [4, 4]  # min(MAX_K, 2k + seen)
-    assert "filters" not in search.bodies[2]  # the third step: first the plain search, all seen
-    assert search.bodies[3]["filters"]["exclude_chunk_ids"] == [r["chunk_id"] for r in RANKED[:4]]
     assert [s["trajectory"]["novelty"]["chunks"] for s in steps] == [1.0, 0.0, 0.0, 0.0]
+    ids = [r["chunk_id"] for r in RANKED]
+    # the third and fourth steps' first search (min(MAX_K, 2k)) holds only seen chunks
+    deeper = [(ids[:4], 4), (ids[:6], 4)]
+    if continues:
+        assert search.continued == deeper
+        assert len(search.bodies) == 4 and all("filters" not in b for b in search.bodies)
+    else:
+        assert search.continued == []
+        assert [(b["filters"]["exclude_chunk_ids"], b["k"]) for b in search.bodies[3::2]] == deeper
     kv.close()

@@ -38,9 +38,11 @@ def test_a_second_step_leaves_out_the_first_steps_chunks_and_fills_k_from_deeper
 
 def test_copies_across_documents_count_once():
     t = state.Trajectory("t", "key")
-    reworded = PASSAGE.replace("fourteen", "14").upper() + " (mirrored)"
+    # re-cased and one word added: near for any hash seeds (a word replaced in a 30-word passage is
+    # a coin toss at NEAR_BITS, whatever the seeds)
+    mirrored = PASSAGE.upper() + " (mirrored)"
     rows = [result("a", "doc-a", PASSAGE), result("b", "doc-b", PASSAGE.replace(";", ",")),
-            result("c", "doc-c", reworded), result("d", "doc-d", "something else entirely, about bread and ovens")]
+            result("c", "doc-c", mirrored), result("d", "doc-d", "something else entirely, about bread and ovens")]
     answer = state.take_step(t, ranked(*rows), k=2, seen="exclude")
     assert [r["chunk_id"] for r in answer.results] == ["a", "d"]
     assert answer.left_out == 2
@@ -115,3 +117,17 @@ def test_a_stored_trajectory_is_what_asdict_makes_of_it_and_loads_back():
                  {"chunks": 1.0, "documents": 1.0}, 10)
     assert _dump(trajectory) == dataclasses.asdict(trajectory)
     assert _load(_dump(trajectory)) == trajectory
+
+
+@pytest.mark.parametrize("others", [3, copies.CopyIndex.SCAN_IN_PYTHON + 50])
+def test_the_copy_index_finds_a_near_copy_among_few_and_among_many(others):
+    index = copies.CopyIndex()
+    for i in range(others):
+        text = f"unrelated passage {i} about subject {i * 31} and its own words {i * 17} here"
+        index.add(copies.fingerprint(text), copies.simhash(text))
+    edited = PASSAGE.replace("rolled", "has rolled")
+    assert not index.has(copies.fingerprint(edited), copies.simhash(edited))
+    index.add(copies.fingerprint(PASSAGE), copies.simhash(PASSAGE))
+    assert index.has(copies.fingerprint(edited), copies.simhash(edited))
+    far = "A different text: the bakery on the corner sells rye bread and seeded rolls every morning."
+    assert not index.has(copies.fingerprint(far), copies.simhash(far))
