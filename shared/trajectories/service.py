@@ -29,9 +29,9 @@ from .store import TrajectoryStore
 SQL = sqlfiles.load("trajectories.sql")
 TRAJECTORY_ID = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"
 MAX_EXCLUDED = MAX_LIST   # chunk ids a filter may leave out
-# a deeper search asks for DEEPER * k candidates: the first asked 2k, and what it left out (seen, or
-# copies) is left out by id this time, so most of these are new
-DEEPER = 4
+# a step whose first 2k candidates leave its answer short asks for 2k more, up to this many times
+# (each time with every candidate looked at left out by the database, so each batch is new)
+DEEPER_ROUNDS = 3
 TrajectoryId = Field(pattern=TRAJECTORY_ID, description="a trajectory's id: created on first use "
                                                         "(1-128 letters, digits or _ . : -)")
 
@@ -95,7 +95,7 @@ class TrajectoryService:
         taken = state.take_step(trajectory, candidates, k=request.k, seen=fields.seen)
         if fields.seen == "exclude" and len(taken.answered) < request.k and len(candidates) == limit:
             # the search had more than it returned: ask it for more, what the trajectory has left out
-            taken = await self._deeper(principal, body, request, trajectory, taken, context, background)
+            taken = await self._deeper(principal, body, request, trajectory, taken, candidates, context, background)
         tokens = sum(c.tokens for c in taken.answered)
         recorded = await asyncio.to_thread(self.store.record, principal, fields.trajectory, lambda t: state.record(
             t, request.query, taken.answered, taken.novelty, tokens))
@@ -159,26 +159,37 @@ class TrajectoryService:
         return await self.search.search_with_context(principal, inner, background=background)
 
     async def _deeper(self, principal: Principal, body: dict, request: SearchRequest, trajectory: state.Trajectory,
-                      taken: state.StepAnswer, context: SearchContext, background: Any) -> state.StepAnswer:
-        """More candidates when the first ones were mostly seen: DEEPER times k more, with the chunks
-        this trajectory returned most recently (up to the filter's limit) and this answer's left out by
-        the database. The first search's embedding, scope and blend serve again (``SearchService.more``)
-        unless a cache answered it (or it was reranked, or as_of): then the search runs again."""
+                      taken: state.StepAnswer, candidates: list[state.Candidate], context: SearchContext,
+                      background: Any) -> state.StepAnswer:
+        """More candidates when the first ones were mostly seen, with the database leaving out every
+        candidate already looked at and the chunks this trajectory returned most recently (up to the
+        filter's limit). The first search continues (``SearchService.more``: its embedding, scope and
+        blend again) for 2k at a time, up to DEEPER_ROUNDS times while the answer is short; when a cache
+        answered it (or it was reranked, or as_of) the search runs once more, 2k deep."""
         filters = _object(body, "filters")
         given = list(filters.get("exclude_chunk_ids") or [])
-        answered_ids = [c.result["chunk_id"] for c in taken.answered]   # not yet among the trajectory's
-        room = max(0, MAX_EXCLUDED - len(given) - len(answered_ids))
-        excluded = ((list(trajectory.chunks)[-room:] if room else []) + answered_ids)[:MAX_EXCLUDED - len(given)]
-        limit = min(self.search.settings.max_k, DEEPER * request.k)
-        if self.search.can_continue(context):
-            results = await self.search.more(context, excluded, limit)
-        else:
-            deeper = {**body, "filters": {**filters, "exclude_chunk_ids": given + excluded}}
-            results = (await self._search(principal, deeper, limit, background))[0]["results"]
-        more = state.take_step(trajectory, [self._candidate(r, request) for r in results],
-                               k=request.k - len(taken.answered), seen="exclude")
-        fresh = [c for c in more.answered if all(not _same(c, a) for a in taken.answered)]
-        answered = taken.answered + fresh[:request.k - len(taken.answered)]
+        examined = [c.result["chunk_id"] for c in candidates]
+        answered = list(taken.answered)
+        limit = min(self.search.settings.max_k, 2 * request.k)
+        continues = self.search.can_continue(context)
+        for _ in range(DEEPER_ROUNDS if continues else 1):
+            cap = MAX_EXCLUDED - len(given)
+            room = max(0, cap - len(examined))
+            looked_at = set(examined)
+            recent = [cid for cid in trajectory.chunks if cid not in looked_at][-room:] if room else []
+            excluded = (recent + examined)[-cap:] if cap > 0 else []
+            if continues:
+                results = await self.search.more(context, excluded, limit)
+            else:
+                deeper = {**body, "filters": {**filters, "exclude_chunk_ids": given + excluded}}
+                results = (await self._search(principal, deeper, limit, background))[0]["results"]
+            batch = [self._candidate(r, request) for r in results]
+            more = state.take_step(trajectory, batch, k=request.k - len(answered), seen="exclude")
+            answered += [c for c in more.answered if all(not _same(c, a) for a in answered)]
+            examined += [c.result["chunk_id"] for c in batch]
+            if len(answered) >= request.k or len(results) < limit:
+                break
+        answered = answered[:request.k]
         return state.StepAnswer(answered, [c.result for c in answered], taken.novelty, taken.left_out)
 
     def _candidate(self, result: dict, request: SearchRequest) -> state.Candidate:

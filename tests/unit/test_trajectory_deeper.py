@@ -19,21 +19,22 @@ RANKED = [{"chunk_id": f"00000000-0000-0000-0000-00000000000{i}", "document_id":
           for i in range(9)]
 
 
-def ranked(excluded: list[str], k: int) -> list[dict]:
-    return [r for r in RANKED if r["chunk_id"] not in set(excluded)][:k]
+def ranked(excluded: list[str], k: int, ranking: list[dict] | None = None) -> list[dict]:
+    return [r for r in ranking or RANKED if r["chunk_id"] not in set(excluded)][:k]
 
 
 class RankedSearch:
     settings = SimpleNamespace(max_k=4, max_query_chars=2000)
 
-    def __init__(self, continues: bool) -> None:
+    def __init__(self, continues: bool, ranking: list[dict] | None = None) -> None:
         self.continues = continues
+        self.ranking = ranking
         self.bodies: list[dict] = []
         self.continued: list[tuple[list[str], int]] = []
 
     async def search_with_context(self, principal, body, *, background):
         self.bodies.append(body)
-        results = ranked((body.get("filters") or {}).get("exclude_chunk_ids") or [], body["k"])
+        results = ranked((body.get("filters") or {}).get("exclude_chunk_ids") or [], body["k"], self.ranking)
         return {"results": results, "count": len(results), "cache": "none", "search_id": "s"}, body
 
     def can_continue(self, context) -> bool:
@@ -41,7 +42,7 @@ class RankedSearch:
 
     async def more(self, context, exclude_chunk_ids, limit):
         self.continued.append((exclude_chunk_ids, limit))
-        return ranked(exclude_chunk_ids, limit)
+        return ranked(exclude_chunk_ids, limit, self.ranking)
 
 
 @pytest.mark.parametrize("continues", [True, False])
@@ -56,12 +57,32 @@ async def test_a_step_past_max_k_is_answered_from_deeper_in_the_ranking(tmp_path
     assert returned == [["d0", "d1"], ["d2", "d3"], ["d4", "d5"], ["d6", "d7"]]
     assert [s["trajectory"]["novelty"]["chunks"] for s in steps] == [1.0, 0.0, 0.0, 0.0]
     ids = [r["chunk_id"] for r in RANKED]
-    # the third and fourth steps' first search (min(MAX_K, 2k)) holds only seen chunks
-    deeper = [(ids[:4], 4), (ids[:6], 4)]
+    # the third and fourth steps' first search (min(MAX_K, 2k)) holds only seen chunks: more leaves out
+    # the trajectory's other chunks and every candidate looked at
+    deeper = [(ids[:4], 4), (ids[4:6] + ids[:4], 4)]
     if continues:
         assert search.continued == deeper
         assert len(search.bodies) == 4 and all("filters" not in b for b in search.bodies)
     else:
         assert search.continued == []
         assert [(b["filters"]["exclude_chunk_ids"], b["k"]) for b in search.bodies[3::2]] == deeper
+    kv.close()
+
+
+async def test_a_batch_of_copies_is_followed_by_another(tmp_path):
+    """The third step's first continuation finds only copies of what the trajectory returned: a second
+    one, past them, answers."""
+    ranking = [{**RANKED[0], "chunk_id": f"00000000-0000-0000-0000-0000000000{i:02d}", "document_id": f"d{i}",
+                "text": f"distinct passage {i} on subject {i * 13} with words of its own " * 2} for i in range(12)]
+    for i in range(4, 8):   # d4-d7: copies of d0 in other documents
+        ranking[i] = {**ranking[i], "text": RANKED[0]["text"]}
+    search = RankedSearch(True, ranking)
+    kv = DiskKV(tmp_path / "kv", namespace="t")
+    service = TrajectoryService(search=search, db=None, store=TrajectoryStore(kv, Limits(600, 10, 100)))  # type: ignore[arg-type]
+    principal = Principal("key", False, frozenset({"e1"}))
+    steps = [await service.step(principal, {"query": "q", "k": 2, "trajectory": "t"}, background=None)
+             for _ in range(3)]
+    assert [[r["document_id"] for r in s["results"]] for s in steps] == [["d0", "d1"], ["d2", "d3"], ["d8", "d9"]]
+    ids = [r["chunk_id"] for r in ranking]
+    assert search.continued == [(ids[:4], 4), (ids[:8], 4)]
     kv.close()
