@@ -39,21 +39,16 @@ def words(text: str) -> list[str]:
 
 def fingerprint(text: str) -> str:
     """Equal for texts that differ only in case, spacing and punctuation."""
-    return _fingerprint(words(text))
+    return fingerprint_of(words(text))
 
 
 def simhash(text: str) -> int | None:
     """The SimHash of the text's words and word pairs, or None for a text too short to compare."""
-    return _simhash(words(text))
+    return simhash_of(words(text))
 
 
-def signature(text: str) -> tuple[str, int | None]:
-    """``fingerprint`` and ``simhash`` of the text, its words split once."""
-    tokens = words(text)
-    return _fingerprint(tokens), _simhash(tokens)
-
-
-def _fingerprint(tokens: list[str]) -> str:
+def fingerprint_of(tokens: list[str]) -> str:
+    """``fingerprint`` of a text split by ``words``."""
     return hashlib.blake2b(" ".join(tokens).encode(), digest_size=12).hexdigest()
 
 
@@ -64,7 +59,8 @@ def _mix(x: np.ndarray) -> np.ndarray:
     return x ^ (x >> _S31)
 
 
-def _simhash(tokens: list[str]) -> int | None:
+def simhash_of(tokens: list[str]) -> int | None:
+    """``simhash`` of a text split by ``words``."""
     if len(tokens) < MIN_NEAR_WORDS:
         return None
     with np.errstate(over="ignore"):
@@ -99,8 +95,10 @@ class CopyIndex:
             self._hashes.append(simhash)
 
     def has(self, fingerprint: str, simhash: int | None) -> bool:
-        if fingerprint in self.fingerprints:
-            return True
+        return fingerprint in self.fingerprints or self.near(simhash)
+
+    def near(self, simhash: int | None) -> bool:
+        """Whether a SimHash within NEAR_BITS of this one was added."""
         if simhash is None or not self._hashes:
             return False
         if len(self._hashes) <= self.SCAN_IN_PYTHON:

@@ -70,30 +70,33 @@ class Trajectory:
 
 class Candidate:
     """A result as the search returned it (text included). Its fingerprint, SimHash and tokens are
-    computed when first asked for: a step looks at the candidates only until its answer is full, and
-    hashing a passage costs more than the step's own bookkeeping."""
+    computed when first asked for: a step looks at the candidates only until its answer is full, a
+    candidate whose fingerprint is known (an exact copy) needs no SimHash, and hashing a passage costs
+    more than the step's own bookkeeping."""
 
-    __slots__ = ("result", "_tokens", "_fingerprint", "_simhash", "_hashed")
+    __slots__ = ("result", "_tokens", "_words", "_fingerprint", "_simhash", "_simhashed")
 
     def __init__(self, result: dict, tokens: int | Callable[[], int]) -> None:
         self.result = result
         self._tokens = tokens
-        self._hashed = False
-
-    def _hash(self) -> None:
-        text = self.result.get("text") or ""
-        (self._fingerprint, self._simhash), self._hashed = copies.signature(text), True
+        self._words: list[str] | None = None
+        self._fingerprint: str | None = None
+        self._simhash: int | None = None
+        self._simhashed = False
 
     @property
     def fingerprint(self) -> str:
-        if not self._hashed:
-            self._hash()
+        if self._fingerprint is None:
+            self._words = copies.words(self.result.get("text") or "")
+            self._fingerprint = copies.fingerprint_of(self._words)
         return self._fingerprint
 
     @property
     def simhash(self) -> int | None:
-        if not self._hashed:
-            self._hash()
+        if not self._simhashed:
+            if self._words is None:
+                self._words = copies.words(self.result.get("text") or "")
+            self._simhash, self._simhashed = copies.simhash_of(self._words), True
         return self._simhash
 
     @property
@@ -126,8 +129,11 @@ def take_step(trajectory: Trajectory, candidates: list[Candidate], *, k: int, se
         """Whether candidate i repeats the trajectory or a candidate ranked before it (in rank order)."""
         while len(verdicts) <= i:
             c = candidates[len(verdicts)]
-            verdicts.append(index.has(c.fingerprint, c.simhash))
-            index.add(c.fingerprint, c.simhash)
+            if c.fingerprint in index.fingerprints:
+                verdicts.append(True)   # an exact copy: the same words, so the same SimHash
+            else:
+                verdicts.append(index.near(c.simhash))
+                index.add(c.fingerprint, c.simhash)
         return verdicts[i]
 
     plain = [(c, repeat(i)) for i, c in enumerate(candidates[:k])]
