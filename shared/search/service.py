@@ -150,10 +150,7 @@ class SearchService:
 
     async def search(self, principal: Principal, body: dict, *, background: Any) -> dict:
         """``background.wait_until(coro)`` keeps work alive after the answer (the worker's ``ctx``)."""
-        ctx = SearchContext(principal, body)
-        self.parse(ctx)
-        self.resolve(ctx)
-        return await self._run(ctx, background)
+        return (await self.search_with_context(principal, body, background=background))[0]
 
     async def search_with_context(self, principal: Principal, body: dict, *,
                                   background: Any) -> tuple[dict, SearchContext]:
@@ -173,7 +170,7 @@ class SearchService:
         in one hybrid statement, the given chunks left out; uncached. What costs a second search
         (the embedding, the routing, the scope) is not paid again."""
         request = ctx.request
-        given = [str(u) for u in request.filters.exclude_chunk_ids or []]
+        given = list(request.filters.exclude_chunk_ids or [])   # UUIDs; Filters.normalized makes them text
         filters = request.filters.model_copy(update={"exclude_chunk_ids": given + exclude_chunk_ids})
         request = request.model_copy(update={"filters": filters, "k": limit})
         vector = ctx.embedding if ctx.vector is None else ctx.vector

@@ -11,6 +11,7 @@ import hashlib
 import re
 import unicodedata
 import zlib
+from typing import Protocol
 
 import numpy as np
 
@@ -18,16 +19,16 @@ _WORD = re.compile(r"\w+")
 BITS = 256
 # SimHashes this many bits apart or fewer are near-copies. Among 1,500 msmarco passages (1.1M
 # pairs), 44-56 pairs are this close (by the hash's seeds), all the same passage reworded, re-headed
-# or cut differently; a
-# one-word edit plus an appended sentence stays this close for 4 passages in 5 (64 bits were
-# noisier: at a threshold with as many true pairs, unrelated passages on one subject matched).
+# or cut differently; a one-word edit plus an appended sentence stays this close for 4 passages in 5
+# (64 bits were noisier: at a threshold with as many true pairs, unrelated passages on one subject
+# matched).
 NEAR_BITS = 25
 MIN_NEAR_WORDS = 8     # shorter texts are compared exactly only: a few words' SimHash is noise
 
 
 # SimHash's features are hashed with CRC-32 (stable across processes, as the KV's stored SimHashes
 # must be) spread to 64 bits by splitmix64's finaliser; each feature's 256 bits are four finalised
-# words of it. Vectorised, a passage costs ~40 us where a blake2b digest per feature cost ~90.
+# words of it. Vectorised, a passage costs ~45 us where a blake2b digest per feature cost ~90.
 _M1, _M2, _GOLDEN = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB), np.uint64(0x9E3779B97F4A7C15)
 _LANES = (np.arange(1, BITS // 64 + 1, dtype=np.uint64) * _GOLDEN)[None, :]
 _S27, _S30, _S31 = np.uint64(27), np.uint64(30), np.uint64(31)
@@ -77,8 +78,18 @@ def near(a: int | None, b: int | None) -> bool:
     return a is not None and b is not None and (a ^ b).bit_count() <= NEAR_BITS
 
 
+class Hashed(Protocol):
+    """A text's fingerprint and SimHash (``state.Candidate`` computes each when first read)."""
+
+    @property
+    def fingerprint(self) -> str: ...
+
+    @property
+    def simhash(self) -> int | None: ...
+
+
 class CopyIndex:
-    """Texts seen so far, by fingerprint and SimHash: ``has`` is one set lookup and a scan of the
+    """Texts seen so far, by fingerprint and SimHash: ``repeats`` is one set lookup and a scan of the
     SimHashes: Python's XOR and bit count on the 256-bit integers (~0.1 us each) while there are
     few, one vectorised pass past SCAN_IN_PYTHON (a trajectory holds up to a few thousand)."""
 
@@ -94,8 +105,14 @@ class CopyIndex:
         if simhash is not None:
             self._hashes.append(simhash)
 
-    def has(self, fingerprint: str, simhash: int | None) -> bool:
-        return fingerprint in self.fingerprints or self.near(simhash)
+    def repeats(self, item: Hashed) -> bool:
+        """Whether the item copies a text added before; if not, it is added. Its SimHash is read only
+        when its fingerprint is new: an exact copy has the same words, so the same SimHash."""
+        if item.fingerprint in self.fingerprints:
+            return True
+        found = self.near(item.simhash)
+        self.add(item.fingerprint, item.simhash)
+        return found
 
     def near(self, simhash: int | None) -> bool:
         """Whether a SimHash within NEAR_BITS of this one was added."""

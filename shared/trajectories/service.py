@@ -172,8 +172,8 @@ class TrajectoryService:
         answered = list(taken.answered)
         limit = min(self.search.settings.max_k, 2 * request.k)
         continues = self.search.can_continue(context)
+        cap = MAX_EXCLUDED - len(given)
         for _ in range(DEEPER_ROUNDS if continues else 1):
-            cap = MAX_EXCLUDED - len(given)
             room = max(0, cap - len(examined))
             looked_at = set(examined)
             recent = [cid for cid in trajectory.chunks if cid not in looked_at][-room:] if room else []

@@ -84,19 +84,21 @@ class Candidate:
         self._simhash: int | None = None
         self._simhashed = False
 
+    def _split(self) -> list[str]:
+        if self._words is None:
+            self._words = copies.words(self.result.get("text") or "")
+        return self._words
+
     @property
     def fingerprint(self) -> str:
         if self._fingerprint is None:
-            self._words = copies.words(self.result.get("text") or "")
-            self._fingerprint = copies.fingerprint_of(self._words)
+            self._fingerprint = copies.fingerprint_of(self._split())
         return self._fingerprint
 
     @property
     def simhash(self) -> int | None:
         if not self._simhashed:
-            if self._words is None:
-                self._words = copies.words(self.result.get("text") or "")
-            self._simhash, self._simhashed = copies.simhash_of(self._words), True
+            self._simhash, self._simhashed = copies.simhash_of(self._split()), True
         return self._simhash
 
     @property
@@ -128,12 +130,7 @@ def take_step(trajectory: Trajectory, candidates: list[Candidate], *, k: int, se
     def repeat(i: int) -> bool:
         """Whether candidate i repeats the trajectory or a candidate ranked before it (in rank order)."""
         while len(verdicts) <= i:
-            c = candidates[len(verdicts)]
-            if c.fingerprint in index.fingerprints:
-                verdicts.append(True)   # an exact copy: the same words, so the same SimHash
-            else:
-                verdicts.append(index.near(c.simhash))
-                index.add(c.fingerprint, c.simhash)
+            verdicts.append(index.repeats(candidates[len(verdicts)]))
         return verdicts[i]
 
     plain = [(c, repeat(i)) for i, c in enumerate(candidates[:k])]
