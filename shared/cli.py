@@ -185,6 +185,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .routing.cli import register as register_router
 
     register_router(sub)  # router train | show | rollback | report
+    from .models.cli import register as register_models
+
+    register_models(sub)  # models status | backfill | drop
     try:
         from .evaluation.cli import register as register_eval
     except ImportError:  # the evaluation extra is optional

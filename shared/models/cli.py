@@ -1,0 +1,114 @@
+"""``edgeindex models status | backfill | drop``: a second embedding model's vectors beside the serving one."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+from pathlib import Path
+
+BACKFILL_EPILOG = """\
+Embeds every stored chunk (or --entity's) with MODEL, a packaged local model, and stores the vectors
+beside the serving model's. It works --duty of the time and rests the rest, so searches keep their
+latency; Ctrl-C stops it after the batch in hand, and running it again goes on from there.
+
+example: edgeindex models backfill --to multilingual-e5-small
+"""
+
+
+def register(subparsers) -> None:
+    models = subparsers.add_parser("models", help="embedding models: status, backfill another model, drop its vectors")
+    sub = models.add_subparsers(dest="models_command", required=True)
+    for name, help_text in (("status", "the serving model and each other model's vectors"),
+                            ("backfill", "embed the stored chunks with another model, beside the serving one"),
+                            ("drop", "delete another model's vectors")):
+        command = sub.add_parser(name, help=help_text, epilog=BACKFILL_EPILOG if name == "backfill" else None,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+        command.add_argument("--dsn", default=os.environ.get("EDGEINDEX_DATABASE_URL", ""),
+                             help="the deployment's Postgres (default $EDGEINDEX_DATABASE_URL, then wrangler.toml's)")
+        command.add_argument("--json", action="store_true", help="print the result as JSON")
+        command.set_defaults(func=_command(name))
+    backfill = sub.choices["backfill"]
+    backfill.add_argument("--to", required=True, metavar="MODEL", help="the model to embed with "
+                          "(all-MiniLM-L6-v2 or multilingual-e5-small)")
+    backfill.add_argument("--entity", action="append", metavar="ENTITY", help="only this entity's chunks (repeat)")
+    backfill.add_argument("--batch", type=int, default=None, help="chunks per model call (default 64)")
+    backfill.add_argument("--duty", type=float, default=None, help="share of the time spent working (default 0.5)")
+    sub.choices["drop"].add_argument("model", help="the model whose vectors to delete")
+
+
+def _command(name: str):
+    def run(args) -> int:
+        return asyncio.run(_run(name, args))
+    return run
+
+
+async def _run(name: str, args) -> int:
+    from ..bindings.database import Database
+    from . import backfill as backfills
+
+    db = Database(_dsn(args), min_size=1, max_size=2, name="MODELS")
+    await db.open()
+    try:
+        if name == "status":
+            result = await backfills.status(db)
+            _print(result, args.json, _status_lines(result))
+        elif name == "drop":
+            from ..bindings.ai import local_model
+
+            model_id = _model_id(args.model, local_model)
+            deleted = await backfills.drop(db, model_id)
+            _print({"model_id": model_id, "deleted": deleted}, args.json, [f"deleted {deleted} vectors of {model_id}"])
+        else:
+            from ..bindings.ai import local_embedder, local_model
+
+            embedder = await asyncio.to_thread(local_embedder, 64, local_model(args.to).name)
+            stop = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            loop.add_signal_handler(signal.SIGINT, stop.set)
+            loop.add_signal_handler(signal.SIGTERM, stop.set)
+            options = {k: v for k, v in (("batch", args.batch), ("duty", args.duty)) if v is not None}
+            progress = await backfills.backfill(db, embedder, entity_ids=args.entity, should_stop=stop.is_set,
+                                                **options)
+            result = {"model_id": progress.model_id, "embedded": progress.embedded, "passes": progress.passes,
+                      "seconds": round(progress.seconds, 2), "chunks_per_second": round(progress.chunks_per_second, 1),
+                      "stopped": progress.stopped}
+            verb = "stopped after" if progress.stopped else "done:"
+            _print(result, args.json, [f"{progress.model_id}: {verb} {progress.embedded} chunks embedded "
+                                       f"({result['chunks_per_second']} chunks/s while working)"])
+        return 130 if name == "backfill" and result.get("stopped") else 0
+    finally:
+        await db.close()
+
+
+def _model_id(name: str, local_model) -> str:
+    from ..errors import BindingError
+
+    try:
+        return local_model(name).model_id
+    except BindingError:
+        return name  # a model no longer packaged may still have vectors to drop
+
+
+def _dsn(args) -> str:
+    if args.dsn:
+        return args.dsn
+    from .. import config as config_module
+
+    return config_module.load(Path(args.config) if args.config else config_module.find_config()).services.database.dsn
+
+
+def _status_lines(result: dict) -> list[str]:
+    serving = result["serving"]
+    lines = [f"serving: {serving['model_id']} (dimension {serving['dimension']})"]
+    for m in result["models"]:
+        scope = "every entity" if m["entity_ids"] is None else ", ".join(m["entity_ids"])
+        lines.append(f"{m['model_id']} (dimension {m['dimension']}, {scope}): {m['state']}, "
+                     f"{m['vectors']} of {m['chunks']} chunks ({m['covered']:.1%})")
+    return lines
+
+
+def _print(result: dict, as_json: bool, lines: list[str]) -> None:
+    print(json.dumps(result) if as_json else "\n".join(lines))

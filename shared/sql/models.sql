@@ -1,0 +1,66 @@
+-- Embedding models (shared/models/, migration 0026): the serving model, and the vectors a backfill
+-- writes for another one beside it.
+
+-- name: serving_model
+SELECT model_id, dimension FROM embedding_model;
+
+-- name: start_backfill
+-- A model has one dimension: a restart with another is refused (the caller reads `dimension` back).
+INSERT INTO model_backfills (model_id, dimension, entity_ids, state)
+VALUES (%(model_id)s, %(dimension)s, %(entity_ids)s, 'running')
+ON CONFLICT (model_id) DO UPDATE
+   SET entity_ids = EXCLUDED.entity_ids, state = 'running', updated_at = now(), finished_at = NULL
+ WHERE model_backfills.dimension = EXCLUDED.dimension
+RETURNING dimension;
+
+-- name: pending_chunks
+-- The next chunks after the cursor (entity, id) with no vector of the model for their current text:
+-- a backfill that was stopped or killed starts again from the first and skips what it finished,
+-- one index probe each.
+SELECT c.entity_id, c.id, c.content, c.content_hash
+FROM chunks c
+WHERE (c.entity_id, c.id) > (%(after_entity)s, %(after_id)s::uuid)
+  AND (%(entity_ids)s::text[] IS NULL OR c.entity_id = ANY(%(entity_ids)s::text[]))
+  AND NOT EXISTS (SELECT 1 FROM chunk_vectors v
+                  WHERE v.model_id = %(model_id)s AND v.entity_id = c.entity_id AND v.chunk_id = c.id
+                    AND v.content_hash = c.content_hash)
+ORDER BY c.entity_id, c.id
+LIMIT %(limit)s;
+
+-- name: insert_vector
+-- A chunk deleted or rewritten since it was read is skipped (the vector is of a text it no longer has).
+INSERT INTO chunk_vectors (model_id, entity_id, chunk_id, content_hash, dimension, embedding)
+SELECT %(model_id)s, c.entity_id, c.id, c.content_hash, %(dimension)s, %(embedding)s
+FROM chunks c
+WHERE c.entity_id = %(entity_id)s AND c.id = %(chunk_id)s AND c.content_hash = %(content_hash)s
+ON CONFLICT (model_id, entity_id, chunk_id) DO UPDATE
+   SET content_hash = EXCLUDED.content_hash, embedding = EXCLUDED.embedding, created_at = now();
+
+-- name: record_progress
+UPDATE model_backfills
+   SET embedded = embedded + %(embedded)s, seconds = seconds + %(seconds)s, updated_at = now()
+ WHERE model_id = %(model_id)s;
+
+-- name: finish_backfill
+UPDATE model_backfills
+   SET state = %(state)s, updated_at = now(),
+       finished_at = CASE WHEN %(state)s = 'done' THEN now() END
+ WHERE model_id = %(model_id)s;
+
+-- name: model_status
+-- Each model with vectors or a backfill: how many of the chunks in its scope have a vector.
+SELECT b.model_id, b.dimension, b.entity_ids, b.state, b.embedded, b.seconds, b.started_at, b.updated_at,
+       b.finished_at,
+       (SELECT count(*) FROM chunks c
+         WHERE b.entity_ids IS NULL OR c.entity_id = ANY(b.entity_ids)) AS chunks,
+       (SELECT count(*) FROM chunk_vectors v JOIN chunks c ON c.entity_id = v.entity_id AND c.id = v.chunk_id
+         WHERE v.model_id = b.model_id AND v.content_hash = c.content_hash
+           AND (b.entity_ids IS NULL OR v.entity_id = ANY(b.entity_ids))) AS vectors
+FROM model_backfills b
+ORDER BY b.started_at;
+
+-- name: drop_vectors
+DELETE FROM chunk_vectors WHERE model_id = %(model_id)s;
+
+-- name: drop_backfill
+DELETE FROM model_backfills WHERE model_id = %(model_id)s;
