@@ -1,4 +1,5 @@
-"""What users would pick instead: Chroma (vector only) and BM25 (keywords only).
+"""What users would pick instead: Chroma (vector only), BM25 (keywords only), another embedding model's
+vectors of the same chunks (dense, exact), and that model fused with BM25 (reciprocal rank fusion).
 
 Both run in the evaluation process and are timed the way our route is timed by
 its client: wall time of one query, start to ranked document ids, including the
@@ -44,6 +45,61 @@ async def read_chunk_vectors(dsn: str, entity_id: str) -> ChunkVectors:
     matrix = np.asarray([row["embedding"].to_numpy() for row in rows], dtype=np.float32)
     return ChunkVectors(models.pop() if models else "", [r["chunk_id"] for r in rows],
                         [r["document_id"] for r in rows], matrix.reshape(len(rows), -1))
+
+
+async def read_model_vectors(dsn: str, entity_id: str, model_id: str) -> ChunkVectors:
+    """Another model's vectors of an entity's chunks, stored beside the serving ones (``chunk_vectors``)."""
+    db = Database(dsn, min_size=1, max_size=1, name="EVAL")
+    await db.open()
+    try:
+        rows = await db.fetch(SQL["entity_model_vectors"], {"entity_id": entity_id, "model_id": model_id})
+    finally:
+        await db.close()
+    matrix = np.asarray([row["embedding"].to_numpy() for row in rows], dtype=np.float32)
+    return ChunkVectors(model_id, [r["chunk_id"] for r in rows], [r["document_id"] for r in rows],
+                        matrix.reshape(len(rows), -1))
+
+
+class DenseBaseline:
+    """Exact cosine over chunk vectors in memory; a document ranks by its best chunk."""
+
+    def __init__(self, vectors: ChunkVectors, embed_query: Callable[[str], np.ndarray]) -> None:
+        self._embed_query = embed_query
+        self._matrix = vectors.embeddings
+        self._documents = np.asarray(vectors.document_ids, dtype=object)
+
+    def search(self, query: str, k: int) -> tuple[list[str], float]:
+        started = time.perf_counter()
+        scores = self._matrix @ np.asarray(self._embed_query(query), dtype=np.float32)
+        ranked = list(dict.fromkeys(self._documents[np.argsort(-scores, kind="stable")]))
+        return ranked[:k], (time.perf_counter() - started) * 1000.0
+
+
+# Reciprocal rank fusion's constant (Cormack et al. 2009) and the depth each list is read to.
+RRF_K = 60
+RRF_DEPTH = 100
+
+
+def reciprocal_rank_fusion(rankings: Sequence[Sequence[str]], k: int, constant: int = RRF_K) -> list[str]:
+    """Documents by the sum of 1 / (constant + rank) over the rankings they appear in (rank from 1);
+    a tie keeps the order of first appearance."""
+    scores: dict[str, float] = {}
+    for ranking in rankings:
+        for rank, document_id in enumerate(ranking, start=1):
+            scores[document_id] = scores.get(document_id, 0.0) + 1.0 / (constant + rank)
+    return sorted(scores, key=lambda d: -scores[d])[:k]
+
+
+class FusedBaseline:
+    """Reciprocal rank fusion of two baselines, each read to ``RRF_DEPTH`` documents."""
+
+    def __init__(self, *parts) -> None:
+        self._parts = parts
+
+    def search(self, query: str, k: int) -> tuple[list[str], float]:
+        started = time.perf_counter()
+        rankings = [part.search(query, max(k, RRF_DEPTH))[0] for part in self._parts]
+        return reciprocal_rank_fusion(rankings, k), (time.perf_counter() - started) * 1000.0
 
 
 class ChromaBaseline:

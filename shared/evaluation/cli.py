@@ -13,7 +13,7 @@ import signal
 from pathlib import Path
 
 from ..errors import ValidationError
-from .modes import BASELINES, MODES, parse_sweep, valid_mode
+from .modes import BASELINES, MODES, parse_sweep, valid_baseline, valid_mode
 
 EPILOG = """\
 Without --upload-url/--search-url a fresh stack is started on a temporary state
@@ -22,7 +22,9 @@ afterwards. The corpus goes in through the upload worker and the ingest queue;
 every judged query goes through POST /search with cache: false, once per mode
 (text = alpha 0, vector = alpha 1, hybrid = the worker's default alpha or
 --alpha). BM25 (bm25s) always runs as the keyword baseline; --compare chroma adds
-Chroma over the very vectors the stack stored.
+Chroma over the very vectors the stack stored; --compare model:multilingual-e5-small
+embeds the same chunks with that model (kept beside the serving vectors, see
+`edgeindex models`) and adds its dense search and its fusion with BM25.
 
 example: edgeindex eval --dataset ../shared/data/msmarco --compare chroma --out eval-msmarco
 """
@@ -62,8 +64,10 @@ def register(subparsers) -> None:
                              "a mode may add query enhancements: text+prf, hybrid+synonyms+hyde, hybrid+none")
     parser.add_argument("--alpha", type=float, help="alpha of the hybrid mode (default: the search worker's)")
     parser.add_argument("--fusion", choices=("linear", "rrf"), help="fusion of every mode (default: the worker's)")
-    parser.add_argument("--compare", type=_csv(BASELINES, "--compare"), default=(),
-                        help="baselines besides BM25: chroma (same vectors, in-process)")
+    parser.add_argument("--compare", type=_csv(BASELINES, "--compare", valid_baseline), default=(),
+                        help="baselines besides BM25: chroma (same vectors, in-process); model:NAME (the chunks "
+                             "embedded with another packaged model beside the serving vectors: dense alone, and "
+                             "fused with BM25 by reciprocal rank)")
     parser.add_argument("--no-bm25", action="store_true", help="skip the BM25 baseline")
     parser.add_argument("--sweep", type=parse_sweep, metavar="PARAM=V1,V2,...",
                         help="vary one hybrid parameter, e.g. alpha=0,0.1,...,1 or fusion=linear,rrf")
@@ -76,7 +80,7 @@ def register(subparsers) -> None:
     parser.add_argument("--admin-key", default=os.environ.get("EDGEINDEX_ADMIN_KEY", ""),
                         help="admin API key of that stack (default: $EDGEINDEX_ADMIN_KEY)")
     parser.add_argument("--dsn", default=os.environ.get("EDGEINDEX_DATABASE_URL", ""),
-                        help="that stack's Postgres, to read vectors back for --compare chroma "
+                        help="that stack's Postgres, to read vectors back for --compare chroma and model:NAME "
                              "(default: $EDGEINDEX_DATABASE_URL)")
     parser.add_argument("--entity", help="with a running stack: evaluate this entity, which already holds the "
                         "corpus (from an earlier run), instead of uploading it again")

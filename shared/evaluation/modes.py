@@ -7,7 +7,14 @@ from typing import Any
 from ..errors import ValidationError
 
 MODES = ("hybrid", "vector", "text", "auto")
-BASELINES = ("chroma", "bm25")
+BASELINES = ("chroma", "bm25", "model:NAME")
+# `model:NAME`: NAME's vectors of the same chunks (backfilled beside the serving ones), dense and fused
+# with BM25 by reciprocal rank
+MODEL_BASELINE = "model:"
+
+
+def valid_baseline(name: str) -> bool:
+    return name in BASELINES[:2] or (name.startswith(MODEL_BASELINE) and len(name) > len(MODEL_BASELINE))
 # the strategy each mode names (shared/routing/): hybrid is the fixed blend (the worker's alpha or
 # --alpha), auto the router's per-query choice; "default" names none, so it gets whatever the
 # deployment serves a request that names no strategy (ROUTER_DEFAULT), and always runs

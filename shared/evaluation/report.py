@@ -34,7 +34,10 @@ def system_label(key: str, system: dict) -> str:
         if system["mode"] == "hybrid" and "alpha" not in params:
             detail = ", ".join(filter(None, ["alpha=default", detail]))
         return f"edgeindex {system['mode']}" + (f" ({detail})" if detail else "")
-    return {"chroma": "Chroma (vector, same vectors)", "bm25": "BM25 (bm25s)"}.get(system["system"], key)
+    model = (system.get("params") or {}).get("model", "")
+    return {"chroma": "Chroma (vector, same vectors)", "bm25": "BM25 (bm25s)",
+            "model": f"{model} (vector, its own vectors of the chunks)",
+            "model+bm25": f"{model} + BM25 (reciprocal rank fusion)"}.get(system["system"], key)
 
 
 def _fmt_ms(value: float) -> str:

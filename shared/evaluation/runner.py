@@ -18,7 +18,7 @@ from ..errors import ModelMismatchError, ValidationError
 from . import metrics, routing_summary
 from .beir import Dataset
 from .edgeindex_client import EdgeIndexClient
-from .modes import MODE_STRATEGY, MODES, split_mode
+from .modes import MODE_STRATEGY, MODEL_BASELINE, MODES, split_mode
 from .stack import Endpoints
 
 
@@ -38,6 +38,9 @@ TIMING = {
               "the same model, one thread, in-process) plus collection.query, with more chunks fetched until "
               "k distinct documents",
     "bm25": "wall time of tokenizing + stemming the query plus BM25.retrieve (one thread)",
+    "model": "wall time of embedding the query with the other model (its ONNX Runtime export, in-process) plus "
+             "an exact cosine over every chunk vector in numpy",
+    "model+bm25": "the model's dense search and BM25, each to 100 documents, one after the other, plus the fusion",
 }
 
 SearchFn = Callable[[str], Awaitable[tuple[list[str], float]]]
@@ -194,6 +197,10 @@ async def evaluate(dataset: Dataset, endpoints: Endpoints, options: Options,
                 closers.append(close)
             if "bm25" in options.baselines:
                 runs.append(_bm25(dataset, options, progress))
+            for name in options.baselines:
+                if name.startswith(MODEL_BASELINE):
+                    runs.extend(await _model(name[len(MODEL_BASELINE):], endpoints, entity_id, dataset, options,
+                                             progress))
             progress(f"timing {', '.join(r.key for r in runs)}: {len(queries)} queries x {passes}, "
                      "interleaved")
             await measure(runs, queries, passes)
@@ -324,6 +331,67 @@ async def _chroma(endpoints: Endpoints, entity_id: str, options: Options,
 
     return SystemRun("chroma", "chroma", "vector", {"space": "cosine"}, len(set(vectors.document_ids)), search,
                      {"chunks": len(vectors.chunk_ids), "model_id": vectors.model_id}), chroma.close
+
+
+async def _model(name: str, endpoints: Endpoints, entity_id: str, dataset: Dataset, options: Options,
+                 progress: Callable[[str], None]) -> list[SystemRun]:
+    """``--compare model:NAME``: the entity's chunks embedded with NAME (a backfill beside the serving
+    vectors, ``edgeindex models``), searched densely, and fused with BM25 by reciprocal rank."""
+    from ..bindings.ai import local_embedder, local_model
+    from ..bindings.database import Database
+    from ..errors import BindingError
+    from ..models import backfill as backfills
+    from ..search.service import prepare_query_embedding
+    from .baselines import (
+        RRF_DEPTH,
+        RRF_K,
+        BM25Baseline,
+        DenseBaseline,
+        FusedBaseline,
+        read_chunk_vectors,
+        read_model_vectors,
+    )
+
+    if not endpoints.dsn:
+        raise ValidationError(f"--compare model:{name} embeds the stored chunks with {name}: pass --dsn with the "
+                              "stack's database", field="dsn")
+    try:
+        spec = local_model(name)
+    except BindingError as exc:
+        raise ValidationError(f"--compare model:{name}: {exc}", field="compare") from None
+    embedder = local_embedder(model=spec.name)
+    db = Database(endpoints.dsn, min_size=1, max_size=2, name="EVAL")
+    await db.open()
+    try:
+        serving, _ = await backfills.serving_model(db)
+        embedded = 0
+        if spec.model_id != serving:
+            progress(f"model {spec.name}: embedding the entity's chunks beside the serving vectors")
+            done = await backfills.backfill(db, embedder, entity_ids=[entity_id], duty=1)
+            embedded = done.embedded
+            progress(f"model {spec.name}: {done.embedded} chunks embedded ({done.chunks_per_second:.1f}/s)")
+    finally:
+        await db.close()
+    vectors = (await read_chunk_vectors(endpoints.dsn, entity_id) if spec.model_id == serving
+               else await read_model_vectors(endpoints.dsn, entity_id, spec.model_id))
+    prepare_query_embedding(embedder)
+    dense = DenseBaseline(vectors, embedder.encode_query_sync)
+    fused = FusedBaseline(dense, BM25Baseline(list(dataset.corpus), [d.content for d in dataset.corpus.values()]))
+    documents = len(set(vectors.document_ids))
+    extra = {"model_id": spec.model_id, "chunks": len(vectors.chunk_ids), "embedded": embedded}
+
+    async def dense_search(text: str) -> tuple[list[str], float]:
+        return dense.search(text, options.k)
+
+    async def fused_search(text: str) -> tuple[list[str], float]:
+        return fused.search(text, options.k)
+
+    key = f"{MODEL_BASELINE}{spec.name}"
+    return [SystemRun(key, "model", "vector", {"model": spec.name, "search": "exact"}, documents, dense_search,
+                      extra),
+            SystemRun(f"{key}+bm25", "model+bm25", "hybrid",
+                      {"model": spec.name, "fusion": "rrf", "rrf_k": RRF_K, "depth": RRF_DEPTH}, documents,
+                      fused_search, extra)]
 
 
 def _bm25(dataset: Dataset, options: Options, progress: Callable[[str], None]) -> SystemRun:

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
+import psycopg
+import pytest
 from edgeindex.cli import main
 
 from ..helpers import Client
@@ -165,3 +168,48 @@ def test_eval_trajectory_needs_two_steps_or_more(stack, tmp_path, capsys):
     code = main(["eval", "--dataset", str(dataset), "--trajectory", "1", "--upload-url", stack.url("upload"),
                  "--search-url", stack.url("search"), "--admin-key", stack.admin_key])
     assert code == 2 and "--trajectory takes 2 to 10 steps" in capsys.readouterr().err
+
+
+def test_eval_compares_another_models_vectors_of_the_same_chunks_dense_and_fused_with_bm25(stack, tmp_path, capsys):
+    from edgeindex.bindings.ai import local_embedder
+    from edgeindex.evaluation import beir, metrics
+    from edgeindex.evaluation.baselines import BM25Baseline
+
+    dataset = write_beir(tmp_path / "tiny-beir")
+    out = tmp_path / "out"
+    code = main(["eval", "--dataset", str(dataset), "--upload-url", stack.url("upload"),
+                 "--search-url", stack.url("search"), "--admin-key", stack.admin_key, "--dsn", stack.dsn,
+                 "--modes", "text", "--compare", "model:multilingual-e5-small", "--k", "12", "--repeat", "1",
+                 "--window", "12", "--out", str(out)])
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    assert "multilingual-e5-small (vector, its own vectors of the chunks)" in printed
+    assert "multilingual-e5-small + BM25 (reciprocal rank fusion)" in printed
+    results = json.loads((out / "results.json").read_text())
+    systems, entity = results["systems"], results["config"]["entity_id"]
+    dense, fused = systems["model:multilingual-e5-small"], systems["model:multilingual-e5-small+bm25"]
+    with psycopg.connect(stack.dsn) as conn:
+        chunks = conn.execute("SELECT document_id, content FROM chunks WHERE entity_id = %s", (entity,)).fetchall()
+    assert dense["model_id"] == "intfloat/multilingual-e5-small" and dense["embedded"] == dense["chunks"] == len(chunks)
+
+    # the same rankings from e5's own vectors of the stored chunks, each document ranked by its best chunk,
+    # and their reciprocal rank fusion (k = 60) with BM25's top 100
+    e5 = local_embedder(model="multilingual-e5-small")
+    matrix = e5.encode_sync([content for _, content in chunks])
+    corpus = beir.load(str(dataset)).corpus
+    bm25 = BM25Baseline(list(corpus), [d.content for d in corpus.values()])
+    dense_run, fused_run = {}, {}
+    for qid in dense["per_query"]:
+        scores = matrix @ e5.encode_query_sync(QUERIES[qid])
+        dense_run[qid] = list(dict.fromkeys(chunks[i][0] for i in np.argsort(-scores)))
+        points: dict[str, float] = {}
+        for ranking in (dense_run[qid], bm25.search(QUERIES[qid], 100)[0]):
+            for rank, document_id in enumerate(ranking, 1):
+                points[document_id] = points.get(document_id, 0) + 1 / (60 + rank)
+        fused_run[qid] = sorted(points, key=lambda d: -points[d])
+    qrels = {q: {d: g for qq, d, g in QRELS if qq == q} for q in dense["per_query"]}
+    assert len(qrels) == 4
+    for system, run in ((dense, dense_run), (fused, fused_run)):
+        want = metrics.per_query(qrels, run, 12)
+        for qid, scores in system["per_query"].items():
+            assert scores["ndcg"] == pytest.approx(want[qid]["ndcg"], abs=1e-6), qid
