@@ -180,8 +180,10 @@ class SearchRequest(_Strict):
 def normalize_query(text: str) -> str:
     """Unicode-normalized, case-folded, single-spaced, control characters dropped.
 
-    Safe for every retriever: the embedding model is uncased, Postgres full text
-    and pg_trgm fold case themselves; so equal normalized queries are equal searches.
+    Safe for every retriever: Postgres full text and pg_trgm fold case themselves, and so
+    does all-MiniLM-L6-v2; so equal normalized queries are equal searches. multilingual-e5-small
+    keeps case, and its queries are folded too: as written, they score lower in hybrid and auto
+    (docs/benchmarks.md, "Query case and a cased model").
     """
     text = unicodedata.normalize("NFKC", text)
     text = _CONTROL.sub(" ", text)
