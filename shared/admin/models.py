@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -34,3 +36,29 @@ class TelemetryReport(_Body):
 
     model_config = ConfigDict(extra="allow", json_schema_extra={"additionalProperties": True})
 
+
+
+class ServingModel(_Body):
+    model_id: str
+    dimension: int
+
+
+class ModelVectors(_Body):
+    model_id: str
+    dimension: int
+    entity_ids: list[str] | None = Field(description="the entities its last backfill covered; null: every entity")
+    state: Literal["running", "stopped", "done"] = Field(description="its last backfill's state")
+    vectors: int = Field(description="chunks in that scope with a vector of this model for their current text")
+    chunks: int = Field(description="chunks in that scope")
+    covered: float = Field(description="vectors / chunks")
+    chunks_per_second: float | None = Field(description="embedding and writing, rests excluded")
+    started_at: str
+    updated_at: str
+    finished_at: str | None
+
+
+class ModelsStatus(_Body):
+    """``edgeindex models status``: the serving model, and each model with vectors beside it."""
+
+    serving: ServingModel
+    models: list[ModelVectors]

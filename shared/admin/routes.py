@@ -19,7 +19,7 @@ from .. import api_models as out
 from ..errors import NotFound
 from ..runtime.http import Routes, json_response, read_json
 from ..search.request import SearchRequest
-from .models import Overview, TelemetryReport
+from .models import ModelsStatus, Overview, TelemetryReport
 
 # name → media type: only these files are served, whatever the path asks for.
 ASSETS = {"admin.js": "text/javascript", "admin.css": "text/css"}
@@ -68,6 +68,14 @@ def register(routes: Routes) -> None:
     async def admin_overview(request, services, ctx):
         await services.tenancy.require_admin(request.headers)
         return await services.admin.overview()
+
+    @routes.get("/admin/api/models",
+                summary="Embedding models: the serving one, and each other model's vectors beside it "
+                        "(edgeindex models backfill) with how many of its chunks they cover",
+                response=ModelsStatus, auth="admin")
+    async def admin_models(request, services, ctx):
+        await services.tenancy.require_admin(request.headers)
+        return await services.admin.models()
 
     @routes.post("/admin/api/search",
                  summary="Search through this worker (the admin page's playground): the body goes to the search "

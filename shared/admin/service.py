@@ -18,6 +18,7 @@ from .. import sqlfiles
 from ..bindings.database import Database
 from ..errors import BindingError, NotFound
 from ..json_codec import encode_default
+from ..models import backfill as model_backfills
 
 log = logging.getLogger(__name__)
 SQL = sqlfiles.load("admin.sql")
@@ -49,6 +50,9 @@ class AdminService:
             "keys": r["keys"],
             "documents": {s: r[s] for s in ("pending", "processing", "ready", "failed")},
         } for r in rows]}
+
+    async def models(self) -> dict:
+        return await model_backfills.status(self.db)
 
     async def search(self, body: bytes, headers) -> tuple[int, bytes, str]:
         """POST the body to the search worker's /search with the caller's own key: the search worker

@@ -53,6 +53,7 @@ CASES = [
     Case("admin route, tenant key: keys", "upload", "GET", "/admin/keys", 403, "Authorization"),
     Case("admin route, tenant key: list entities", "upload", "GET", "/admin/entities", 403, "Authorization"),
     Case("admin route, tenant key: revoke", "upload", "DELETE", "/admin/keys/key_x", 403, "Authorization"),
+    Case("admin route, tenant key: models", "upload", "GET", "/admin/api/models", 403, "Authorization"),
     Case("admin route, tenant key: runs", "ingest", "GET", "/runs?id=x", 403, "Authorization"),
     Case("foreign entity upload", "upload", "POST", f"/entities/{O}/uploads", 403, "entity_id",
          {"content_type": "text/plain", "size_bytes": 1}),

@@ -20,6 +20,7 @@ from edgeindex.errors import Conflict
 from edgeindex.models import backfill as backfills
 
 from ..helpers import new_tenant, put_document, wait_document, wait_for
+from .test_openapi import response_validator, spec_of
 
 E5_ID = "intfloat/multilingual-e5-small"
 PARAGRAPHS = {
@@ -97,6 +98,10 @@ async def test_a_backfill_stores_each_chunks_vector_of_the_second_model_beside_t
     assert status["serving"]["model_id"] == "sentence-transformers/all-MiniLM-L6-v2"
     (mine,) = [m for m in status["models"] if m["model_id"] == E5_ID and m["entity_ids"] == [entity]]
     assert (mine["state"], mine["vectors"], mine["chunks"], mine["covered"]) == ("done", len(vectors), len(vectors), 1.0)
+    # the same through the admin API, as its schema documents it
+    code, answer = upload_admin.get("/admin/api/models")
+    assert code == 200 and answer == json.loads(json.dumps(status))
+    response_validator(spec_of(stack, "upload"), "/admin/api/models", "get", 200).validate(answer)
 
 
 async def test_a_stopped_backfill_goes_on_without_embedding_again_what_it_finished(stack, upload_admin, db, e5):
