@@ -117,14 +117,14 @@ def cmd_provision(args) -> int:
 
 
 def cmd_migrate(args) -> int:
-    from .bindings.ai import model_identity
+    from .bindings.ai import model_identity, serving_settings
     from .bindings.database import Database
 
     cfg = _load(args)
-    model_id, dimension = model_identity(cfg.services.ai)
 
     async def run() -> list[int]:
         db = Database(cfg.services.database.dsn)
+        model_id, dimension = model_identity(serving_settings(cfg.services.ai, await db.stored_model()))
         return await db.migrate(model_id=model_id, dimension=dimension)
 
     applied = asyncio.run(run())

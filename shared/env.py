@@ -15,7 +15,7 @@ from typing import Any
 
 from . import startup_progress
 from .bindings import aws
-from .bindings.ai import AI, model_identity
+from .bindings.ai import AI, model_identity, serving_settings
 from .bindings.bucket import S3Bucket
 from .bindings.database import Database
 from .bindings.kv import KV, DiskKV
@@ -132,12 +132,16 @@ async def open_env(config: Config, worker_name: str, *, migrate: bool = True,
             stack.callback(kv.close)
             env.bind(ns.binding, kv)
 
-        model_id, dimension = model_identity(services.ai)
+        ai_settings = services.ai
+        model_id, dimension = model_identity(ai_settings)
         db: Database | None = None
         for h in worker.hyperdrive:
             db = Database(services.database.dsn, min_size=services.database.pool_min,
                           max_size=max(h.pool_max or services.database.pool_max, services.database.pool_min),
                           name=h.binding)
+            # the database's serving model, which a cutover may have changed from the configured one
+            ai_settings = serving_settings(services.ai, await db.stored_model())
+            model_id, dimension = model_identity(ai_settings)
             if migrate:
                 startup_progress.report("migrating the database")
                 await db.migrate(model_id=model_id, dimension=dimension)
@@ -147,7 +151,7 @@ async def open_env(config: Config, worker_name: str, *, migrate: bool = True,
 
         if worker.ai:
             startup_progress.report("loading the embedding model")
-            ai = await asyncio.to_thread(AI, services.ai)
+            ai = await asyncio.to_thread(AI, ai_settings)
             stack.push_async_callback(ai.close)
             env.bind(worker.ai.binding, ai)
 

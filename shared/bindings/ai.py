@@ -101,6 +101,20 @@ def model_identity(settings: AIService) -> tuple[str, int]:
     return settings.model, int(settings.dimension or 0)
 
 
+def serving_settings(settings: AIService, stored: tuple[str, int] | None) -> AIService:
+    """The settings a worker embeds with: the configured model names a new deployment's first model;
+    once the database serves another packaged model (``edgeindex models cutover``), that one. A
+    remote provider's model is never swapped for another (the mismatch is refused at migration)."""
+    if stored is None or settings.provider != "local" or stored[0] == model_identity(settings)[0]:
+        return settings
+    try:
+        spec = local_model(stored[0])
+    except BindingError:
+        return settings
+    log.info("the deployment serves %s (configured: %s): embedding with %s", spec.model_id, settings.model, spec.name)
+    return settings.model_copy(update={"model": spec.name})
+
+
 def model_languages(settings: AIService) -> frozenset[str]:
     """The ISO 639-1 codes the configured embedding model knows (``*``: any): the local model's
     own; a remote provider's as declared (``[services.ai] languages``), any when it declares none

@@ -210,6 +210,16 @@ class Database:
                 await conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
         return applied
 
+    async def stored_model(self) -> tuple[str, int] | None:
+        """(model id, dimension) of the serving model the database names, None before the first migration."""
+        async with await psycopg.AsyncConnection.connect(self.dsn or self.pool.conninfo, autocommit=True,
+                                                         row_factory=dict_row) as conn:
+            cur = await conn.execute("SELECT to_regclass('embedding_model') AS t")
+            if (await cur.fetchone())["t"] is None:
+                return None
+            row = await (await conn.execute("SELECT model_id, dimension FROM embedding_model")).fetchone()
+        return (row["model_id"], int(row["dimension"])) if row else None
+
     def describe(self) -> dict:
         return {"type": "hyperdrive", "pool_max": self.pool.max_size}
 

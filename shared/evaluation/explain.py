@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import sqlfiles
 from ..bindings.database import Database
+from ..models.backfill import serving_model
 from ..search import engine
 from ..search.request import SearchRequest
 
@@ -27,6 +28,7 @@ async def explain(db: Database, request: SearchRequest, entity_ids: list[str], e
     ``lexical``, then ``hybrid`` given what ``lexical`` returned."""
     tuned = engine.tuned_connections()  # a fresh set: every connection is tuned before use
     limit = request.k
+    model_id, _ = await serving_model(db)
     lexical = await engine.lexical(db, request, entity_ids, tuned=tuned, limit=limit)
     options = "ANALYZE, BUFFERS" if analyze else "COSTS"
     lines = []
@@ -34,7 +36,8 @@ async def explain(db: Database, request: SearchRequest, entity_ids: list[str], e
         await engine.tune_connection(conn, tuned)
         for name, params in (
                 ("lexical", engine.build_params(request, entity_ids, None, limit=limit)),
-                ("hybrid", engine.build_params(request, entity_ids, embedding, limit=limit, lexical=lexical))):
+                ("hybrid", engine.build_params(request, entity_ids, embedding, limit=limit, model_id=model_id,
+                                               lexical=lexical))):
             lines.extend(await _plan(conn, name, params, options))
         await conn.rollback()
     return lines
@@ -45,7 +48,8 @@ async def explain_one(db: Database, request: SearchRequest, entity_ids: list[str
     """Plan lines of the one-statement search (``engine.SEARCH``: both halves) for this request."""
     tuned = engine.tuned_connections()
     options = "ANALYZE, BUFFERS" if analyze else "COSTS"
-    params = engine.build_params(request, entity_ids, embedding, limit=request.k)
+    params = engine.build_params(request, entity_ids, embedding, limit=request.k,
+                                 model_id=(await serving_model(db))[0])
     async with db.connection() as conn:
         await engine.tune_connection(conn, tuned)
         lines = await _plan(conn, "search", params, options)

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from .. import object_keys as keys
 from .. import sqlfiles
 from ..cache import Invalidation
-from ..errors import IngestError
+from ..errors import IngestError, ModelMismatchError
 from ..history import writes as history
 from ..history.retention import Retention
 
@@ -56,6 +56,7 @@ class DocumentWrite:
     rows: list[tuple]              # new chunk rows, in copy_chunk_stage's column order
     moves: list[dict]              # reused chunks whose position changed (move_chunk parameters)
     finish: dict                   # finish_document parameters
+    model_id: str = ""             # the model of the vectors in ``rows``
     future: asyncio.Future | None = field(default=None, repr=False)
 
     @property
@@ -115,6 +116,12 @@ class GroupedWriter:
         results: list[dict | None] = [None] * len(writes)
         async with Invalidation(self.kv) as invalidation:
             async with self.db.transaction() as conn:
+                row = await (await conn.execute(GROUPED["serving_model_share"])).fetchone()
+                serving = row["model_id"] if row else ""
+                stale = [w.document_id for w in writes if w.rows and w.model_id != serving]
+                if stale:  # the upsert step embeds again with the serving model (workflow.py) when retried
+                    raise ModelMismatchError(f"the serving model is now {serving!r}; vectors of {stale[0]!r} "
+                                             "are of another")
                 locked = {(r["entity_id"], r["document_id"]): r for r in await (await conn.execute(
                     GROUPED["lock_documents"], {"entity_ids": [w.entity_id for w in writes],
                                                 "document_ids": [w.document_id for w in writes]})).fetchall()}

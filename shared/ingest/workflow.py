@@ -36,12 +36,12 @@ import numpy as np
 
 from .. import faults, holds, language, sqlfiles
 from .. import object_keys as keys
-from ..bindings.ai import ChatModel, Embedder
+from ..bindings.ai import ChatModel, Embedder, local_embedder, local_model
 from ..bindings.bucket import Bucket
 from ..bindings.database import Database
 from ..bindings.kv import KV
 from ..cache import Invalidation
-from ..errors import IngestError, ModelMismatchError, ValidationError
+from ..errors import BindingError, IngestError, ModelMismatchError, ValidationError
 from ..history import writes as history
 from ..history.retention import DEFAULT, Retention
 from ..validation import content_hash
@@ -335,19 +335,23 @@ class IngestJob:
     async def upsert(self, extracted: Extracted, chunked: Chunked, diffed: Diffed, embedded: Embedded,
                      summarized: Summarized) -> Upserted:
         p = self.p
-        if (embedded.model_id, embedded.dimension) != (self.embedder.model_id, self.embedder.dimension):
-            raise ModelMismatchError(f"vectors of this run come from {embedded.model_id!r}, the worker now "
-                                     f"embeds with {self.embedder.model_id!r}; vectors are never mixed")
         result = DiffPlan.from_json(await self.artifacts.load_json(diffed.plan))
         chunks = await self.load_chunks(chunked)
         vectors = decode_vectors(await self.artifacts.load_bytes(embedded.vectors), embedded.dimension)
         text = await self.artifacts.load_text(extracted.text) if result.embed else ""
+        model_id = embedded.model_id
+        serving = await self.db.fetchone(SQL["serving_model"])
+        if result.embed and serving and serving["model_id"] != model_id:
+            # the serving model changed since the embed step (a cutover): its vectors are embedded again
+            model_id = serving["model_id"]
+            vectors = await (await _serving_embedder(model_id, self.embedder)).embed(
+                [chunks[pos].content(text) for pos in result.embed])
         # full text in each new chunk's language (a reused chunk keeps the one it was stored with)
         languages = await asyncio.to_thread(language.analyse, text, [chunks[pos].content(text) for pos in result.embed])
         enriched = await self.artifacts.load_json(summarized.enrichment) if summarized.enrichment else {}
         new_rows = [(p.entity_id, uuid.UUID(result.ids[pos]), p.document_id, p.version, pos, chunks[pos].start,
                      chunks[pos].end, chunks[pos].content(text), chunks[pos].hash, chunks[pos].tokens,
-                     embedded.model_id, vectors[i], languages[i].language, languages[i].text_config,
+                     model_id, vectors[i], languages[i].language, languages[i].text_config,
                      languages[i].segmented, enriched.get(str(pos)))
                     for i, pos in enumerate(result.embed)]
         moved = set(result.moved)
@@ -358,6 +362,7 @@ class IngestJob:
         committed = await self.resources.writer.commit(DocumentWrite(
             entity_id=p.entity_id, document_id=p.document_id, version=p.version, generation=p.generation,
             ids=result.ids, embedded_ids={result.ids[pos] for pos in result.embed}, rows=new_rows, moves=moves,
+            model_id=model_id,
             finish={"chunk_count": len(result.ids), "embedded": len(result.embed), "reused": result.reused,
                     "summary": summarized.summary, "content_hash": extracted.content_hash,
                     "size_bytes": extracted.size_bytes, "found_title": extracted.title, "etag": extracted.etag}))
@@ -414,6 +419,17 @@ class IngestJob:
         if doomed:
             await self.bucket.delete(*doomed)
         return StaleDeleted(objects_deleted=len(objects), artifacts_deleted=len(artifact_keys), runs_deleted=runs)
+
+
+async def _serving_embedder(model_id: str, embedder: Embedder) -> Embedder:
+    """An embedder of ``model_id``: the run's own, or the packaged model of that id (loaded once per
+    process; a worker that followed the cutover has it already)."""
+    if embedder.model_id == model_id:
+        return embedder
+    try:
+        return await asyncio.to_thread(local_embedder, 64, local_model(model_id).name)
+    except BindingError:
+        raise IngestError(f"the serving model is now {model_id!r}, which this worker cannot load") from None
 
 
 class IngestDocument(Workflow):

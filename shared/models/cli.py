@@ -1,4 +1,5 @@
-"""``edgeindex models status | backfill | drop``: a second embedding model's vectors beside the serving one."""
+"""``edgeindex models status | backfill | cutover | rollback | migrate | drop``: a second embedding
+model's vectors beside the serving one, and changing which one serves."""
 
 from __future__ import annotations
 
@@ -16,26 +17,48 @@ latency; Ctrl-C stops it after the batch in hand, and running it again goes on f
 
 example: edgeindex models backfill --to multilingual-e5-small
 """
+CUTOVER_EPILOG = """\
+Makes MODEL the serving model in one commit: chunks its backfill did not reach are embedded first
+(at full speed), the serving vectors are kept beside for `edgeindex models rollback`, and running
+workers load MODEL and switch within seconds, answering all the while. Writes of new chunks wait
+for the commit; searches do not.
+
+example: edgeindex models cutover --to multilingual-e5-small
+"""
+MIGRATE_EPILOG = """\
+A backfill (throttled by --duty, resumable) and then a cutover: the one command for changing models.
+Check the new model on your own judged queries first with `edgeindex eval --compare model:MODEL`.
+
+example: edgeindex models migrate --to multilingual-e5-small
+"""
+EPILOGS = {"backfill": BACKFILL_EPILOG, "cutover": CUTOVER_EPILOG, "migrate": MIGRATE_EPILOG}
 
 
 def register(subparsers) -> None:
-    models = subparsers.add_parser("models", help="embedding models: status, backfill another model, drop its vectors")
+    models = subparsers.add_parser("models", help="embedding models: status, backfill another model, cut over to "
+                                   "it, roll back, drop its vectors")
     sub = models.add_subparsers(dest="models_command", required=True)
     for name, help_text in (("status", "the serving model and each other model's vectors"),
                             ("backfill", "embed the stored chunks with another model, beside the serving one"),
+                            ("cutover", "make another (backfilled) model the serving one"),
+                            ("rollback", "serve the model the last cutover replaced again"),
+                            ("migrate", "backfill, then cut over"),
                             ("drop", "delete another model's vectors")):
-        command = sub.add_parser(name, help=help_text, epilog=BACKFILL_EPILOG if name == "backfill" else None,
+        command = sub.add_parser(name, help=help_text, epilog=EPILOGS.get(name),
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
         command.add_argument("--dsn", default=os.environ.get("EDGEINDEX_DATABASE_URL", ""),
                              help="the deployment's Postgres (default $EDGEINDEX_DATABASE_URL, then wrangler.toml's)")
         command.add_argument("--json", action="store_true", help="print the result as JSON")
         command.set_defaults(func=_command(name))
-    backfill = sub.choices["backfill"]
-    backfill.add_argument("--to", required=True, metavar="MODEL", help="the model to embed with "
-                          "(all-MiniLM-L6-v2 or multilingual-e5-small)")
-    backfill.add_argument("--entity", action="append", metavar="ENTITY", help="only this entity's chunks (repeat)")
-    backfill.add_argument("--batch", type=int, default=None, help="chunks per model call (default 64)")
-    backfill.add_argument("--duty", type=float, default=None, help="share of the time spent working (default 0.5)")
+    for name in ("backfill", "cutover", "migrate"):
+        sub.choices[name].add_argument("--to", required=True, metavar="MODEL", help="the model to embed with "
+                                       "(all-MiniLM-L6-v2 or multilingual-e5-small)")
+        sub.choices[name].add_argument("--batch", type=int, default=None, help="chunks per model call (default 64)")
+    sub.choices["backfill"].add_argument("--entity", action="append", metavar="ENTITY",
+                                         help="only this entity's chunks (repeat)")
+    for name in ("backfill", "migrate"):
+        sub.choices[name].add_argument("--duty", type=float, default=None,
+                                       help="share of the time the backfill works (default 0.5)")
     sub.choices["drop"].add_argument("model", help="the model whose vectors to delete")
 
 
@@ -61,6 +84,16 @@ async def _run(name: str, args) -> int:
             model_id = _model_id(args.model, local_model)
             deleted = await backfills.drop(db, model_id)
             _print({"model_id": model_id, "deleted": deleted}, args.json, [f"deleted {deleted} vectors of {model_id}"])
+        elif name in ("cutover", "rollback"):
+            from ..bindings.ai import local_embedder, local_model
+            from .cutover import cutover, rollback_model
+
+            target = args.to if name == "cutover" else await rollback_model(db)
+            embedder = await asyncio.to_thread(local_embedder, 64, local_model(target).name)
+            options = {"batch": args.batch} if getattr(args, "batch", None) else {}
+            done = await cutover(db, embedder, rollback=name == "rollback", **options)
+            result = done.as_dict()
+            _print(result, args.json, [_cutover_line(done)])
         else:
             from ..bindings.ai import local_embedder, local_model
 
@@ -70,17 +103,31 @@ async def _run(name: str, args) -> int:
             loop.add_signal_handler(signal.SIGINT, stop.set)
             loop.add_signal_handler(signal.SIGTERM, stop.set)
             options = {k: v for k, v in (("batch", args.batch), ("duty", args.duty)) if v is not None}
-            progress = await backfills.backfill(db, embedder, entity_ids=args.entity, should_stop=stop.is_set,
+            progress = await backfills.backfill(db, embedder, entity_ids=getattr(args, "entity", None),
+                                                should_stop=stop.is_set,
                                                 **options)
             result = {"model_id": progress.model_id, "embedded": progress.embedded, "passes": progress.passes,
                       "seconds": round(progress.seconds, 2), "chunks_per_second": round(progress.chunks_per_second, 1),
                       "stopped": progress.stopped}
             verb = "stopped after" if progress.stopped else "done:"
-            _print(result, args.json, [f"{progress.model_id}: {verb} {progress.embedded} chunks embedded "
-                                       f"({result['chunks_per_second']} chunks/s while working)"])
-        return 130 if name == "backfill" and result.get("stopped") else 0
+            lines = [f"{progress.model_id}: {verb} {progress.embedded} chunks embedded "
+                     f"({result['chunks_per_second']} chunks/s while working)"]
+            if name == "migrate" and not progress.stopped:
+                from .cutover import cutover
+
+                done = await cutover(db, embedder, **({"batch": args.batch} if args.batch else {}))
+                result = {"backfill": result, "cutover": done.as_dict()}
+                lines.append(_cutover_line(done))
+            _print(result, args.json, lines)
+        return 130 if name in ("backfill", "migrate") and result.get("stopped") else 0
     finally:
         await db.close()
+
+
+def _cutover_line(done) -> str:
+    verb = "rolled back to" if done.rollback else "now serving"
+    return (f"{verb} {done.to_model} (was {done.from_model}): {done.chunks} chunks, "
+            f"{done.embedded_before + done.embedded_during} embedded to catch up; writes held {done.locked_seconds:.2f} s")
 
 
 def _model_id(name: str, local_model) -> str:

@@ -30,7 +30,7 @@ from ..bindings.queue import Consumer, SQSQueue
 from ..config import Config
 from ..env import Env, ExecutionContext, open_env, sqs_client
 from ..errors import ConfigError
-from . import openapi, stopping
+from . import openapi, serving_model, stopping
 from .http import JSONErrorServer, error_middleware, json_response
 
 log = logging.getLogger(__name__)
@@ -68,7 +68,7 @@ def _check_handlers(config: Config, name: str, module: ModuleType) -> None:
                           file=str(config.path), key=f"workers.{name}.queues.consumers")
 
 
-def build_app(module: ModuleType, env: Env, services, ctx: ExecutionContext, *,
+def build_app(module: ModuleType, env: Env, services: serving_model.Services, ctx: ExecutionContext, *,
               consumers: list[Consumer]) -> web.Application:
     # a worker that takes uploads reads bodies up to its MAX_UPLOAD_BYTES (and a request's envelope)
     checked = env.config.checked_vars.get(env.worker_name)
@@ -93,7 +93,7 @@ def build_app(module: ModuleType, env: Env, services, ctx: ExecutionContext, *,
         })
 
     async def dispatch(request: web.Request) -> web.StreamResponse:
-        return await module.fetch(request, services, ctx)
+        return await module.fetch(request, services.current, ctx)
 
     app.router.add_get("/health", health)
     if routes := getattr(module, "routes", None):
@@ -111,6 +111,7 @@ async def serve(config: Config, name: str, *, stop: asyncio.Event | None = None,
     module = load_module(config, name)
     _check_handlers(config, name, module)
     stop_seconds = stopping.stop_seconds()  # a bad value fails at start-up, not at the stop
+    poll_every = serving_model.poll_seconds()
     hard_exit = stop is None if hard_exit is None else hard_exit
     worker = config.worker(name)
     host = host or os.environ.get("EDGEINDEX_HOST", "127.0.0.1")
@@ -124,7 +125,7 @@ async def serve(config: Config, name: str, *, stop: asyncio.Event | None = None,
     async with open_env(config, name, secrets=secrets) as env:
         ctx = ExecutionContext()
         startup_progress.report("building the worker's services")
-        services = await module.startup(env)
+        services = serving_model.Services(await module.startup(env))
         # What start-up built (modules, the model, tokenizers: ~500k objects in a search worker) lives
         # as long as the process. Left to the collector, each full collection walks all of it: 0.2-1 s
         # with the loop stopped, every request waiting, at a rate set by the request traffic. Frozen,
@@ -151,11 +152,15 @@ async def serve(config: Config, name: str, *, stop: asyncio.Event | None = None,
         print(f"edgeindex: worker {name} ready on http://{host}:{worker.port}", flush=True)
 
         async def handle(batch):
-            await module.queue(batch, services, ctx)
+            await module.queue(batch, services.current, ctx)
 
         # max_concurrency loops per consumer: the next batch starts while another one is still running
         tasks = [asyncio.create_task(c.run(handle, stop), name=f"consumer:{c.queue.name}:{i}")
                  for c in consumers for i in range(c.settings.max_concurrency)]
+        if worker.ai and worker.hyperdrive:  # a cutover changes the model; the worker follows it
+            db = env.bindings[worker.hyperdrive[0].binding]
+            follower = serving_model.ServingModelFollower(env, module, services, db, every=poll_every)
+            tasks.append(asyncio.create_task(follower.run(stop), name="serving-model"))
         try:
             await stop.wait()
         finally:

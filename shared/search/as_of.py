@@ -37,8 +37,9 @@ class AsOfSearch:
     def blend(self, request: SearchRequest) -> tuple[bool, float]:
         return blend(request)
 
-    async def search(self, request: SearchRequest, entity_ids: list[str], embedding: np.ndarray | None) -> list[dict]:
-        return await search(self.db, request, entity_ids, embedding)
+    async def search(self, request: SearchRequest, entity_ids: list[str], embedding: np.ndarray | None,
+                     model_id: str) -> list[dict]:
+        return await search(self.db, request, entity_ids, embedding, model_id)
 
 
 def check(request: SearchRequest) -> None:
@@ -67,13 +68,14 @@ def terms(query: str) -> str:
 
 
 async def search(db: Database, request: SearchRequest, entity_ids: list[str],
-                 embedding: np.ndarray | None) -> list[dict]:
+                 embedding: np.ndarray | None, model_id: str) -> list[dict]:
+    """``model_id``: the model ``embedding`` is of; a chunk's vector counts only when it is of the same."""
     use_vector, alpha = blend(request)
     filters = request.filters.normalized()
     params: dict[str, Any] = {
         "entity_ids": entity_ids, "as_of": request.as_of, "terms": terms(request.query),
         "use_vector": use_vector, "alpha": alpha, "vector_threshold": request.vector_threshold,
-        "embedding": embedding if use_vector else None, "k": request.k,
+        "embedding": embedding if use_vector else None, "model_id": model_id, "k": request.k,
         "collections": request.collections if isinstance(request.collections, list) else None,
         **{name: filters[name] for name in ("document_ids", "exclude_document_ids", "exclude_chunk_ids", "sources",
                                             "tags", "created_after", "created_before", "updated_after",

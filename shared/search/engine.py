@@ -166,11 +166,12 @@ class LexicalResult:
 
 
 def build_params(request: SearchRequest, entity_ids: list[str], embedding: np.ndarray | None, *,
-                 limit: int, include_text: bool | None = None,
+                 limit: int, include_text: bool | None = None, model_id: str | None = None,
                  lexical: LexicalResult | None = None) -> dict[str, Any]:
     """Parameters of both statements; ``limit`` rows come back (more than k when a reranker follows).
 
-    ``lexical`` needs no embedding (pass None); ``hybrid`` needs the lexical statement's result.
+    ``lexical`` needs no embedding (pass None); ``hybrid`` needs the lexical statement's result and
+    ``model_id``, the model ``embedding`` is of: a chunk's vector counts only when it is of the same.
     """
     filters = request.filters.normalized()
     websearch = request.text_mode == "websearch"
@@ -185,6 +186,7 @@ def build_params(request: SearchRequest, entity_ids: list[str], embedding: np.nd
         "collections": collections,
         "document_filters": collections is not None or any(filters[name] is not None for name in DOCUMENT_FILTERS),
         "embedding": embedding,
+        "model_id": model_id,
         "query": language.lexical_text(request.query),  # cut as the documents were (shared/language.py)
         "websearch": websearch,
         "use_vector": request.alpha > 0,
@@ -310,7 +312,8 @@ async def lexical(db: Database, request: SearchRequest, entity_ids: list[str], *
 
 
 async def retrieve(db: Database, request: SearchRequest, entity_ids: list[str], embedding: np.ndarray, *,
-                   tuned: TunedConnections, lexical_result: LexicalResult | None = None, limit: int | None = None,
+                   model_id: str, tuned: TunedConnections, lexical_result: LexicalResult | None = None,
+                   limit: int | None = None,
                    include_text: bool | None = None) -> list[dict]:
     """Rows of the fused search, best first. ``lexical_result`` comes from :func:`lexical` with the
     same request, entities and limit (run here, first, when not given)."""
@@ -318,19 +321,20 @@ async def retrieve(db: Database, request: SearchRequest, entity_ids: list[str], 
     if lexical_result is None:
         lexical_result = await lexical(db, request, entity_ids, tuned=tuned, limit=limit)
     params = build_params(request, entity_ids, embedding, limit=limit, include_text=include_text,
-                          lexical=lexical_result)
+                          model_id=model_id, lexical=lexical_result)
     async with _connection(db, tuned) as conn:
         return await execute(conn, statement("hybrid", params), params)
 
 
 async def search(db: Database, request: SearchRequest, entity_ids: list[str], embedding: np.ndarray, *,
-                 tuned: TunedConnections, limit: int | None = None,
+                 model_id: str, tuned: TunedConnections, limit: int | None = None,
                  include_text: bool | None = None, plan_once: bool = True) -> tuple[LexicalResult, list[dict]]:
     """Both halves in one statement: the rows :func:`retrieve` returns for this request, and what
     the lexical half found about the scope (its corrections and evidence; no chunk arrays).
     ``plan_once=False`` plans it at this call, as a custom plan (what the reused plan must equal)."""
     limit = limit or request.k
-    params = build_params(request, entity_ids, embedding, limit=limit, include_text=include_text)
+    params = build_params(request, entity_ids, embedding, limit=limit, include_text=include_text,
+                          model_id=model_id)
     # planned once per entity set and request shape (plan_reuse.py): 1.4x the searches per second at 8 agents
     async with _connection(db, tuned, generic=plan_once) as conn:
         if plan_once:

@@ -44,7 +44,7 @@ from .statements import Statement
 # a statement per request). What picks scans, joins and row counts is written in: the entities, every
 # filter, the switches, the candidate counts and k (a LIMIT parameter is estimated at 10% of rows),
 # and the fusion (a blend leaves RRF's rank windows out of a custom plan: two sorts fewer).
-KEPT = frozenset({"embedding", "query", "alpha", "rrf_k", "vector_threshold", "text_threshold",
+KEPT = frozenset({"embedding", "model_id", "query", "alpha", "rrf_k", "vector_threshold", "text_threshold",
                   "trigram_threshold", "bm25_k1", "bm25_b", "tsv_weights", "include_text", "include_summary"})
 # Prepared statements a search connection keeps (psycopg's LRU: the oldest is DEALLOCATEd). One
 # reused search statement holds ~1.35 MB of the backend's memory (plan 0.54, query trees 0.8: 12k

@@ -121,7 +121,9 @@ class SearchService:
         self.router = router
         self.enhancer = enhancer or QueryEnhancer(db=db, kv=kv, embedder=embedder)  # offline (PRF) only
         self.vocabulary: frozenset[str] | None = None  # the model's whole words (semantic_guard)
-        self.query_vectors = ""   # the graph queries are embedded with, part of every cache key (prepare)
+        # the model and graph queries are embedded with, part of every cache key (prepare): an answer
+        # made before a model cutover is never served after it
+        self.query_vectors = ""
         self._stores = itertools.count(1)
         self._tuned = engine.tuned_connections(self.settings.hnsw_ef_search)
         self.local_exact = LocalExactCache()
@@ -138,7 +140,7 @@ class SearchService:
     def prepare(self) -> None:
         """Single queries through ONNX Runtime (bindings/onnx_query.py): ~3 ms instead of ~8."""
         prepare_query_embedding(self.embedder)
-        self.query_vectors = str(getattr(self.embedder, "query_vectors", ""))
+        self.query_vectors = f"{self.embedder.model_id}:{getattr(self.embedder, 'query_vectors', '')}"
         self.vocabulary = model_vocabulary(self.embedder)
         if self.router is not None:
             self.router.vocabulary = self.vocabulary
@@ -174,7 +176,8 @@ class SearchService:
         filters = request.filters.model_copy(update={"exclude_chunk_ids": given + exclude_chunk_ids})
         request = request.model_copy(update={"filters": filters, "k": limit})
         vector = ctx.embedding if ctx.vector is None else ctx.vector
-        _, rows = await engine.search(self.db, request, ctx.entity_ids, vector, tuned=self._tuned, limit=limit)
+        _, rows = await engine.search(self.db, request, ctx.entity_ids, vector, model_id=self.embedder.model_id,
+                                      tuned=self._tuned, limit=limit)
         return [engine.shape(r, request) for r in rows]
 
     async def search_json(self, principal: Principal, raw: bytes, *, background: Any) -> dict | bytes:
@@ -239,7 +242,7 @@ class SearchService:
         if self.history.uses_vectors(ctx.request):
             await self.embed(ctx)
         mark = time.perf_counter()
-        results = await self.history.search(ctx.request, ctx.entity_ids, ctx.embedding)
+        results = await self.history.search(ctx.request, ctx.entity_ids, ctx.embedding, self.embedder.model_id)
         ctx.timings["as_of_ms"] = _since(mark)
         payload = {"results": results[::-1] if ctx.request.order == "reverse" else results,
                    "entity_ids": ctx.entity_ids, "corrections": {}, "as_of": ctx.request.as_of.isoformat(),
@@ -482,14 +485,16 @@ class SearchService:
     async def retrieve_once(self, ctx: SearchContext) -> None:
         mark = time.perf_counter()
         ctx.lexical, ctx.rows = await engine.search(self.db, ctx.request, ctx.entity_ids, ctx.embedding,
-                                                    tuned=self._tuned, limit=ctx.limit,
+                                                    model_id=self.embedder.model_id, tuned=self._tuned,
+                                                    limit=ctx.limit,
                                                     include_text=True if ctx.request.rerank else None)
         ctx.timings["search_ms"] = _since(mark)
 
     async def retrieve(self, ctx: SearchContext) -> None:
         mark = time.perf_counter()
         vector = ctx.embedding if ctx.vector is None else ctx.vector
-        ctx.rows = await engine.retrieve(self.db, ctx.request, ctx.entity_ids, vector, tuned=self._tuned,
+        ctx.rows = await engine.retrieve(self.db, ctx.request, ctx.entity_ids, vector,
+                                         model_id=self.embedder.model_id, tuned=self._tuned,
                                          lexical_result=ctx.lexical, limit=ctx.limit,
                                          include_text=True if ctx.request.rerank else None)
         ctx.timings["hybrid_ms"] = _since(mark)

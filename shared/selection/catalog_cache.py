@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from .. import sqlfiles
+from ..errors import Conflict
 
 SQL = sqlfiles.load("tools.sql")
 MAX_ENTRIES = 128
@@ -24,6 +25,15 @@ MAX_ENTRIES = 128
 def as_vector(value: Any) -> np.ndarray:
     to_numpy = getattr(value, "to_numpy", None)
     return np.asarray(to_numpy() if to_numpy else value, dtype=np.float32)
+
+
+def check_model(rows: Sequence[dict], model_id: str, kind: str) -> None:
+    """A catalogue's vectors are comparable with a request's only when one model made both: after a
+    model cutover (``edgeindex models cutover``) an entity's catalogue is registered again."""
+    others = sorted({r["model_id"] for r in rows if r.get("model_id", model_id) != model_id})
+    if others:
+        raise Conflict(f"the {kind} were registered with {', '.join(others)}; the serving model is now "
+                       f"{model_id}: register them again", field="model")
 
 
 class CatalogCache:

@@ -32,7 +32,7 @@ from psycopg.types.json import Jsonb
 
 from .. import sqlfiles, validation
 from ..cache import Invalidation
-from ..errors import NotFound, ValidationError
+from ..errors import Conflict, NotFound, ValidationError
 from ..ingest.summary import extractive_summary
 from . import field_vectors as fv
 from .catalog_cache import bump
@@ -245,7 +245,10 @@ async def choose(db, embedder, entity_ids: list[str], query: str, vector) -> dic
     """
     from .indices import MAX_K, SelectRequest, select  # noqa: PLC0415 (indices imports this module's SQL only)
 
-    ranked = await select(db, embedder, entity_ids, SelectRequest(query, entity_ids, MAX_K), vector=vector)
+    try:
+        ranked = await select(db, embedder, entity_ids, SelectRequest(query, entity_ids, MAX_K), vector=vector)
+    except Conflict:  # descriptors of another model than the serving one (a cutover): not comparable
+        return {"mode": "auto", "searched": None, "confident": False, "shortlist": []}
     items = ranked["indices"]
     shortlist = [i["name"] for i in items if i["kind"] == "collection"][:AUTO_SHORTLIST]
     confident = bool(items) and ranked["confident"] and items[0]["kind"] == "collection"

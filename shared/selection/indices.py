@@ -20,7 +20,7 @@ from psycopg.types.json import Jsonb
 from .. import sqlfiles, validation
 from ..errors import Conflict, NotFound, ValidationError
 from . import field_vectors as fv
-from .catalog_cache import CatalogCache, as_vector, bump
+from .catalog_cache import CatalogCache, as_vector, bump, check_model
 from .definitions import parse_named
 from .overlap import overlapped
 from .scoring import Catalogue, z_cut, zscore
@@ -431,6 +431,7 @@ async def select(db, embedder, entity_ids: list[str], request: SelectRequest, *,
         if cat.catalogue.size and vector is None:
             vector = await embedding.result()
     n = cat.catalogue.size
+    check_model(cat.rows, embedder.model_id, "indices")
     if n == 0:
         return {"query": request.query, "indices": [], "count": 0, "confident": False, "registry_size": 0,
                 "took_ms": round((time.perf_counter() - started) * 1000, 2)}

@@ -26,7 +26,7 @@ from .. import sqlfiles
 from ..errors import NotFound, ValidationError
 from . import definitions
 from .aliases import assign as assign_aliases
-from .catalog_cache import CatalogCache, as_vector, bump
+from .catalog_cache import CatalogCache, as_vector, bump, check_model
 from .clauses import SENTENCE_BREAK, clause_spans
 from .definitions import MAX_TOOLS_PER_ENTITY, ToolDef, count_tokens, parse_catalogue
 from .overlap import overlapped
@@ -430,6 +430,7 @@ async def select(db, embedder, entity_ids: list[str], request: SelectRequest) ->
         timings["catalogue_ms"] = round((time.perf_counter() - started) * 1000, 2)
         vectors, clause_vectors = await embedding.result() if cat.catalogue.size else (None, [])
     n = cat.catalogue.size
+    check_model(cat.rows, embedder.model_id, "tools")
     base = {"query": request.query, "entity_ids": entity_ids, "registry_size": n, "model_id": embedder.model_id,
             "catalogue": {"state": how, **({"refreshed_tools": cat.refreshed_tools} if how == "refreshed" else {})}}
     if n == 0:

@@ -135,6 +135,7 @@ WITH versions AS (
     SELECT s.entity_id, s.document_id, s.version, (u.position - 1)::int AS position, u.id AS chunk_id,
            s.starts[u.position] AS start_char, s.ends[u.position] AS end_char, s.title, s.source, s.tags, s.summary,
            coalesce(c.content, a.content) AS content, coalesce(c.embedding, a.embedding) AS embedding,
+           coalesce(c.model_id, a.model_id) AS model_id,
            coalesce(c.tsv, a.tsv) AS tsv, q.query
     FROM versions s
     CROSS JOIN LATERAL unnest(s.chunk_ids) WITH ORDINALITY AS u (id, position)
@@ -145,7 +146,9 @@ WITH versions AS (
     WHERE (%(exclude_chunk_ids)s::uuid[] IS NULL OR u.id <> ALL(%(exclude_chunk_ids)s::uuid[]))
 ), scored AS (
     SELECT t.*, ts_rank_cd(t.tsv, t.query, 32) AS text,
-           CASE WHEN %(use_vector)s THEN 1 - (t.embedding <=> %(embedding)s::vector) ELSE 0 END AS vector
+           -- a chunk archived before a model cutover has the old model's vector: not comparable
+           CASE WHEN %(use_vector)s AND t.model_id = %(model_id)s THEN 1 - (t.embedding <=> %(embedding)s::vector)
+                ELSE 0 END AS vector
     FROM chunks_then t
     WHERE %(use_vector)s OR t.tsv @@ t.query
 )

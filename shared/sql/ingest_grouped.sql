@@ -45,3 +45,8 @@ SET version = EXCLUDED.version, position = EXCLUDED.position, start_char = EXCLU
     token_count = EXCLUDED.token_count, model_id = EXCLUDED.model_id, embedding = EXCLUDED.embedding,
     language = EXCLUDED.language, text_config = EXCLUDED.text_config, segmented = EXCLUDED.segmented,
     enrichment = EXCLUDED.enrichment;
+
+-- name: serving_model_share
+-- Held to the commit: a model cutover (models.sql, lock_serving_model) waits for it, or it for the
+-- cutover, which it then sees; chunk vectors are only ever written of the serving model.
+SELECT model_id FROM embedding_model FOR SHARE;

@@ -64,3 +64,56 @@ DELETE FROM chunk_vectors WHERE model_id = %(model_id)s;
 
 -- name: drop_backfill
 DELETE FROM model_backfills WHERE model_id = %(model_id)s;
+
+-- name: lock_serving_model
+-- A cutover holds the row to its commit: another cutover waits, and so does an ingest write
+-- (ingest_grouped.sql reads it FOR SHARE), which then sees the new model.
+SELECT model_id, dimension FROM embedding_model FOR UPDATE;
+
+-- name: lock_chunks
+-- Writes to chunks wait for the cutover's commit; searches read on (the old vectors, then the new).
+LOCK TABLE chunks IN SHARE ROW EXCLUSIVE MODE;
+
+-- name: keep_serving_vectors
+-- The vectors a cutover replaces, kept under their model for a rollback.
+INSERT INTO chunk_vectors (model_id, entity_id, chunk_id, content_hash, dimension, embedding)
+SELECT c.model_id, c.entity_id, c.id, c.content_hash, %(dimension)s, c.embedding
+FROM chunks c
+WHERE c.model_id = %(serving)s
+ON CONFLICT (model_id, entity_id, chunk_id) DO UPDATE
+   SET content_hash = EXCLUDED.content_hash, embedding = EXCLUDED.embedding, created_at = now();
+
+-- name: serve_vectors
+-- Each chunk's vector becomes the target model's (a vector of its current text: pending_chunks
+-- left none without one).
+UPDATE chunks c
+   SET embedding = v.embedding, model_id = v.model_id
+  FROM chunk_vectors v
+ WHERE v.model_id = %(target)s AND v.entity_id = c.entity_id AND v.chunk_id = c.id
+   AND v.content_hash = c.content_hash;
+
+-- name: chunk_count
+SELECT count(*) AS n FROM chunks;
+
+-- name: set_serving_model
+UPDATE embedding_model SET model_id = %(target)s, dimension = %(dimension)s;
+
+-- name: kept_backfill
+-- The replaced model's vectors are a complete backfill of every entity now (rollback, status, drop).
+INSERT INTO model_backfills (model_id, dimension, entity_ids, state, finished_at)
+VALUES (%(model_id)s, %(dimension)s, NULL, 'done', now())
+ON CONFLICT (model_id) DO UPDATE
+   SET entity_ids = NULL, state = 'done', updated_at = now(), finished_at = now();
+
+-- name: record_cutover
+INSERT INTO model_cutovers (from_model, to_model, dimension, chunks, embedded, rollback)
+VALUES (%(from_model)s, %(to_model)s, %(dimension)s, %(chunks)s, %(embedded)s, %(rollback)s)
+RETURNING id, at;
+
+-- name: last_cutover
+SELECT id, from_model, to_model, dimension, chunks, embedded, rollback, at
+FROM model_cutovers ORDER BY id DESC LIMIT 1;
+
+-- name: cutovers
+SELECT id, from_model, to_model, dimension, chunks, embedded, rollback, at
+FROM model_cutovers ORDER BY id;

@@ -368,9 +368,11 @@ vec AS MATERIALIZED (
           SELECT entity_id, id, text, trigram FROM fts) candidates
     GROUP BY entity_id, id
 ), scored AS (
-    -- raw component scores, each already in 0..1
+    -- raw component scores, each already in 0..1; a vector of another model than the query's (a
+    -- worker that has not yet followed a model cutover) is not comparable and scores nothing
     SELECT c.entity_id, c.id, c.document_id, c.position, c.start_char, c.end_char,
-           greatest(1 - (c.embedding <=> %(embedding)s::vector), 0) AS vector, p.text, p.trigram
+           CASE WHEN c.model_id = %(model_id)s THEN greatest(1 - (c.embedding <=> %(embedding)s::vector), 0)
+                ELSE 0 END AS vector, p.text, p.trigram
     FROM pool p
     JOIN chunks c ON c.entity_id = p.entity_id AND c.id = p.id AND c.entity_id = ANY(%(entity_ids)s::text[])
 ), gated AS (

@@ -146,5 +146,5 @@ DELETE FROM index_descriptors WHERE entity_id = %(entity_id)s AND name = ANY(%(n
 RETURNING name;
 
 -- name: index_catalog
-SELECT name, kind, description, fields, profile, embedding, field_vectors
+SELECT name, kind, description, fields, profile, model_id, embedding, field_vectors
 FROM index_descriptors WHERE entity_id = %(entity_id)s ORDER BY name;

@@ -13,6 +13,7 @@ import uuid
 
 import numpy as np
 import pytest
+from edgeindex.bindings.ai import LOCAL_MODEL_ID
 from edgeindex.evaluation import explain, loader
 from edgeindex.search import defaults, engine
 from edgeindex.search.request import parse_request
@@ -116,7 +117,8 @@ async def test_the_scope_verdict_for_small_big_filtered_and_empty_scopes(db, big
         request = parse_request({"query": "thermometer fahrenheit scale", "k": 10, "filters": filters or {}},
                                 max_k=100, max_query_chars=2000)
         if statement == "one":
-            summary, _ = await engine.search(db, request, entities, _embedding(), tuned=tuned, limit=10)
+            summary, _ = await engine.search(db, request, entities, _embedding(), model_id=LOCAL_MODEL_ID, tuned=tuned,
+                                             limit=10)
         else:
             summary = await engine.lexical(db, request, entities, tuned=tuned, limit=10)
         return summary.nonempty, summary.exact

@@ -14,6 +14,7 @@ import uuid
 
 import numpy as np
 import pytest
+from edgeindex.bindings.ai import LOCAL_MODEL_ID
 from edgeindex.evaluation import loader
 from edgeindex.search import defaults, engine
 from edgeindex.search.request import parse_request
@@ -69,9 +70,11 @@ async def test_one_statement_returns_what_two_return(db, tenant, body):
     embedding = _embedding(len(body["query"]))
     tuned = engine.tuned_connections()
     lexical = await engine.lexical(db, request, [tenant], tuned=tuned, limit=request.k)
-    two = await engine.retrieve(db, request, [tenant], embedding, tuned=tuned, lexical_result=lexical,
+    two = await engine.retrieve(db, request, [tenant], embedding, model_id=LOCAL_MODEL_ID, tuned=tuned,
+                                lexical_result=lexical,
                                 limit=request.k)
-    summary, one = await engine.search(db, request, [tenant], embedding, tuned=tuned, limit=request.k)
+    summary, one = await engine.search(db, request, [tenant], embedding, model_id=LOCAL_MODEL_ID, tuned=tuned,
+                                       limit=request.k)
     assert one == two
     assert (summary.nonempty, summary.exact) == (lexical.nonempty, lexical.exact)
     assert summary.corrections == lexical.corrections and summary.evidence == lexical.evidence
@@ -84,7 +87,8 @@ async def test_the_comparison_sees_results_corrections_and_both_vector_paths(db,
 
     async def run(body):
         request = parse_request({"k": 10, **body}, max_k=100, max_query_chars=2000)
-        return await engine.search(db, request, [tenant], _embedding(1), tuned=tuned, limit=request.k)
+        return await engine.search(db, request, [tenant], _embedding(1), model_id=LOCAL_MODEL_ID, tuned=tuned,
+                                   limit=request.k)
 
     summary, rows = await run(REQUESTS[0])
     assert len(rows) == 10 and not summary.exact and summary.nonempty
@@ -101,7 +105,8 @@ async def test_a_statement_without_its_idle_parts_returns_what_the_whole_stateme
     """engine.statement leaves out what a request does not use (document filters, neighbours,
     expansion terms); the rows must be those of the whole statement, row for row."""
     request = parse_request({"k": 10, **body}, max_k=100, max_query_chars=2000)
-    params = engine.build_params(request, [tenant], _embedding(len(body["query"])), limit=request.k)
+    params = engine.build_params(request, [tenant], _embedding(len(body["query"])), limit=request.k,
+                                 model_id=LOCAL_MODEL_ID)
     tuned = engine.tuned_connections()
     async with db.connection() as conn:
         await engine.tune_connection(conn, tuned)
@@ -111,3 +116,26 @@ async def test_a_statement_without_its_idle_parts_returns_what_the_whole_stateme
         await conn.rollback()
     assert engine.statement("search", params) != engine.whole_statement("search", params) \
         or body.get("include", {}).get("neighbours")
+
+
+@pytest.mark.parametrize("statements", ["one", "two"])
+async def test_chunk_vectors_of_another_model_than_the_querys_score_nothing(db, tenant, statements):
+    # a search worker that has not yet followed a model cutover embeds with the old model: the chunks'
+    # vectors, now of the new one, must not be compared with its query vector
+    request = parse_request({"query": "thermometer fahrenheit scale", "alpha": 0.5, "k": 10}, max_k=100,
+                            max_query_chars=2000)
+    embedding = _embedding(3)
+    tuned = engine.tuned_connections()
+
+    async def rows(model_id: str) -> list[dict]:
+        if statements == "one":
+            return (await engine.search(db, request, [tenant], embedding, model_id=model_id, tuned=tuned,
+                                        limit=request.k))[1]
+        return await engine.retrieve(db, request, [tenant], embedding, model_id=model_id, tuned=tuned,
+                                     limit=request.k)
+
+    own, other = await rows(MODEL_ID), await rows("intfloat/multilingual-e5-small")
+    assert own and other
+    assert max(r["vector"] for r in own) > 0
+    assert [r["vector"] for r in other] == [0] * len(other)
+    assert min(r["text"] for r in other) > 0   # what is left is what full text found

@@ -16,6 +16,7 @@ import re
 import numpy as np
 import psycopg
 import pytest
+from edgeindex.bindings.ai import LOCAL_MODEL_ID
 from edgeindex.evaluation import loader
 from edgeindex.search import defaults, engine, plan_reuse
 from edgeindex.search.request import parse_request
@@ -82,7 +83,8 @@ def _embedding(seed: int) -> np.ndarray:
 
 def _params(body: dict, entity_ids: list[str]) -> dict:
     request = parse_request({"k": 10, **body}, max_k=100, max_query_chars=2000)
-    return engine.build_params(request, entity_ids, _embedding(len(body["query"])), limit=request.k)
+    return engine.build_params(request, entity_ids, _embedding(len(body["query"])), limit=request.k,
+                               model_id=LOCAL_MODEL_ID)
 
 
 _SHAPE = ("Node Type", "Parent Relationship", "Subplan Name", "Relation Name", "Index Name", "Join Type",
@@ -161,10 +163,11 @@ async def test_searches_with_the_reused_plan_return_what_custom_plans_return(db,
     for body in REQUESTS:
         request = parse_request({"k": 10, **body}, max_k=100, max_query_chars=2000)
         embedding = _embedding(len(body["query"]))
-        custom = await engine.search(db, request, tenants[scope], embedding, tuned=tuned, limit=request.k,
+        custom = await engine.search(db, request, tenants[scope], embedding, model_id=LOCAL_MODEL_ID, tuned=tuned,
+                                     limit=request.k,
                                      plan_once=False)
         for _ in range(2):  # planned, then planned no more
-            assert await engine.search(db, request, tenants[scope], embedding, tuned=tuned,
+            assert await engine.search(db, request, tenants[scope], embedding, model_id=LOCAL_MODEL_ID, tuned=tuned,
                                        limit=request.k) == custom, body
     assert custom[1] or scope == "small"
 
@@ -188,7 +191,8 @@ async def test_the_statement_runs_its_generic_plan_on_a_connection_of_the_generi
         return (row["generic_plans"], row["custom_plans"]) if row else (0, 0)
 
     checkouts = db.generic_pool.get_stats().get("requests_num", 0)
-    first = await engine.search(db, request, tenants["large"], embedding, tuned=tuned, limit=10)
+    first = await engine.search(db, request, tenants["large"], embedding, model_id=LOCAL_MODEL_ID, tuned=tuned,
+                                limit=10)
     assert len(first[1]) == 10
     assert db.generic_pool.get_stats().get("requests_num", 0) == checkouts + 1
     async with db.generic_connection() as conn:
@@ -202,7 +206,8 @@ async def test_the_statement_runs_its_generic_plan_on_a_connection_of_the_generi
         with pytest.raises(psycopg.Error):
             await plan_reuse.execute(conn, engine.planned_once("search", wrong), wrong)
         assert await plan_reuse.execute(conn, reused, params) == rows  # usable after a failed statement
-    assert await engine.search(db, request, tenants["large"], embedding, tuned=tuned, limit=10) == first
+    assert await engine.search(db, request, tenants["large"], embedding, model_id=LOCAL_MODEL_ID, tuned=tuned,
+                               limit=10) == first
     async with db.connection() as conn:
         assert await _plan_cache_mode(conn) == "force_custom_plan"
         assert await plans(conn) == (0, 0)  # the main pool never prepares the reused text

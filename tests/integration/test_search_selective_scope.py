@@ -14,6 +14,7 @@ import uuid
 
 import numpy as np
 import pytest
+from edgeindex.bindings.ai import LOCAL_MODEL_ID
 from edgeindex.evaluation import explain, loader
 from edgeindex.search import defaults, engine
 from edgeindex.search.request import parse_request
@@ -67,7 +68,8 @@ async def test_the_verdict_follows_the_share_and_the_selective_bound(db, many, m
     tuned = engine.tuned_connections()
 
     async def exact() -> tuple[bool, bool]:
-        one, _ = await engine.search(db, _request(), many, _embedding(1), tuned=tuned, limit=10)
+        one, _ = await engine.search(db, _request(), many, _embedding(1), model_id=LOCAL_MODEL_ID, tuned=tuned,
+                                     limit=10)
         two = await engine.lexical(db, _request(), many, tuned=tuned, limit=10)
         assert (one.nonempty, one.exact) == (two.nonempty, two.exact)
         return one.exact
@@ -90,10 +92,12 @@ async def test_a_selective_scope_gets_the_exact_top_without_walking_hnsw(db, man
         embedding = _embedding(seed)
         request = _request(alpha=1.0, strategy="vector")
         if statement == "one":
-            summary, rows = await engine.search(db, request, many, embedding, tuned=tuned, limit=10)
+            summary, rows = await engine.search(db, request, many, embedding, model_id=LOCAL_MODEL_ID, tuned=tuned,
+                                                limit=10)
         else:
             summary = await engine.lexical(db, request, many, tuned=tuned, limit=10)
-            rows = await engine.retrieve(db, request, many, embedding, tuned=tuned, lexical_result=summary,
+            rows = await engine.retrieve(db, request, many, embedding, model_id=LOCAL_MODEL_ID, tuned=tuned,
+                                         lexical_result=summary,
                                          limit=10)
         assert summary.exact
         assert [str(r["chunk_id"]) for r in rows] == await _exact_top(db, many, embedding, 10)
@@ -120,7 +124,8 @@ async def test_a_scope_of_few_chunks_matches_their_text_without_the_gin_index(db
     kinds = await explain.index_kinds(db)
 
     async def answer() -> tuple[list, set[str]]:
-        _, rows = await engine.search(db, request, entity, _embedding(2), tuned=tuned, limit=10)
+        _, rows = await engine.search(db, request, entity, _embedding(2), model_id=LOCAL_MODEL_ID, tuned=tuned,
+                                      limit=10)
         plan = await explain.explain_one(db, request, entity, _embedding(2))
         return [(str(r["chunk_id"]), round(r["score"], 9)) for r in rows], explain.used_kinds(plan, kinds)
 

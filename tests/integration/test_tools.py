@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from ..helpers import new_tenant
@@ -425,3 +427,18 @@ def test_the_search_worker_selects_tools_on_the_int8_graph(stack, shop):
     assert health["bindings"]["AI"]["select_query_graph"] == "int8"
     assert [t["name"] for t in select(shop, "what's the weather like in Oslo today?", k=1)["tools"]] == ["get_weather"]
 
+
+
+async def test_a_catalogue_registered_with_another_model_is_refused_until_registered_again(stack, upload_admin, db):
+    # as after `edgeindex models cutover`: the stored tool vectors are of another model than the serving one
+    tenant = new_tenant(stack, upload_admin, prefix="toolmodel")
+    register(tenant, CATALOGUE[:3])
+    await db.execute("UPDATE tools SET model_id = 'intfloat/multilingual-e5-small', content_hash = 'of-e5' "
+                     "WHERE entity_id = %s", (tenant.entity_id,))
+    await db.execute("UPDATE catalog_versions SET version = version + 1 WHERE entity_id = %s AND kind = 'tools'",
+                     (tenant.entity_id,))
+    status, body = tenant.search.post("/tools/select", {"query": "weather in Oslo", "entity_ids": [tenant.entity_id]})
+    assert status == 409, body
+    assert body["field"] == "model" and "register them again" in json.dumps(body)
+    register(tenant, CATALOGUE[:3])
+    assert select(tenant, "weather in Oslo")["tools"][0]["name"] == "get_weather"

@@ -31,6 +31,8 @@ def service(kv: DiskKV, embedder) -> SearchService:
 class Embedder:
     """Finishes only once the lexical statement is running (or fails, if asked to)."""
 
+    model_id = "sentence-transformers/all-MiniLM-L6-v2"
+
     def __init__(self, lexical_started: asyncio.Event, error: Exception | None = None) -> None:
         self.lexical_started = lexical_started
         self.error = error
@@ -59,7 +61,7 @@ def _patch_engine(monkeypatch, started: asyncio.Event, *, lexical_error: Excepti
             raise lexical_error
         return engine.LexicalResult(nonempty=True, exact=True, corrections={"autovacum": ["autovacuum"]})
 
-    async def retrieve(db, request, entity_ids, embedding, *, tuned, lexical_result=None, limit=None,
+    async def retrieve(db, request, entity_ids, embedding, *, model_id, tuned, lexical_result=None, limit=None,
                        include_text=None):
         calls["lexical_result"] = lexical_result
         calls["embedding"] = embedding

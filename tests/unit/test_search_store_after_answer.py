@@ -29,6 +29,8 @@ ROW = {"chunk_id": "c1", "document_id": "d1", "entity_id": "e1", "position": 0, 
 
 
 class Embedder:
+    model_id = "sentence-transformers/all-MiniLM-L6-v2"
+
     async def embed_query(self, text: str) -> np.ndarray:
         return np.ones(384, np.float32) / np.sqrt(384)
 
@@ -57,7 +59,7 @@ async def test_the_answer_goes_before_its_store_and_a_repeat_waits_for_the_store
 
     searches = []
 
-    async def search(db, request, entity_ids, embedding, *, tuned, limit=None, include_text=None):
+    async def search(db, request, entity_ids, embedding, *, model_id, tuned, limit=None, include_text=None):
         searches.append(request.query)
         return engine.LexicalResult(nonempty=True, exact=True), [dict(ROW)]
 
@@ -95,11 +97,17 @@ class EightBitEmbedder(Embedder):
     query_vectors = "packed-8bit"   # as LocalEmbedder.query_vectors names an 8-bit query graph
 
 
-async def test_an_answer_made_with_other_query_weights_is_not_served(monkeypatch, kv):
-    # two processes on one KV, one embedding queries on fp32 weights and one on 8-bit (bindings/query_weights.py)
+class OtherModelEmbedder(Embedder):
+    model_id = "intfloat/multilingual-e5-small"   # a process that followed a model cutover
+
+
+@pytest.mark.parametrize("other", [EightBitEmbedder, OtherModelEmbedder])
+async def test_an_answer_made_with_other_query_weights_or_another_model_is_not_served(monkeypatch, kv, other):
+    # two processes on one KV, one embedding queries on fp32 weights of one model and one on 8-bit
+    # weights (bindings/query_weights.py) or on another model
     searches = []
 
-    async def search(db, request, entity_ids, embedding, *, tuned, limit=None, include_text=None):
+    async def search(db, request, entity_ids, embedding, *, model_id, tuned, limit=None, include_text=None):
         searches.append(request.query)
         return engine.LexicalResult(nonempty=True, exact=True), [dict(ROW)]
 
@@ -108,7 +116,7 @@ async def test_an_answer_made_with_other_query_weights_is_not_served(monkeypatch
 
     monkeypatch.setattr(engine, "search", search)
     services = {}
-    for name, embedder in (("fp32", Embedder()), ("8bit", EightBitEmbedder())):
+    for name, embedder in (("fp32", Embedder()), ("8bit", other())):
         services[name] = SearchService(db=object(), kv=kv, embedder=embedder, semantic_cache=NoSemanticHits(),
                                        settings=SETTINGS)
         services[name].prepare()

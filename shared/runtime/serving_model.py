@@ -1,0 +1,99 @@
+"""A running worker follows the database's serving model (``edgeindex models cutover`` changes it).
+
+Every ``EDGEINDEX_MODEL_POLL_SECONDS`` (default 2) a worker with an embedding model reads which model
+the database serves. When it changed, the worker loads that model beside the one it has, binds it
+(and a semantic cache keyed by it), builds its services again with ``startup(env)`` and swaps them in:
+requests in flight finish on the old services, the next ones run on the new. Nothing restarts and no
+request waits. Until the swap, a search embeds with the old model, and the vectors of the new one
+score nothing for it (search.sql): its answers are full text alone for those seconds, never a mix.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from typing import Any
+
+from ..bindings.ai import AI, serving_settings
+from ..bindings.vectorize import PgVectorIndex
+from ..errors import ConfigError
+
+log = logging.getLogger(__name__)
+VARIABLE = "EDGEINDEX_MODEL_POLL_SECONDS"
+DEFAULT_POLL_SECONDS = 2.0
+
+
+def poll_seconds(environ: dict[str, str] | None = None) -> float:
+    raw = (os.environ if environ is None else environ).get(VARIABLE, "").strip()
+    if not raw:
+        return DEFAULT_POLL_SECONDS
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0.05 <= value <= 3600:
+        raise ConfigError(f"expected seconds between 0.05 and 3600, got {raw!r}", key=VARIABLE)
+    return value
+
+
+class Services:
+    """The worker's current services: what each request and batch is handed."""
+
+    def __init__(self, current: Any) -> None:
+        self.current = current
+
+
+class ServingModelFollower:
+    """Swaps a worker's services for ones built on the database's serving model when it changes."""
+
+    def __init__(self, env, module, services: Services, db, *, every: float) -> None:
+        self.env, self.module, self.services, self.db, self.every = env, module, services, db, every
+        self.switches = 0
+
+    @property
+    def ai(self) -> AI:
+        return self.env.bindings[self.env.worker.ai.binding]
+
+    @property
+    def model_id(self) -> str:
+        return self.ai.embedder.model_id
+
+    async def run(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            try:
+                await asyncio.wait_for(stop.wait(), timeout=self.every)
+                return
+            except TimeoutError:
+                pass
+            try:
+                await self.check()
+            except Exception:  # a failed check or load is logged and tried again at the next poll
+                log.exception("worker %s: following the serving model failed", self.env.worker_name)
+
+    async def check(self) -> bool:
+        """Switch if the database serves another model; whether it switched."""
+        stored = await self.db.stored_model()
+        if stored is None or stored[0] == self.model_id:
+            return False
+        settings = serving_settings(self.ai.settings, stored)
+        if settings is self.ai.settings:
+            log.error("worker %s: the database serves %s, which this worker cannot load; its searches are "
+                      "full text only until it is restarted with that model", self.env.worker_name, stored[0])
+            return False
+        await self.switch(settings, stored)
+        return True
+
+    async def switch(self, settings, stored: tuple[str, int]) -> None:
+        env, worker = self.env, self.env.worker
+        old_services, old_model = self.services.current, self.model_id
+        log.info("worker %s: the serving model is now %s; loading it", env.worker_name, stored[0])
+        ai = await asyncio.to_thread(AI, settings)
+        env.bind(worker.ai.binding, ai)
+        for index in worker.vectorize:
+            env.bind(index.binding, PgVectorIndex(self.db, index.index_name, model_id=stored[0], dimension=stored[1]))
+        self.services.current = await self.module.startup(env)
+        for task in list(getattr(old_services, "background", ()) or ()):
+            task.cancel()  # the old services' own loops (an ingest worker's refreshers) end with them
+        self.switches += 1
+        log.info("worker %s: switched from %s to %s", env.worker_name, old_model, stored[0])

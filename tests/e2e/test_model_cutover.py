@@ -1,0 +1,189 @@
+"""Changing the serving embedding model on a running stack (``edgeindex models cutover`` / ``rollback``).
+
+The stack starts on all-MiniLM-L6-v2 with Arabic documents, which it finds by meaning for one question
+of five (tests/e2e/test_multilingual_stack.py). The cutover to multilingual-e5-small runs from the CLI
+while an agent keeps searching: every search answers, the running search and ingest workers load the
+new model and switch without a restart, the questions are then all found, an answer cached before is
+not served after, and a document written after is embedded with the new model. The rollback serves the
+old vectors again, the ones kept, plus the old model's vectors of what was written in between.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import threading
+
+import psycopg
+import pytest
+from edgeindex.bindings.ai import LOCAL_MODEL_ID
+from edgeindex.bindings.database import Database
+from edgeindex.holds import Hold
+from edgeindex.testing.worker import WorkerHooks
+from psycopg.rows import dict_row
+
+from ..helpers import Client, new_tenant, put_document, running_stack, wait_document, wait_for
+from .test_multilingual_stack import DOCUMENTS, QUESTIONS
+
+E5_ID = "intfloat/multilingual-e5-small"
+HELD = "يتدفق نهر الفرات عبر تركيا وسوريا والعراق قبل أن يلتقي بنهر دجلة."
+CACHED_QUESTION = next(iter(QUESTIONS))
+# a fixed blend: the same request before and after, whatever the router would choose for either model
+CACHED = {"cache": True, "strategy": "hybrid", "alpha": 0.5}
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    with running_stack(tmp_path_factory.mktemp("cutover"), WorkerHooks(holds=True),
+                       workers=["upload", "ingest", "search"], EDGEINDEX_MODEL_POLL_SECONDS="0.2") as started:
+        yield started
+
+
+@pytest.fixture(scope="module")
+def tenant(stack):
+    tenant = new_tenant(stack, Client(stack.url("upload"), stack.admin_key), prefix="cut")
+    for document_id, text in DOCUMENTS.items():
+        put_document(tenant, document_id, text)
+    for document_id in DOCUMENTS:
+        assert asyncio.run(wait_document(tenant, document_id, timeout=300))["status"] == "ready"
+    return tenant
+
+
+def _search(tenant, query: str, *, cache: bool = False, **options) -> dict:
+    status, answer = tenant.search.post("/search", {"query": query, "entity_ids": [tenant.entity_id], "k": 1,
+                                                    "cache": cache, **options})
+    assert status == 200, answer
+    return answer
+
+
+def _found(tenant) -> dict[str, str | None]:
+    answers = {q: _search(tenant, q)["results"] for q in QUESTIONS}
+    return {q: results[0]["document_id"] if results else None for q, results in answers.items()}
+
+
+def _serving(stack, worker: str) -> tuple[str, int]:
+    status, health = Client(stack.url(worker)).get("/health")
+    assert status == 200, health
+    return health["bindings"]["AI"]["model_id"], health["pid"]
+
+
+def _models(stack, *args: str) -> dict:
+    done = subprocess.run([sys.executable, "-m", "edgeindex.cli", "models", *args, "--dsn", stack.dsn, "--json"],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _rows(stack, sql: str, *params) -> list[dict]:
+    with psycopg.connect(stack.dsn, row_factory=dict_row) as conn:
+        return conn.execute(sql, params).fetchall()
+
+
+@pytest.fixture(scope="module")
+def cut(stack, tenant):
+    """The cutover, with an agent searching the whole time; what the stack was before it."""
+    before = {"found": _found(tenant), "search": _serving(stack, "search"), "ingest": _serving(stack, "ingest"),
+              "vectors": {r["id"]: r["embedding"] for r in _rows(
+                  stack, "SELECT id::text, embedding::text FROM chunks WHERE entity_id = %s", tenant.entity_id)}}
+    assert _search(tenant, CACHED_QUESTION, **CACHED)["cache"] == "none"
+    assert _search(tenant, CACHED_QUESTION, **CACHED)["cache"] == "exact"
+    statuses: list[int] = []
+    stop = threading.Event()
+
+    def agent():
+        while not stop.is_set():
+            status, _ = tenant.search.post("/search", {"query": "نهر النيل", "entity_ids": [tenant.entity_id],
+                                                       "cache": False})
+            statuses.append(status)
+
+    async def cutover_with_a_run_in_flight() -> tuple[dict, dict]:
+        # a document embedded with the old model waits before its upsert until the workers switched
+        db = Database(stack.dsn, max_size=2, name="TEST")
+        await db.open()
+        try:
+            async with Hold(db, "ingest:upsert", tenant.entity_id, "held") as hold:
+                put_document(tenant, "held", HELD)
+                await hold.reached(timeout=300)
+                result = await asyncio.to_thread(_models, stack, "cutover", "--to", "multilingual-e5-small")
+                await wait_for(lambda: _serving(stack, "search")[0] == E5_ID and _serving(stack, "ingest")[0] == E5_ID,
+                               timeout=300)
+            return result, await wait_document(tenant, "held", timeout=300)
+        finally:
+            await db.close()
+
+    searching = threading.Thread(target=agent)
+    searching.start()
+    try:
+        result, held = asyncio.run(cutover_with_a_run_in_flight())
+    finally:
+        stop.set()
+        searching.join()
+    return {"before": before, "result": result, "statuses": statuses, "held": held}
+
+
+def test_the_stack_starts_on_the_english_model_which_misses_arabic_questions(cut):
+    assert cut["before"]["search"][0] == LOCAL_MODEL_ID
+    assert sum(cut["before"]["found"][q] == d for q, d in QUESTIONS.items()) < len(QUESTIONS)
+
+
+def test_a_cutover_swaps_every_chunk_and_keeps_the_old_vectors(stack, tenant, cut):
+    assert (cut["result"]["from_model"], cut["result"]["to_model"]) == (LOCAL_MODEL_ID, E5_ID)
+    models = {r["model_id"] for r in _rows(stack, "SELECT DISTINCT model_id FROM chunks")}
+    assert models == {E5_ID}
+    kept = {r["id"]: r["embedding"] for r in _rows(
+        stack, "SELECT chunk_id::text AS id, embedding::text FROM chunk_vectors WHERE model_id = %s AND entity_id = %s",
+        LOCAL_MODEL_ID, tenant.entity_id)}
+    assert kept == cut["before"]["vectors"]
+    assert _rows(stack, "SELECT model_id FROM embedding_model") == [{"model_id": E5_ID}]
+
+
+def test_searches_answer_throughout_the_cutover(cut):
+    assert len(cut["statuses"]) >= 5
+    assert set(cut["statuses"]) == {200}
+
+
+def test_running_workers_switch_to_the_new_model_without_a_restart(stack, cut):
+    assert _serving(stack, "search") == (E5_ID, cut["before"]["search"][1])
+    assert _serving(stack, "ingest") == (E5_ID, cut["before"]["ingest"][1])
+
+
+def test_after_the_cutover_the_arabic_questions_are_found_by_meaning(tenant, cut):
+    assert _found(tenant) == QUESTIONS
+
+
+def test_an_answer_cached_before_the_cutover_is_not_served_after_it(tenant, cut):
+    assert _search(tenant, CACHED_QUESTION, **CACHED)["cache"] == "none"
+
+
+@pytest.fixture(scope="module")
+def written_after(stack, tenant, cut):
+    """A document uploaded once the workers switched: its chunks' models."""
+    put_document(tenant, "desert-2", "تمتد صحراء الربع الخالي في جنوب شبه الجزيرة العربية.")
+    assert asyncio.run(wait_document(tenant, "desert-2", timeout=300))["status"] == "ready"
+    return [r["model_id"] for r in _rows(
+        stack, "SELECT model_id FROM chunks WHERE entity_id = %s AND document_id = 'desert-2'", tenant.entity_id)]
+
+
+def test_a_run_embedded_with_the_old_model_writes_the_new_models_vectors_after_the_cutover(stack, tenant, cut):
+    assert cut["held"]["status"] == "ready", cut["held"]
+    rows = _rows(stack, "SELECT model_id FROM chunks WHERE entity_id = %s AND document_id = 'held'", tenant.entity_id)
+    assert rows and {r["model_id"] for r in rows} == {E5_ID}
+
+
+def test_a_document_written_after_the_cutover_is_embedded_with_the_new_model(written_after):
+    assert written_after and set(written_after) == {E5_ID}
+
+
+def test_a_rollback_serves_the_old_model_and_its_kept_vectors_again(stack, tenant, cut, written_after):
+    result = _models(stack, "rollback")
+    assert (result["from_model"], result["to_model"], result["rollback"]) == (E5_ID, LOCAL_MODEL_ID, True)
+    # the documents written in between had no vector of the old model: the rollback embedded them
+    held = _rows(stack, "SELECT id FROM chunks WHERE entity_id = %s AND document_id = 'held'", tenant.entity_id)
+    assert result["embedded_before"] + result["embedded_during"] == len(written_after) + len(held)
+    asyncio.run(wait_for(lambda: _serving(stack, "search")[0] == LOCAL_MODEL_ID, timeout=300))
+    now = {r["id"]: (r["model_id"], r["embedding"]) for r in _rows(
+        stack, "SELECT id::text, model_id, embedding::text FROM chunks WHERE entity_id = %s", tenant.entity_id)}
+    assert {m for m, _ in now.values()} == {LOCAL_MODEL_ID}
+    assert {i: v for i, (_, v) in now.items() if i in cut["before"]["vectors"]} == cut["before"]["vectors"]
