@@ -39,6 +39,8 @@ SQL = sqlfiles.load("ingest.sql")
 GROUPED = sqlfiles.load("ingest_grouped.sql")
 
 # COPY column types, in the order of copy_chunk_stage (binary COPY needs them spelled out)
+# where a row's model id is (each vector is of the model its row names)
+MODEL_COLUMN = 10
 STAGE_TYPES = ["text", "uuid", "text", "int4", "int4", "int4", "int4", "text", "text", "int4", "text", "vector",
                "text", "text", "text", "text"]
 
@@ -56,7 +58,6 @@ class DocumentWrite:
     rows: list[tuple]              # new chunk rows, in copy_chunk_stage's column order
     moves: list[dict]              # reused chunks whose position changed (move_chunk parameters)
     finish: dict                   # finish_document parameters
-    model_id: str = ""             # the model of the vectors in ``rows``
     future: asyncio.Future | None = field(default=None, repr=False)
 
     @property
@@ -118,7 +119,7 @@ class GroupedWriter:
             async with self.db.transaction() as conn:
                 row = await (await conn.execute(GROUPED["serving_model_share"])).fetchone()
                 serving = row["model_id"] if row else ""
-                stale = [w.document_id for w in writes if w.rows and w.model_id != serving]
+                stale = [w.document_id for w in writes if any(r[MODEL_COLUMN] != serving for r in w.rows)]
                 if stale:  # the upsert step embeds again with the serving model (workflow.py) when retried
                     raise ModelMismatchError(f"the serving model is now {serving!r}; vectors of {stale[0]!r} "
                                              "are of another")

@@ -362,7 +362,6 @@ class IngestJob:
         committed = await self.resources.writer.commit(DocumentWrite(
             entity_id=p.entity_id, document_id=p.document_id, version=p.version, generation=p.generation,
             ids=result.ids, embedded_ids={result.ids[pos] for pos in result.embed}, rows=new_rows, moves=moves,
-            model_id=model_id,
             finish={"chunk_count": len(result.ids), "embedded": len(result.embed), "reused": result.reused,
                     "summary": summarized.summary, "content_hash": extracted.content_hash,
                     "size_bytes": extracted.size_bytes, "found_title": extracted.title, "etag": extracted.etag}))

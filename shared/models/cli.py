@@ -76,7 +76,9 @@ async def _run(name: str, args) -> int:
     await db.open()
     try:
         if name == "status":
-            result = await backfills.status(db)
+            from .cutover import history
+
+            result = {**await backfills.status(db), "cutovers": await history(db)}
             _print(result, args.json, _status_lines(result))
         elif name == "drop":
             from ..bindings.ai import local_model
@@ -154,6 +156,9 @@ def _status_lines(result: dict) -> list[str]:
         scope = "every entity" if m["entity_ids"] is None else ", ".join(m["entity_ids"])
         lines.append(f"{m['model_id']} (dimension {m['dimension']}, {scope}): {m['state']}, "
                      f"{m['vectors']} of {m['chunks']} chunks ({m['covered']:.1%})")
+    for c in result.get("cutovers", []):
+        lines.append(f"{c['at']}: {'rollback' if c['rollback'] else 'cutover'} {c['from_model']} -> {c['to_model']} "
+                     f"({c['chunks']} chunks)")
     return lines
 
 

@@ -187,3 +187,8 @@ def test_a_rollback_serves_the_old_model_and_its_kept_vectors_again(stack, tenan
         stack, "SELECT id::text, model_id, embedding::text FROM chunks WHERE entity_id = %s", tenant.entity_id)}
     assert {m for m, _ in now.values()} == {LOCAL_MODEL_ID}
     assert {i: v for i, (_, v) in now.items() if i in cut["before"]["vectors"]} == cut["before"]["vectors"]
+    status = _models(stack, "status")
+    assert [(c["from_model"], c["to_model"], c["rollback"]) for c in status["cutovers"]] == [
+        (LOCAL_MODEL_ID, E5_ID, False), (E5_ID, LOCAL_MODEL_ID, True)]
+    kept = {m["model_id"]: (m["state"], m["covered"]) for m in status["models"]}
+    assert kept == {E5_ID: ("done", 1.0)}   # the replaced model's vectors, kept until dropped

@@ -139,8 +139,9 @@ async def test_the_reused_plan_is_the_custom_plan_on_tenants_of_every_size(db, t
             generic, custom = await _plans(conn, "search", _params(body, tenants[scope]))
             assert _tree(generic) == _tree(custom), body
             assert _rows(generic) == pytest.approx(_rows(custom), rel=0.1, abs=2), body
-            # costs differ only by the scores' expressions (a threshold as a parameter is not folded)
-            assert _costs(generic) == pytest.approx(_costs(custom), rel=0.01, abs=0.1), body
+            # costs differ only by the scores' expressions (a threshold, or the model a chunk's vector
+            # must be of, as a parameter is not folded): up to 1% of a node's
+            assert _costs(generic) == pytest.approx(_costs(custom), rel=0.02, abs=0.1), body
 
 
 async def test_the_large_tenants_vector_branch_walks_the_hnsw_index(db, tenants):
