@@ -21,12 +21,15 @@ from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool
 
 from ..errors import BindingError, ModelMismatchError
+from ..sqlfiles import load
 
 # what every connection of the pools is: rows as dicts (the pools' row factory)
 Connection = psycopg.AsyncConnection[DictRow]
 
 log = logging.getLogger(__name__)
 
+# The one read of which model the chunks' vectors are of (models.sql, shared/models/).
+SERVING_MODEL = load("models.sql")["serving_model"]
 MIGRATION_LOCK = 7_420_001  # advisory lock id shared by every edgeindex process
 _FILE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 
@@ -211,29 +214,35 @@ class Database:
         return applied
 
     async def stored_model(self) -> tuple[str, int] | None:
-        """(model id, dimension) of the serving model the database names, None before the first migration."""
+        """(model id, dimension) of the serving model the database names, None before the first migration.
+
+        On a connection of its own: before the first migration the pool cannot configure its
+        connections (the vector extension does not exist yet)."""
         async with await psycopg.AsyncConnection.connect(self.dsn or self.pool.conninfo, autocommit=True,
                                                          row_factory=dict_row) as conn:
-            cur = await conn.execute("SELECT to_regclass('embedding_model') AS t")
-            if (await cur.fetchone())["t"] is None:
-                return None
-            row = await (await conn.execute("SELECT model_id, dimension FROM embedding_model")).fetchone()
-        return (row["model_id"], int(row["dimension"])) if row else None
+            return await _read_model(conn)
+
+    async def serving_model(self) -> tuple[str, int] | None:
+        """(model id, dimension) of the serving model, read on a pooled connection of a migrated database."""
+        async with self.autocommit() as conn:
+            return await _read_model(conn)
 
     def describe(self) -> dict:
         return {"type": "hyperdrive", "pool_max": self.pool.max_size}
 
 
-async def _check_model(conn: Connection, model_id: str, dimension: int, *, schema_exists: bool) -> None:
-    if not schema_exists:
-        return
+async def _read_model(conn: Connection) -> tuple[str, int] | None:
     cur = await conn.execute("SELECT to_regclass('embedding_model') AS t")
     if (await cur.fetchone())["t"] is None:
-        return
-    cur = await conn.execute("SELECT model_id, dimension FROM embedding_model")
-    row = await cur.fetchone()
-    if row and (row["model_id"] != model_id or row["dimension"] != dimension):
+        return None
+    row = await (await conn.execute(SERVING_MODEL)).fetchone()
+    return (row["model_id"], int(row["dimension"])) if row else None
+
+
+async def _check_model(conn: Connection, model_id: str, dimension: int, *, schema_exists: bool) -> None:
+    stored = await _read_model(conn) if schema_exists else None
+    if stored and stored != (model_id, dimension):
         raise ModelMismatchError(
-            f"the database holds vectors from model {row['model_id']!r} (dimension {row['dimension']}) "
+            f"the database holds vectors from model {stored[0]!r} (dimension {stored[1]}) "
             f"but the configured model is {model_id!r} (dimension {dimension}); "
             "vectors are never mixed: use a new database or re-index with the original model")

@@ -340,10 +340,10 @@ class IngestJob:
         vectors = decode_vectors(await self.artifacts.load_bytes(embedded.vectors), embedded.dimension)
         text = await self.artifacts.load_text(extracted.text) if result.embed else ""
         model_id = embedded.model_id
-        serving = await self.db.fetchone(SQL["serving_model"])
-        if result.embed and serving and serving["model_id"] != model_id:
+        serving = await self.db.serving_model() if result.embed else None
+        if serving and serving[0] != model_id:
             # the serving model changed since the embed step (a cutover): its vectors are embedded again
-            model_id = serving["model_id"]
+            model_id = serving[0]
             vectors = await (await _serving_embedder(model_id, self.embedder)).embed(
                 [chunks[pos].content(text) for pos in result.embed])
         # full text in each new chunk's language (a reused chunk keeps the one it was stored with)

@@ -37,10 +37,10 @@ class Progress:
 
 
 async def serving_model(db: Database) -> tuple[str, int]:
-    row = await db.fetchone(SQL["serving_model"])
-    if row is None:
+    stored = await db.serving_model()
+    if stored is None:
         raise Conflict("the database has no serving model yet: start a worker or run `edgeindex migrate` first")
-    return row["model_id"], int(row["dimension"])
+    return stored
 
 
 async def backfill(db: Database, embedder: Embedder, *, entity_ids: list[str] | None = None,
@@ -93,14 +93,9 @@ async def _walk(db: Database, embedder: Embedder, progress: Progress, entity_ids
                                                      "limit": batch})
         if not rows:
             return found
-        vectors = await embedder.embed([r["content"] for r in rows])
-        if vectors.shape != (len(rows), embedder.dimension):
-            raise Conflict(f"{progress.model_id!r} returned vectors of shape {vectors.shape}, "
-                           f"expected ({len(rows)}, {embedder.dimension})")
+        embedded = await vector_rows(embedder, rows)
         async with db.transaction() as conn, conn.cursor() as cur:
-            await cur.executemany(SQL["insert_vector"], [
-                {"model_id": progress.model_id, "dimension": int(embedder.dimension), "entity_id": r["entity_id"],
-                 "chunk_id": r["id"], "content_hash": r["content_hash"], "embedding": v} for r, v in zip(rows, vectors, strict=True)])
+            await cur.executemany(SQL["insert_vector"], embedded)
             worked = time.perf_counter() - started
             await conn.execute(SQL["record_progress"], {"model_id": progress.model_id, "embedded": len(rows),
                                                         "seconds": worked})
@@ -110,6 +105,17 @@ async def _walk(db: Database, embedder: Embedder, progress: Progress, entity_ids
         progress.seconds += worked
         if duty < 1:
             await asyncio.sleep(worked * (1 - duty) / duty)
+
+
+async def vector_rows(embedder: Embedder, chunks: list[dict]) -> list[dict]:
+    """``insert_vector``'s parameters for ``chunks`` (rows of ``pending_chunks``), embedded by ``embedder``."""
+    vectors = await embedder.embed([c["content"] for c in chunks])
+    if vectors.shape != (len(chunks), embedder.dimension):
+        raise Conflict(f"{embedder.model_id!r} returned vectors of shape {vectors.shape}, "
+                       f"expected ({len(chunks)}, {embedder.dimension})")
+    return [{"model_id": embedder.model_id, "dimension": int(embedder.dimension), "entity_id": c["entity_id"],
+             "chunk_id": c["id"], "content_hash": c["content_hash"], "embedding": v}
+            for c, v in zip(chunks, vectors, strict=True)]
 
 
 async def status(db: Database) -> dict:

@@ -23,7 +23,7 @@ from ..bindings.ai import Embedder
 from ..bindings.database import Database
 from ..errors import Conflict
 from ..sqlfiles import load
-from .backfill import BATCH, backfill, serving_model
+from .backfill import BATCH, backfill, serving_model, vector_rows
 
 log = logging.getLogger(__name__)
 SQL = load("models.sql")
@@ -105,11 +105,8 @@ async def _embed_pending(conn, embedder: Embedder, batch: int) -> int:
             "model_id": embedder.model_id, "limit": batch})).fetchall()
         if not rows:
             return done
-        vectors = await embedder.embed([r["content"] for r in rows])
+        embedded = await vector_rows(embedder, rows)
         async with conn.cursor() as cur:
-            await cur.executemany(SQL["insert_vector"], [
-                {"model_id": embedder.model_id, "dimension": int(embedder.dimension), "entity_id": r["entity_id"],
-                 "chunk_id": r["id"], "content_hash": r["content_hash"], "embedding": v}
-                for r, v in zip(rows, vectors, strict=True)])
+            await cur.executemany(SQL["insert_vector"], embedded)
         done += len(rows)
         after = (rows[-1]["entity_id"], str(rows[-1]["id"]))

@@ -49,7 +49,6 @@ class ServingModelFollower:
 
     def __init__(self, env, module, services: Services, db, *, every: float) -> None:
         self.env, self.module, self.services, self.db, self.every = env, module, services, db, every
-        self.switches = 0
 
     @property
     def ai(self) -> AI:
@@ -73,7 +72,7 @@ class ServingModelFollower:
 
     async def check(self) -> bool:
         """Switch if the database serves another model; whether it switched."""
-        stored = await self.db.stored_model()
+        stored = await self.db.serving_model()
         if stored is None or stored[0] == self.model_id:
             return False
         settings = serving_settings(self.ai.settings, stored)
@@ -95,5 +94,4 @@ class ServingModelFollower:
         self.services.current = await self.module.startup(env)
         for task in list(getattr(old_services, "background", ()) or ()):
             task.cancel()  # the old services' own loops (an ingest worker's refreshers) end with them
-        self.switches += 1
         log.info("worker %s: switched from %s to %s", env.worker_name, old_model, stored[0])

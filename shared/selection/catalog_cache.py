@@ -27,10 +27,15 @@ def as_vector(value: Any) -> np.ndarray:
     return np.asarray(to_numpy() if to_numpy else value, dtype=np.float32)
 
 
-def check_model(rows: Sequence[dict], model_id: str, kind: str) -> None:
+def model_ids(rows: Sequence[dict]) -> frozenset[str]:
+    """The models a catalogue's rows were embedded with (rows read without the column name none)."""
+    return frozenset(r["model_id"] for r in rows if r.get("model_id"))
+
+
+def check_model(registered: frozenset[str], model_id: str, kind: str) -> None:
     """A catalogue's vectors are comparable with a request's only when one model made both: after a
     model cutover (``edgeindex models cutover``) an entity's catalogue is registered again."""
-    others = sorted({r["model_id"] for r in rows if r.get("model_id", model_id) != model_id})
+    others = sorted(registered - {model_id})
     if others:
         raise Conflict(f"the {kind} were registered with {', '.join(others)}; the serving model is now "
                        f"{model_id}: register them again", field="model")

@@ -20,7 +20,7 @@ from psycopg.types.json import Jsonb
 from .. import sqlfiles, validation
 from ..errors import Conflict, NotFound, ValidationError
 from . import field_vectors as fv
-from .catalog_cache import CatalogCache, as_vector, bump, check_model
+from .catalog_cache import CatalogCache, as_vector, bump, check_model, model_ids
 from .definitions import parse_named
 from .overlap import overlapped
 from .scoring import Catalogue, z_cut, zscore
@@ -231,6 +231,7 @@ class IndexCatalogue:
     field_owner: np.ndarray | None = None
     field_part: np.ndarray | None = None
     field_names: list[str] = field(default_factory=list)
+    model_ids: frozenset[str] = frozenset()   # the models the descriptors were embedded with
 
 
 def _fields(row: dict) -> list[Field]:
@@ -305,7 +306,8 @@ def assemble(read: list[tuple[str, list[dict], list[dict]]]) -> IndexCatalogue:
         [frozenset(terms(" ".join(split_identifier(r["name"])), s)) for r, s in zip(rows, schemes)],
         [frozenset(terms(r["description"] or "", s)) for r, s in zip(rows, schemes)],
         np.vstack(field_blocks) if field_blocks else None,
-        np.asarray(field_owner, dtype=np.int64), np.asarray(field_part, dtype=np.int64), field_names)
+        np.asarray(field_owner, dtype=np.int64), np.asarray(field_part, dtype=np.int64), field_names,
+        model_ids(rows))
 
 
 def field_scores(cat: IndexCatalogue, vector: np.ndarray, own: np.ndarray, own_parts: np.ndarray
@@ -431,7 +433,7 @@ async def select(db, embedder, entity_ids: list[str], request: SelectRequest, *,
         if cat.catalogue.size and vector is None:
             vector = await embedding.result()
     n = cat.catalogue.size
-    check_model(cat.rows, embedder.model_id, "indices")
+    check_model(cat.model_ids, embedder.model_id, "indices")
     if n == 0:
         return {"query": request.query, "indices": [], "count": 0, "confident": False, "registry_size": 0,
                 "took_ms": round((time.perf_counter() - started) * 1000, 2)}

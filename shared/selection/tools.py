@@ -26,7 +26,7 @@ from .. import sqlfiles
 from ..errors import NotFound, ValidationError
 from . import definitions
 from .aliases import assign as assign_aliases
-from .catalog_cache import CatalogCache, as_vector, bump, check_model
+from .catalog_cache import CatalogCache, as_vector, bump, check_model, model_ids
 from .clauses import SENTENCE_BREAK, clause_spans
 from .definitions import MAX_TOOLS_PER_ENTITY, ToolDef, count_tokens, parse_catalogue
 from .overlap import overlapped
@@ -227,6 +227,7 @@ class ToolCatalogue:
     shown: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
     learned: dict[int, np.ndarray] = field(default_factory=dict)   # tool -> its learned examples' vectors
     refreshed_tools: int = 0   # tools whose learned examples the last refresh re-read
+    model_ids: frozenset[str] = frozenset()   # the models the tools were embedded with
 
 
 # The name's last segment (the whole name when it has no dots) counts again: in `geometry.area_circle`
@@ -305,7 +306,8 @@ def assemble(read: list[tuple[str, list[dict], list[dict]]]) -> ToolCatalogue:
         names_lower.setdefault(r["name"].lower(), []).append(i)
     return ToolCatalogue(catalogue, rows, {k: i for i, k in enumerate(keys)}, categories,
                          {c: frozenset(terms(c[1])) for c in categories}, names_lower,
-                         sum(int(r["tokens"]) for r in rows), list(entity_ids), used, shown, learned_arrays)
+                         sum(int(r["tokens"]) for r in rows), list(entity_ids), used, shown, learned_arrays,
+                         model_ids=model_ids(rows))
 
 
 def _learned_matrix(learned: dict[int, np.ndarray]) -> dict:
@@ -430,7 +432,7 @@ async def select(db, embedder, entity_ids: list[str], request: SelectRequest) ->
         timings["catalogue_ms"] = round((time.perf_counter() - started) * 1000, 2)
         vectors, clause_vectors = await embedding.result() if cat.catalogue.size else (None, [])
     n = cat.catalogue.size
-    check_model(cat.rows, embedder.model_id, "tools")
+    check_model(cat.model_ids, embedder.model_id, "tools")
     base = {"query": request.query, "entity_ids": entity_ids, "registry_size": n, "model_id": embedder.model_id,
             "catalogue": {"state": how, **({"refreshed_tools": cat.refreshed_tools} if how == "refreshed" else {})}}
     if n == 0:

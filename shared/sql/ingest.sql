@@ -98,6 +98,3 @@ SELECT attempts FROM workflow_runs WHERE id = %(run_id)s;
 UPDATE documents SET object_warning = %(warning)s
 WHERE entity_id = %(entity_id)s AND id = %(document_id)s AND ready_version = %(version)s
   AND generation = %(generation)s::uuid;
-
--- name: serving_model
-SELECT model_id, dimension FROM embedding_model;
