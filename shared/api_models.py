@@ -380,6 +380,8 @@ class SearchResponse(_Body):
     results: list[SearchResult]
     entity_ids: list[str]
     corrections: dict[str, list[str]] = Field(description="query words no chunk holds, and what stood in for them")
+    model_id: str | None = Field(None, description="the embedding model of the query's vector: only chunk vectors "
+                                                   "of this model score (`scores.vector`)")
     count: int
     cache: Literal["exact", "semantic", "none", "bypassed"] = Field(
         description="where the answer came from: a cache, none (computed), or bypassed (the KV did not answer: "

@@ -3,6 +3,8 @@ wrangler.toml names no entry module here)."""
 
 from __future__ import annotations
 
+import asyncio
+
 from edgeindex import startup_progress, token_count
 from edgeindex.routing.model import Bounds
 from edgeindex.routing.service import Router, RouterSettings
@@ -23,8 +25,9 @@ def tenancy(env) -> Tenancy:
     return Tenancy(env.DB, limiter=RateLimiter(env.var("RATE_LIMIT_PER_SECOND", float), buckets=buckets))
 
 
-def search_service(env) -> SearchService:
-    """The search service over the worker's bindings, query embedding prepared."""
+async def search_service(env) -> SearchService:
+    """The search service over the worker's bindings, query embedding prepared (in a thread: a worker
+    that follows a model cutover goes on answering while it prepares the new model's encoder)."""
     search = SearchService(
         db=env.DB, kv=env.KV, embedder=env.AI.embedder, semantic_cache=env.SEMANTIC_CACHE,
         reranker=getattr(env, "RERANKER", None),  # declared in wrangler.toml; bound only when its url is set
@@ -36,7 +39,7 @@ def search_service(env) -> SearchService:
                                 hnsw_ef_search=env.var("HNSW_EF_SEARCH", int)),
         router=router(env), history=AsOfSearch(env.DB))
     startup_progress.report("preparing the query encoder (exported once per machine)")
-    search.prepare()
+    await asyncio.to_thread(search.prepare)
     return search
 
 
@@ -48,13 +51,13 @@ def trajectory_service(env, search: SearchService) -> TrajectoryService:
     return TrajectoryService(search=search, db=env.DB, store=TrajectoryStore(env.KV, limits))
 
 
-def selection_service(env) -> SelectionService:
+async def selection_service(env) -> SelectionService:
     """Tool and index selection over the worker's bindings. The local embedder embeds tool selection's
     requests on the int8 copy of the query encoder (bindings/quantized_query.py: ~0.85x the p99 of fp32),
     or on fp32 when that copy cannot be made."""
     prepare = getattr(env.AI.embedder, "prepare_select", None)
     if prepare is not None:
-        prepare("int8")
+        await asyncio.to_thread(prepare, "int8")   # quantizing takes seconds: not on the event loop
     return SelectionService(env.DB, env.AI.embedder, env.AI.llm, env.KV)
 
 

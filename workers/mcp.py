@@ -37,13 +37,13 @@ class Services:
 
 
 async def startup(env) -> Services:
-    search = search_service(env)
+    search = await search_service(env)
     limits = UploadLimits(
         max_bytes=env.var("MAX_UPLOAD_BYTES", int), multipart_threshold=env.var("MAX_UPLOAD_BYTES", int),
         part_bytes=env.var("MAX_UPLOAD_BYTES", int), allowed_types=["text/plain", "text/markdown", "text/html"],
         presign_expires=env.BUCKET.presign_expires)
     uploads = UploadService(db=env.DB, bucket=env.BUCKET, kv=env.KV, limits=limits, signer=None)
-    selection = selection_service(env)
+    selection = await selection_service(env)
     server = build_server(McpTools(db=env.DB, search=search, uploads=uploads, selection=selection,
                                    trajectories=trajectory_service(env, search),
                                    history=HistoryService(db=env.DB, retention=Retention.of(env))))

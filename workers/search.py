@@ -33,9 +33,9 @@ class Services:
 
 
 async def startup(env) -> Services:
-    search = search_service(env)
+    search = await search_service(env)
     await search.router.start()  # the built-in router model, stored as the first version
-    return Services(tenancy(env), search, selection_service(env), trajectory_service(env, search))
+    return Services(tenancy(env), search, await selection_service(env), trajectory_service(env, search))
 
 
 async def fetch(request, services: Services, ctx):

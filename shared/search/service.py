@@ -246,6 +246,7 @@ class SearchService:
         ctx.timings["as_of_ms"] = _since(mark)
         payload = {"results": results[::-1] if ctx.request.order == "reverse" else results,
                    "entity_ids": ctx.entity_ids, "corrections": {}, "as_of": ctx.request.as_of.isoformat(),
+                   "model_id": self.embedder.model_id,
                    "routing": {"requested": ctx.request.strategy, "strategy": ctx.request.strategy or "hybrid",
                                "alpha": self.history.blend(ctx.request)[1], "model_version": None}}
         return {**ctx.response(payload), "timings": ctx.timings}
@@ -524,7 +525,7 @@ class SearchService:
         # order "reverse": best last (its own cache scope, so the stored payload is already reversed)
         results = ctx.results[::-1] if ctx.request.order == "reverse" else ctx.results
         payload = {"results": results, "entity_ids": ctx.entity_ids, "corrections": ctx.lexical.corrections,
-                   "routing": ctx.decision.describe()}
+                   "model_id": self.embedder.model_id, "routing": ctx.decision.describe()}
         if ctx.enhancement is not None:
             payload["enhancement"] = ctx.enhancement
         if ctx.collections is not None:

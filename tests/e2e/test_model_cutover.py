@@ -85,6 +85,7 @@ def _rows(stack, sql: str, *params) -> list[dict]:
 def cut(stack, tenant):
     """The cutover, with an agent searching the whole time; what the stack was before it."""
     before = {"found": _found(tenant), "search": _serving(stack, "search"), "ingest": _serving(stack, "ingest"),
+              "answer_model": _search(tenant, "نهر النيل", cache=False)["model_id"],
               "vectors": {r["id"]: r["embedding"] for r in _rows(
                   stack, "SELECT id::text, embedding::text FROM chunks WHERE entity_id = %s", tenant.entity_id)}}
     assert _search(tenant, CACHED_QUESTION, **CACHED)["cache"] == "none"
@@ -147,6 +148,11 @@ def test_searches_answer_throughout_the_cutover(cut):
 def test_running_workers_switch_to_the_new_model_without_a_restart(stack, cut):
     assert _serving(stack, "search") == (E5_ID, cut["before"]["search"][1])
     assert _serving(stack, "ingest") == (E5_ID, cut["before"]["ingest"][1])
+
+
+def test_an_answer_names_the_model_of_its_query_vector(tenant, cut):
+    assert cut["before"]["answer_model"] == LOCAL_MODEL_ID
+    assert _search(tenant, "نهر النيل", cache=False)["model_id"] == E5_ID
 
 
 def test_after_the_cutover_the_arabic_questions_are_found_by_meaning(tenant, cut):

@@ -18,7 +18,7 @@ SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
 # Entry points: run by users and maintainers (benchmarks, fault and isolation drivers, loaders, checks).
 RUNNABLE = ["backfill_impact", "bench_ingest", "bench_models", "bench_select", "catalogue_as_beir", "chaos", "explain_search", "fuzz_isolation",
             "history_overhead",
-            "load_search", "scale_search", "screenshots", "seed_beir", "select_router_settings", "soak",
+            "load_search", "model_migration", "scale_search", "screenshots", "seed_beir", "select_router_settings", "soak",
             "tune_select", "two_hosts"]
 # Imported by the scripts above, not run alone.
 MODULES = ["wrk_search"]

@@ -3,6 +3,7 @@ embedder is prepared with the int8 selection graph; a remote one has nothing to 
 
 from __future__ import annotations
 
+import asyncio
 from types import SimpleNamespace
 
 from edgeindex.workers._startup import selection_service
@@ -26,6 +27,6 @@ def _env(embedder) -> SimpleNamespace:
 
 def test_the_local_embedder_is_prepared_with_the_int8_selection_graph():
     embedder = _Prepared()
-    service = selection_service(_env(embedder))
+    service = asyncio.run(selection_service(_env(embedder)))
     assert embedder.graphs == ["int8"] and service.embedder is embedder
-    assert selection_service(_env(object())).embedder is not None   # a remote embedder: nothing to prepare
+    assert asyncio.run(selection_service(_env(object()))).embedder is not None   # a remote embedder: nothing to prepare

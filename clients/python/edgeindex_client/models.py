@@ -301,6 +301,7 @@ class SearchResponse(_Response):
     results: list[SearchResult]
     entity_ids: list[str]
     corrections: dict[str, list[str]] = {}
+    model_id: str | None = None   # the embedding model of the query's vector
     count: int
     cache: str
     took_ms: float
