@@ -78,6 +78,11 @@ class SearchVars(RateLimited):
     ROUTER_DEFAULT: Literal["auto", "hybrid"] = Field("auto", description="the strategy of a request that names "
                                                       "none: the router, or the fixed blend")
     ROUTER_SHADOW: bool = Field(False, description="the router decides and logs, the fixed blend serves")
+    MODEL_SHADOW: str = Field("", description="a packaged embedding model whose backfilled vectors a share of "
+                              "searches also asks after answering, logging both answers (edgeindex models "
+                              "status); empty: off")
+    MODEL_SHADOW_SAMPLE: float = Field(0.1, ge=0, le=1, description="the share of computed answers MODEL_SHADOW "
+                                       "compares")
     ROUTER_TELEMETRY: bool = Field(True, description="one telemetry row per search (needed for feedback)")
     ROUTER_TELEMETRY_DAYS: int = Field(30, ge=1, le=3650, description="days telemetry rows are kept")
     ROUTER_LEARNING_RATE: float = Field(0.05, ge=0, le=1, description="step size of feedback updates")

@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 
 from edgeindex import startup_progress, token_count
+from edgeindex.bindings.ai import local_embedder, local_model
+from edgeindex.models.shadow import ShadowModel
 from edgeindex.routing.model import Bounds
 from edgeindex.routing.service import Router, RouterSettings
 from edgeindex.search.as_of import AsOfSearch
@@ -37,10 +39,23 @@ async def search_service(env) -> SearchService:
                                 semantic_threshold=env.var("SEMANTIC_CACHE_THRESHOLD", float),
                                 cache_ttl=env.var("CACHE_TTL_SECONDS", float),
                                 hnsw_ef_search=env.var("HNSW_EF_SEARCH", int)),
-        router=router(env), history=AsOfSearch(env.DB))
+        router=router(env), history=AsOfSearch(env.DB), shadow=await shadow_model(env))
     startup_progress.report("preparing the query encoder (exported once per machine)")
     await asyncio.to_thread(search.prepare)
     return search
+
+
+async def shadow_model(env) -> ShadowModel | None:
+    """MODEL_SHADOW's model, loaded beside the serving one (~0.5 GB for multilingual-e5-small)."""
+    name = env.var("MODEL_SHADOW")
+    if not name:
+        return None
+    spec = local_model(name)
+    if spec.model_id == env.AI.embedder.model_id:
+        return None   # the shadow model serves now (a cutover): nothing to compare
+    startup_progress.report(f"loading the shadow model {name}")
+    embedder = await asyncio.to_thread(local_embedder, 64, spec.name)
+    return ShadowModel(env.DB, embedder, sample=env.var("MODEL_SHADOW_SAMPLE", float))
 
 
 def trajectory_service(env, search: SearchService) -> TrajectoryService:

@@ -57,8 +57,19 @@ class ModelVectors(_Body):
     finished_at: str | None
 
 
+class ShadowSearches(_Body):
+    shadow_model: str
+    serving_model: str = Field(description="the model that served the answers it was compared with")
+    searches: int = Field(description="answers compared (MODEL_SHADOW_SAMPLE of the computed ones)")
+    overlap: float = Field(description="mean share of a served answer's chunks the shadow model also ranked in its top k")
+    shadow_ms_p50: float = Field(description="embedding and searching with the shadow model, after the answer")
+    last_at: str
+
+
 class ModelsStatus(_Body):
-    """``edgeindex models status``: the serving model, and each model with vectors beside it."""
+    """``edgeindex models status``: the serving model, each model with vectors beside it, and the
+    shadow searches (MODEL_SHADOW) logged."""
 
     serving: ServingModel
     models: list[ModelVectors]
+    shadow: list[ShadowSearches]

@@ -12,6 +12,7 @@ from ..bindings.ai import Embedder
 from ..bindings.database import Database
 from ..errors import Conflict, ValidationError
 from ..sqlfiles import load
+from .shadow import summary as shadow_summary
 
 log = logging.getLogger(__name__)
 SQL = load("models.sql")
@@ -131,15 +132,16 @@ async def status(db: Database) -> dict:
             "chunks_per_second": round(row["embedded"] / row["seconds"], 1) if row["seconds"] else None,
             "started_at": row["started_at"].isoformat(), "updated_at": row["updated_at"].isoformat(),
             "finished_at": row["finished_at"].isoformat() if row["finished_at"] else None})
-    return {"serving": {"model_id": serving, "dimension": dimension}, "models": models}
+    return {"serving": {"model_id": serving, "dimension": dimension}, "models": models, "shadow": await shadow_summary(db)}
 
 
 async def drop(db: Database, model_id: str) -> int:
-    """Delete a model's vectors and its backfill record; returns the vectors deleted."""
+    """Delete a model's vectors, its backfill record and its shadow searches; returns the vectors deleted."""
     serving, _ = await serving_model(db)
     if model_id == serving:
         raise Conflict(f"{model_id!r} is the serving model: its vectors are not dropped", field="model")
     async with db.transaction() as conn:
         deleted = (await conn.execute(SQL["drop_vectors"], {"model_id": model_id})).rowcount
         await conn.execute(SQL["drop_backfill"], {"model_id": model_id})
+        await conn.execute(SQL["drop_shadow"], {"model_id": model_id})
     return deleted

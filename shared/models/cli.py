@@ -156,6 +156,9 @@ def _status_lines(result: dict) -> list[str]:
         scope = "every entity" if m["entity_ids"] is None else ", ".join(m["entity_ids"])
         lines.append(f"{m['model_id']} (dimension {m['dimension']}, {scope}): {m['state']}, "
                      f"{m['vectors']} of {m['chunks']} chunks ({m['covered']:.1%})")
+    for sh in result.get("shadow", []):
+        lines.append(f"shadow {sh['shadow_model']} beside {sh['serving_model']}: {sh['searches']} searches, "
+                     f"{sh['overlap']:.1%} of the served chunks in its top k (p50 {sh['shadow_ms_p50']} ms)")
     for c in result.get("cutovers", []):
         lines.append(f"{c['at']}: {'rollback' if c['rollback'] else 'cutover'} {c['from_model']} -> {c['to_model']} "
                      f"({c['chunks']} chunks)")

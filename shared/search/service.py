@@ -110,8 +110,9 @@ class SearchService:
 
     def __init__(self, *, db: Database, kv: KV, embedder: Embedder, semantic_cache: PgVectorIndex,
                  settings: SearchSettings, reranker: Reranker | None = None, router: Router | None = None,
-                 enhancer: QueryEnhancer | None = None, history: Any = None) -> None:
+                 enhancer: QueryEnhancer | None = None, history: Any = None, shadow: Any = None) -> None:
         self.db = db
+        self.shadow = shadow    # another model searched after the answer (models/shadow.py); None: off
         self.history = history  # searches as_of a time (as_of.AsOfSearch); None: not offered
         self.kv = kv
         self.embedder = embedder
@@ -264,6 +265,11 @@ class SearchService:
         await self.rerank(ctx)
         payload = self.shape(ctx)
         self.store(ctx, payload, background)
+        if self.shadow is not None and self.shadow.wanted(self.embedder.model_id):
+            background.wait_until(self.shadow.compare_quietly(
+                search_id=ctx.search_id, entity_ids=ctx.entity_ids, query=ctx.request.query,
+                serving_model=self.embedder.model_id, served=[r["chunk_id"] for r in ctx.results],
+                k=ctx.request.k))
         return self.telemetry(ctx, {**ctx.response(payload), "timings": ctx.timings}, background)
 
     # --- stages ------------------------------------------------------------------------

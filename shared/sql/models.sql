@@ -117,3 +117,30 @@ FROM model_cutovers ORDER BY id DESC LIMIT 1;
 -- name: cutovers
 SELECT id, from_model, to_model, dimension, chunks, embedded, rollback, at
 FROM model_cutovers ORDER BY id;
+
+-- name: shadow_search
+-- The shadow model's answer: an exact search over its vectors of the entities' chunks (of their
+-- current text), off the request path.
+SELECT v.chunk_id::text AS chunk_id
+FROM chunk_vectors v
+JOIN chunks c ON c.entity_id = v.entity_id AND c.id = v.chunk_id AND c.content_hash = v.content_hash
+WHERE v.model_id = %(model_id)s AND v.entity_id = ANY(%(entity_ids)s::text[])
+ORDER BY v.embedding <=> %(embedding)s::vector
+LIMIT %(k)s;
+
+-- name: log_shadow
+INSERT INTO model_shadow_searches (search_id, entity_ids, query, serving_model, shadow_model, k, served, shadow,
+                                   overlap, shadow_ms)
+VALUES (%(search_id)s, %(entity_ids)s, %(query)s, %(serving_model)s, %(shadow_model)s, %(k)s, %(served)s,
+        %(shadow)s, %(overlap)s, %(shadow_ms)s);
+
+-- name: shadow_summary
+-- Per shadow model and the model it shadowed: how many searches, and how alike the answers were.
+SELECT shadow_model, serving_model, count(*) AS searches, avg(overlap)::float8 AS overlap,
+       (percentile_cont(0.5) WITHIN GROUP (ORDER BY shadow_ms))::float8 AS shadow_ms_p50, max(at) AS last_at
+FROM model_shadow_searches
+GROUP BY shadow_model, serving_model
+ORDER BY shadow_model, serving_model;
+
+-- name: drop_shadow
+DELETE FROM model_shadow_searches WHERE shadow_model = %(model_id)s;

@@ -37,7 +37,9 @@ CACHED = {"cache": True, "strategy": "hybrid", "alpha": 0.5}
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
     with running_stack(tmp_path_factory.mktemp("cutover"), WorkerHooks(holds=True),
-                       workers=["upload", "ingest", "search"], EDGEINDEX_MODEL_POLL_SECONDS="0.2") as started:
+                       workers=["upload", "ingest", "search"], EDGEINDEX_MODEL_POLL_SECONDS="0.2",
+                       EDGEINDEX_VAR_MODEL_SHADOW="multilingual-e5-small", EDGEINDEX_VAR_MODEL_SHADOW_SAMPLE="1"
+                       ) as started:
         yield started
 
 
@@ -82,7 +84,34 @@ def _rows(stack, sql: str, *params) -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def cut(stack, tenant):
+def shadowed(stack, tenant):
+    """The questions searched once e5's vectors are backfilled beside MiniLM's (MODEL_SHADOW: e5, every
+    answer): each answer, and the shadow row it left."""
+    _models(stack, "backfill", "--to", "multilingual-e5-small", "--duty", "1")
+    answers = {q: _search(tenant, q, k=3) for q in QUESTIONS}
+    ids = [a["search_id"] for a in answers.values()]
+    sql = "SELECT * FROM model_shadow_searches WHERE search_id = ANY(%s)"
+    asyncio.run(wait_for(lambda: len(_rows(stack, sql, ids)) == len(ids), timeout=60))
+    return answers, {r["search_id"]: r for r in _rows(stack, sql, ids)}
+
+
+def test_shadow_mode_logs_the_served_answer_beside_the_shadow_models(stack, tenant, shadowed):
+    answers, rows = shadowed
+    documents = {r["id"]: r["document_id"] for r in _rows(
+        stack, "SELECT id::text, document_id FROM chunks WHERE entity_id = %s", tenant.entity_id)}
+    for answer in answers.values():
+        row = rows[answer["search_id"]]
+        assert (row["serving_model"], row["shadow_model"], row["k"]) == (LOCAL_MODEL_ID, E5_ID, 3)
+        assert row["served"] == [r["chunk_id"] for r in answer["results"]]
+    # the shadow model finds every question's document by meaning; the serving one does not
+    assert {q: documents[rows[a["search_id"]]["shadow"][0]] for q, a in answers.items()} == QUESTIONS
+    assert {q: a["results"][0]["document_id"] for q, a in answers.items()} != QUESTIONS
+    summary = {(s["shadow_model"], s["serving_model"]): s for s in _models(stack, "status")["shadow"]}
+    assert summary[(E5_ID, LOCAL_MODEL_ID)]["searches"] >= len(QUESTIONS)
+
+
+@pytest.fixture(scope="module")
+def cut(stack, tenant, shadowed):
     """The cutover, with an agent searching the whole time; what the stack was before it."""
     before = {"found": _found(tenant), "search": _serving(stack, "search"), "ingest": _serving(stack, "ingest"),
               "answer_model": _search(tenant, "نهر النيل", cache=False)["model_id"],
