@@ -89,8 +89,11 @@ docs AS MATERIALIZED (
            false AS few
     FROM (SELECT coalesce(sum(s.chunks), 0) AS chunks, count(*) AS entities FROM entity_stats s
           WHERE s.entity_id = ANY(%(entity_ids)s::text[])) n,
-         (SELECT count(*) AS parts, coalesce(sum(greatest(p.reltuples, 0)), 0) AS rows
-          FROM pg_inherits i JOIN pg_class p ON p.oid = i.inhrelid
+         -- pg_class by its oid index for each partition, not a join: a join's plan would follow
+         -- the size of the catalogue (every migration's tables), and so differ between plans
+         (SELECT count(*) AS parts,
+                 coalesce(sum(greatest((SELECT p.reltuples FROM pg_class p WHERE p.oid = i.inhrelid), 0)), 0) AS rows
+          FROM pg_inherits i
           WHERE i.inhparent = 'chunks'::regclass) t
     WHERE %(document_ids)s::text[] IS NULL AND %(exclude_document_ids)s::text[] IS NULL
       AND %(sources)s::text[] IS NULL AND %(tags)s::text[] IS NULL AND %(collections)s::text[] IS NULL
