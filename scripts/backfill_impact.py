@@ -27,17 +27,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
-import urllib.request
-from pathlib import Path
 
-from load_search import DATA, ENTITY, ROOT, chunk_vectors, load_chunks, run_phase  # scripts/: on sys.path
+from load_search import DATA, ROOT, chunk_vectors, loaded_stack, run_phase  # scripts/: on sys.path
 
 
 def _p(values: list[float], q: float) -> float:
@@ -91,53 +87,32 @@ def main() -> int:
     duties = [float(d) for d in args.duties.split(",")]
 
     sys.path.insert(0, str(ROOT))
-    from edgeindex import config as config_module
     from edgeindex.bindings.ai import local_model
-    from edgeindex.runtime.dev import DevStack, free_port
 
     model_id = local_model(args.model).model_id
     queries = [json.loads(line)["text"] for line in open(DATA / "queries.jsonl", encoding="utf-8")]
     # more than a phase can send: it ends on time
     bodies = [{"query": queries[i % len(queries)], "k": 10, "cache": False} for i in range(200_000)]
     vectors = chunk_vectors(args.chunks, "real")
-    with tempfile.TemporaryDirectory(prefix="edgeindex-backfill-") as state:
-        environ = {**os.environ, "EDGEINDEX_STATE_DIR": state, "EDGEINDEX_VAR_RATE_LIMIT_PER_SECOND": "0"}
-        for name in ("upload", "ingest", "search"):
-            environ[f"EDGEINDEX_{name.upper()}_PORT"] = str(free_port())
-        config = config_module.load(ROOT / "wrangler.toml", environ=environ)
-        with open(Path(state) / "workers.log", "w") as log:
-            stack = DevStack(config, workers=["upload", "search"], worker_output=log,
-                             environ={**environ, "EDGEINDEX_ADMIN_KEY": "bench-admin"})
-            print("starting the stack...", flush=True)
-            stack.start()
+    with loaded_stack("edgeindex-backfill-", args.chunks, vectors) as (stack, key):
+        url = stack.url("search")
+        _search(url, key, bodies[:50], "warm-up", args.seconds, args.agents)
+        idle = [_search(url, key, bodies, "idle", args.seconds, args.agents)]
+        measured = []
+        for duty in duties:
+            process = _backfill(stack.dsn, args.model, model_id, duty)
             try:
-                asyncio.run(load_chunks(stack.dsn, args.chunks, vectors))
-                request = urllib.request.Request(
-                    f"{stack.url('upload')}/admin/keys", method="POST",
-                    data=json.dumps({"name": "bench", "entity_ids": [ENTITY]}).encode(),
-                    headers={"Authorization": f"Bearer {stack.admin_key}", "Content-Type": "application/json"})
-                with urllib.request.urlopen(request) as answer:
-                    key = json.loads(answer.read())["key"]
-                url = stack.url("search")
-                _search(url, key, bodies[:50], "warm-up", args.seconds, args.agents)
-                idle = [_search(url, key, bodies, "idle", args.seconds, args.agents)]
-                measured = []
-                for duty in duties:
-                    process = _backfill(stack.dsn, args.model, model_id, duty)
-                    try:
-                        before, started = asyncio.run(_vectors_written(stack.dsn, model_id)), time.perf_counter()
-                        figures = _search(url, key, bodies, f"duty {duty}", args.seconds, args.agents)
-                        written = asyncio.run(_vectors_written(stack.dsn, model_id)) - before
-                        figures["chunks_per_second"] = round(written / (time.perf_counter() - started), 1)
-                    finally:
-                        process.send_signal(signal.SIGTERM)
-                        process.wait(timeout=300)
-                    subprocess.run([sys.executable, "-m", "edgeindex.cli", "models", "drop", args.model,
-                                    "--dsn", stack.dsn], check=True, capture_output=True)
-                    measured.append({"duty": duty, **figures})
-                idle.append(_search(url, key, bodies, "idle", args.seconds, args.agents))
+                before, started = asyncio.run(_vectors_written(stack.dsn, model_id)), time.perf_counter()
+                figures = _search(url, key, bodies, f"duty {duty}", args.seconds, args.agents)
+                written = asyncio.run(_vectors_written(stack.dsn, model_id)) - before
+                figures["chunks_per_second"] = round(written / (time.perf_counter() - started), 1)
             finally:
-                stack.stop()
+                process.send_signal(signal.SIGTERM)
+                process.wait(timeout=300)
+            subprocess.run([sys.executable, "-m", "edgeindex.cli", "models", "drop", args.model,
+                            "--dsn", stack.dsn], check=True, capture_output=True)
+            measured.append({"duty": duty, **figures})
+        idle.append(_search(url, key, bodies, "idle", args.seconds, args.agents))
     idle_p50 = statistics.mean(r["p50_ms"] for r in idle)
     idle_p99 = statistics.mean(r["p99_ms"] for r in idle)
     for m in measured:

@@ -60,7 +60,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import psutil
@@ -264,6 +267,42 @@ async def load_chunks(dsn: str, chunks: int, vectors: np.ndarray | None = None) 
 
 
 UNIQUE = itertools.count()  # across runs on one stack: every uncached request has a scope never seen
+
+
+def api_key(stack: Any, name: str) -> str:
+    """A key for ENTITY, made over the upload worker's admin API."""
+    import urllib.request
+
+    request = urllib.request.Request(
+        f"{stack.url('upload')}/admin/keys", method="POST",
+        data=json.dumps({"name": name, "entity_ids": [ENTITY]}).encode(),
+        headers={"Authorization": f"Bearer {stack.admin_key}", "Content-Type": "application/json"})
+    with urllib.request.urlopen(request) as answer:
+        return json.loads(answer.read())["key"]
+
+
+@contextmanager
+def loaded_stack(prefix: str, chunks: int, vectors: np.ndarray | None) -> Iterator[tuple[Any, str]]:
+    """A fresh stack (embedded Postgres, moto, the upload and search workers, no rate limit) in a temp
+    folder, ``chunks`` chunks loaded into ENTITY with ``vectors`` (``chunk_vectors``), and a key for it."""
+    from edgeindex import config as config_module
+    from edgeindex.runtime.dev import DevStack, free_port
+
+    with tempfile.TemporaryDirectory(prefix=prefix) as state:
+        environ = {**os.environ, "EDGEINDEX_STATE_DIR": state, "EDGEINDEX_VAR_RATE_LIMIT_PER_SECOND": "0"}
+        for name in ("upload", "ingest", "search"):
+            environ[f"EDGEINDEX_{name.upper()}_PORT"] = str(free_port())
+        config = config_module.load(ROOT / "wrangler.toml", environ=environ)
+        with open(Path(state) / "workers.log", "w") as log:
+            stack = DevStack(config, workers=["upload", "search"], worker_output=log,
+                             environ={**environ, "EDGEINDEX_ADMIN_KEY": "bench-admin"})
+            print("starting the stack...", flush=True)
+            stack.start()
+            try:
+                asyncio.run(load_chunks(stack.dsn, chunks, vectors))
+                yield stack, api_key(stack, "bench")
+            finally:
+                stack.stop()
 
 
 async def drive(url: str, key: str, args) -> None:
@@ -477,14 +516,7 @@ def main() -> int:
                 for line in log_path.read_text().splitlines():
                     if "search queries " in line:   # which weights the query vectors come from (bindings/ai.py)
                         print(line.split(" - ", 1)[-1], flush=True)
-                import urllib.request
-
-                request = urllib.request.Request(
-                    f"{stack.url('upload')}/admin/keys", method="POST",
-                    data=json.dumps({"name": "load", "entity_ids": [ENTITY]}).encode(),
-                    headers={"Authorization": f"Bearer {stack.admin_key}", "Content-Type": "application/json"})
-                with urllib.request.urlopen(request) as resp:
-                    key = json.loads(resp.read())["key"]
+                key = api_key(stack, "load")
                 url = stack.url("search")
                 assert url.startswith("http://127.0.0.1:"), url  # loopback only
                 global CPU_METER, DSN

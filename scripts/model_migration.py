@@ -31,21 +31,18 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import urllib.request
 from argparse import ArgumentParser, RawDescriptionHelpFormatter
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
-from load_search import DATA, ENTITY, ROOT, chunk_vectors, load_chunks  # scripts/: on sys.path
+from load_search import DATA, ENTITY, ROOT, chunk_vectors, loaded_stack  # scripts/: on sys.path
 
 
 @dataclass
@@ -224,67 +221,45 @@ def main() -> int:
     args = parser.parse_args()
 
     sys.path.insert(0, str(ROOT))
-    from edgeindex import config as config_module
     from edgeindex.bindings.ai import local_model
-    from edgeindex.runtime.dev import DevStack, free_port
 
     target = local_model(args.model).model_id
     queries = [json.loads(line)["text"] for line in open(DATA / "queries.jsonl", encoding="utf-8")]
     vectors = chunk_vectors(args.chunks, "real")
-    with tempfile.TemporaryDirectory(prefix="edgeindex-migration-") as state:
-        environ = {**os.environ, "EDGEINDEX_STATE_DIR": state, "EDGEINDEX_VAR_RATE_LIMIT_PER_SECOND": "0"}
-        for name in ("upload", "ingest", "search"):
-            environ[f"EDGEINDEX_{name.upper()}_PORT"] = str(free_port())
-        config = config_module.load(ROOT / "wrangler.toml", environ=environ)
-        with open(Path(state) / "workers.log", "w") as log:
-            stack = DevStack(config, workers=["upload", "search"], worker_output=log,
-                             environ={**environ, "EDGEINDEX_ADMIN_KEY": "bench-admin"})
-            print("starting the stack...", flush=True)
-            stack.start()
-            try:
-                asyncio.run(load_chunks(stack.dsn, args.chunks, vectors))
-                request = urllib.request.Request(
-                    f"{stack.url('upload')}/admin/keys", method="POST",
-                    data=json.dumps({"name": "bench", "entity_ids": [ENTITY]}).encode(),
-                    headers={"Authorization": f"Bearer {stack.admin_key}", "Content-Type": "application/json"})
-                with urllib.request.urlopen(request) as answer:
-                    key = json.loads(answer.read())["key"]
-                url = stack.url("search")
-                served_before = _serving(url)
-                with Agents(url, key, queries, args.agents) as agents:
-                    time.sleep(10)   # warm-up, not counted
-                    quiet_from = time.monotonic()
-                    time.sleep(args.seconds)
-                    migration_from = time.monotonic()
-                    first = _migrate(stack.dsn, args.model, args.duty)
-                    while _stored(stack.dsn, target) < args.kill_at * args.chunks:
-                        if first.poll() is not None:
-                            raise SystemExit(f"the migration ended before the kill (exit {first.returncode})")
-                        time.sleep(0.5)
-                    first.send_signal(signal.SIGKILL)
-                    first.wait()
-                    killed_at = _stored(stack.dsn, target)
-                    print(f"killed the migration with {killed_at} of {args.chunks} vectors stored", flush=True)
-                    second = _migrate(stack.dsn, args.model, args.duty)
-                    out, _ = second.communicate()
-                    if second.returncode != 0:
-                        raise SystemExit(f"the resumed migration failed (exit {second.returncode})")
-                    result = json.loads(out.strip().splitlines()[-1])
-                    while _serving(url) != target:
-                        time.sleep(0.2)
-                    switched = time.monotonic()
-                    time.sleep(args.after)
-                    migration_to = time.monotonic()
-                answers = agents.answers
-                quiet = [a for a in answers if quiet_from <= a.at < migration_from]
-                during = [a for a in answers if migration_from <= a.at < migration_to]
-                minilm_id = served_before
-                by_model = {
-                    target: _vectors(stack.dsn, "SELECT id::text, embedding::text FROM chunks"),
-                    minilm_id: _vectors(stack.dsn, "SELECT chunk_id::text AS id, embedding::text FROM chunk_vectors "
-                                                   "WHERE model_id = %s", minilm_id)}
-            finally:
-                stack.stop()
+    with loaded_stack("edgeindex-migration-", args.chunks, vectors) as (stack, key):
+        url = stack.url("search")
+        served_before = _serving(url)
+        with Agents(url, key, queries, args.agents) as agents:
+            time.sleep(10)   # warm-up, not counted
+            quiet_from = time.monotonic()
+            time.sleep(args.seconds)
+            migration_from = time.monotonic()
+            first = _migrate(stack.dsn, args.model, args.duty)
+            while _stored(stack.dsn, target) < args.kill_at * args.chunks:
+                if first.poll() is not None:
+                    raise SystemExit(f"the migration ended before the kill (exit {first.returncode})")
+                time.sleep(0.5)
+            first.send_signal(signal.SIGKILL)
+            first.wait()
+            killed_at = _stored(stack.dsn, target)
+            print(f"killed the migration with {killed_at} of {args.chunks} vectors stored", flush=True)
+            second = _migrate(stack.dsn, args.model, args.duty)
+            out, _ = second.communicate()
+            if second.returncode != 0:
+                raise SystemExit(f"the resumed migration failed (exit {second.returncode})")
+            result = json.loads(out.strip().splitlines()[-1])
+            while _serving(url) != target:
+                time.sleep(0.2)
+            switched = time.monotonic()
+            time.sleep(args.after)
+            migration_to = time.monotonic()
+        answers = agents.answers
+        quiet = [a for a in answers if quiet_from <= a.at < migration_from]
+        during = [a for a in answers if migration_from <= a.at < migration_to]
+        by_model = {
+            target: _vectors(stack.dsn, "SELECT id::text, embedding::text FROM chunks"),
+            served_before: _vectors(stack.dsn, "SELECT chunk_id::text AS id, embedding::text FROM chunk_vectors "
+                                           "WHERE model_id = %s", served_before)}
     asked = {a.query for a in quiet + during}
     query_vectors = dict(_query_vectors(name, asked) for name in ("all-MiniLM-L6-v2", args.model))
     checked = check_answers(quiet + during, query_vectors, by_model, args.tolerance)
