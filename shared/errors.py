@@ -119,6 +119,18 @@ class Conflict(EdgeIndexError):
     status = 409
 
 
+class ModelSwitching(EdgeIndexError):
+    """This worker embeds with another model than the one the database now serves (a model cutover
+    committed and the worker switches within seconds): the same request succeeds once it has."""
+
+    code = "model_switching"
+    status = 503
+
+    def __init__(self, message: str, *, retry_after: float = 2.0, field: str | None = None) -> None:
+        super().__init__(message, field=field)
+        self.retry_after = retry_after
+
+
 class Gone(EdgeIndexError):
     """What was asked for existed but is no longer kept (a document version past its retention)."""
 

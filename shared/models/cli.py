@@ -19,7 +19,8 @@ example: edgeindex models backfill --to multilingual-e5-small
 """
 CUTOVER_EPILOG = """\
 Makes MODEL the serving model in one commit: chunks its backfill did not reach are embedded first
-(at full speed), the serving vectors are kept beside for `edgeindex models rollback`, and running
+(at full speed), the serving vectors are kept beside for `edgeindex models rollback`, the tool and
+index catalogues are embedded again with MODEL and written in the same commit, and running
 workers load MODEL and switch within seconds, answering all the while. Writes of new chunks wait
 for the commit; searches do not.
 
@@ -128,8 +129,10 @@ async def _run(name: str, args) -> int:
 
 def _cutover_line(done) -> str:
     verb = "rolled back to" if done.rollback else "now serving"
+    catalogues = ", ".join(f"{n} {kind}" for kind, n in done.catalogues.items() if n) or "none"
     return (f"{verb} {done.to_model} (was {done.from_model}): {done.chunks} chunks, "
-            f"{done.embedded_before + done.embedded_during} embedded to catch up; writes held {done.locked_seconds:.2f} s")
+            f"{done.embedded_before + done.embedded_during} embedded to catch up; catalogue vectors re-embedded: "
+            f"{catalogues}; writes held {done.locked_seconds:.2f} s")
 
 
 def _model_id(name: str, local_model) -> str:

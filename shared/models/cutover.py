@@ -3,7 +3,8 @@
 A cutover first embeds, at full speed, what the backfill has not (chunks written since it finished),
 then in one transaction, with writes to chunks held back and searches reading on: embeds the few
 chunks written meanwhile, keeps the serving vectors in ``chunk_vectors`` under their model, moves the
-target model's vectors into ``chunks.embedding``, and names the target in ``embedding_model``. Every
+target model's vectors into ``chunks.embedding``, names the target in ``embedding_model`` and writes
+the catalogues' vectors of the target (models/catalogues.py, embedded before the transaction). Every
 search statement sees either the old vectors and the old model or the new ones and the new model.
 
 Workers follow the database (runtime/serving_model.py): each loads the new model beside the old and
@@ -17,12 +18,13 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..bindings.ai import Embedder
 from ..bindings.database import Database
 from ..errors import Conflict
 from ..sqlfiles import load
+from . import catalogues
 from .backfill import BATCH, backfill, serving_model, vector_rows
 
 log = logging.getLogger(__name__)
@@ -38,11 +40,13 @@ class Cutover:
     embedded_during: int   # embedded inside the swap's transaction (written since the catch-up)
     locked_seconds: float  # how long writes to chunks waited
     rollback: bool = False
+    catalogues: dict[str, int] = field(default_factory=dict)   # catalogue rows re-embedded, per kind
 
     def as_dict(self) -> dict:
         return {"from_model": self.from_model, "to_model": self.to_model, "chunks": self.chunks,
                 "embedded_before": self.embedded_before, "embedded_during": self.embedded_during,
-                "locked_seconds": round(self.locked_seconds, 3), "rollback": self.rollback}
+                "locked_seconds": round(self.locked_seconds, 3), "rollback": self.rollback,
+                "catalogues": self.catalogues}
 
 
 async def cutover(db: Database, embedder: Embedder, *, batch: int = BATCH, rollback: bool = False) -> Cutover:
@@ -56,6 +60,7 @@ async def cutover(db: Database, embedder: Embedder, *, batch: int = BATCH, rollb
         raise Conflict(f"{target!r} has dimension {embedder.dimension}; the chunks' vectors have {dimension} "
                        "(a model of another dimension needs a new deployment)", field="model")
     caught_up = await backfill(db, embedder, batch=batch, duty=1.0)
+    catalogue = await catalogues.prepare(db.fetch, embedder)
     started = time.perf_counter()
     async with db.transaction() as conn:
         row = await (await conn.execute(SQL["lock_serving_model"])).fetchone()
@@ -73,10 +78,12 @@ async def cutover(db: Database, embedder: Embedder, *, batch: int = BATCH, rollb
         await conn.execute(SQL["drop_backfill"], {"model_id": target})
         await conn.execute(SQL["kept_backfill"], {"model_id": serving, "dimension": dimension})
         await conn.execute(SQL["set_serving_model"], {"target": target, "dimension": dimension})
+        written = await catalogues.write(conn, embedder, catalogue)
         await conn.execute(SQL["record_cutover"], {"from_model": serving, "to_model": target, "dimension": dimension,
                                                    "chunks": swapped, "embedded": caught_up.embedded + during,
                                                    "rollback": rollback})
-    result = Cutover(serving, target, swapped, caught_up.embedded, during, time.perf_counter() - started, rollback)
+    result = Cutover(serving, target, swapped, caught_up.embedded, during, time.perf_counter() - started, rollback,
+                     written)
     log.info("cutover %s -> %s: %d chunks (%d embedded before, %d during; writes held %.2f s)", serving, target,
              swapped, caught_up.embedded, during, result.locked_seconds)
     return result

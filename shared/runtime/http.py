@@ -27,7 +27,15 @@ from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
 from psycopg_pool import PoolTimeout
 
-from ..errors import EdgeIndexError, NotFound, PayloadTooLarge, RateLimited, UnsupportedMediaType, ValidationError
+from ..errors import (
+    EdgeIndexError,
+    ModelSwitching,
+    NotFound,
+    PayloadTooLarge,
+    RateLimited,
+    UnsupportedMediaType,
+    ValidationError,
+)
 from ..json_codec import check_text, decode_json_object, encode_json
 
 log = logging.getLogger(__name__)
@@ -250,7 +258,7 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         headers = None
         if isinstance(exc, MethodNotAllowed):
             headers = {"Allow": ", ".join(exc.allowed)}
-        elif isinstance(exc, RateLimited):
+        elif isinstance(exc, RateLimited | ModelSwitching):
             headers = {"Retry-After": str(max(1, math.ceil(exc.retry_after)))}
         response = json_response(error_body(exc.code, exc.message, field=exc.field, request_id=rid),
                                  exc.status, headers=headers)

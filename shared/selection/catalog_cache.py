@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from .. import sqlfiles
-from ..errors import Conflict
+from ..errors import Conflict, ModelSwitching
 
 SQL = sqlfiles.load("tools.sql")
 MAX_ENTRIES = 128
@@ -32,13 +32,30 @@ def model_ids(rows: Sequence[dict]) -> frozenset[str]:
     return frozenset(r["model_id"] for r in rows if r.get("model_id"))
 
 
-def check_model(registered: frozenset[str], model_id: str, kind: str) -> None:
-    """A catalogue's vectors are comparable with a request's only when one model made both: after a
-    model cutover (``edgeindex models cutover``) an entity's catalogue is registered again."""
+async def check_model(db, registered: frozenset[str], model_id: str, kind: str) -> None:
+    """A catalogue's vectors are comparable with a request's only when one model made both. A model
+    cutover (``edgeindex models cutover``) re-embeds every catalogue in its commit; a worker that has
+    not switched to the new model yet answers 503 (retry) for the seconds until it has."""
     others = sorted(registered - {model_id})
-    if others:
-        raise Conflict(f"the {kind} were registered with {', '.join(others)}; the serving model is now "
-                       f"{model_id}: register them again", field="model")
+    if not others:
+        return
+    serving = await db.serving_model()
+    if serving is not None and serving[0] in registered and serving[0] != model_id:
+        raise ModelSwitching(f"the {kind} are embedded with {serving[0]}, the model this deployment now serves; "
+                             f"this worker embeds with {model_id} until it switches, within seconds: retry",
+                             field="model")
+    raise Conflict(f"the {kind} were registered with {', '.join(others)}; the serving model is now "
+                   f"{model_id}: register them again", field="model")
+
+
+async def serving_guard(conn, model_id: str, what: str) -> None:
+    """First in a transaction that writes vectors of ``model_id`` into a catalogue: the serving model's
+    row is held (shared) to the commit, so a cutover (which re-embeds catalogues under the row's update
+    lock) either waits for this write and re-embeds it, or commits first and this write is refused."""
+    row = await (await conn.execute(SQL["serving_model_share"])).fetchone()
+    if row is not None and row["model_id"] != model_id:
+        raise ModelSwitching(f"the serving model is now {row['model_id']}; {what} were embedded with {model_id}: "
+                             "send the request again once this worker has switched (within seconds)", field="model")
 
 
 class CatalogCache:

@@ -32,10 +32,10 @@ from psycopg.types.json import Jsonb
 
 from .. import sqlfiles, validation
 from ..cache import Invalidation
-from ..errors import Conflict, NotFound, ValidationError
+from ..errors import Conflict, ModelSwitching, NotFound, ValidationError
 from ..ingest.summary import extractive_summary
 from . import field_vectors as fv
-from .catalog_cache import bump
+from .catalog_cache import bump, serving_guard
 from .indices import KIND, MAX_PER_ENTITY, IndexDef, field_plan
 
 log = logging.getLogger(__name__)
@@ -102,6 +102,7 @@ async def refresh(db, embedder, kv, entity_id: str, name: str) -> str:
     """
     async with Invalidation(kv) as invalidation:
         async with db.transaction() as conn:
+            await serving_guard(conn, embedder.model_id, "collection profiles")
             where = {"entity_id": entity_id, "name": name}
             await conn.execute(SQL["lock"], where)
             row, profile = await _compute(conn, entity_id, name)
@@ -121,9 +122,7 @@ async def refresh(db, embedder, kv, entity_id: str, name: str) -> str:
             profile = profile or Profile(description, [], {"documents": 0, "tags": [], "sources": [], "terms": [],
                                                            "summary": "", "titles": []})
             index = IndexDef(name, description, tuple(profile.fields), kind="collection", profile=profile.profile)
-            digest = validation.content_hash(json.dumps(
-                {"model": embedder.model_id, "description": description, "fields": profile.fields,
-                 "profile": profile.profile, "field_text": fv.FIELD_TEXT_VERSION}, sort_keys=True))
+            digest = descriptor_hash(embedder.model_id, description, profile.fields, profile.profile)
             if existing is not None and existing["content_hash"] == digest:
                 return "unchanged"
             vector = (await embedder.embed([index.embedded_text()]))[0]
@@ -136,6 +135,13 @@ async def refresh(db, embedder, kv, entity_id: str, name: str) -> str:
                 "fields_embedded": embedded > 0})
             await bump(conn, entity_id, KIND)
             return f"updated, {embedded} field(s) embedded" if embedded else "updated"
+
+
+def descriptor_hash(model_id: str, description: str, fields: list[str], profile: dict) -> str:
+    """What a collection's descriptor vectors are made of, and by which model: unchanged, not re-embedded."""
+    return validation.content_hash(json.dumps({"model": model_id, "description": description, "fields": fields,
+                                               "profile": profile, "field_text": fv.FIELD_TEXT_VERSION},
+                                              sort_keys=True))
 
 
 async def _field_vectors(embedder, index: IndexDef, existing: dict | None, dimension: int
@@ -247,7 +253,7 @@ async def choose(db, embedder, entity_ids: list[str], query: str, vector) -> dic
 
     try:
         ranked = await select(db, embedder, entity_ids, SelectRequest(query, entity_ids, MAX_K), vector=vector)
-    except Conflict:  # descriptors of another model than the serving one (a cutover): not comparable
+    except (Conflict, ModelSwitching):  # descriptors of another model than this worker's: not comparable
         return {"mode": "auto", "searched": None, "confident": False, "shortlist": []}
     items = ranked["indices"]
     shortlist = [i["name"] for i in items if i["kind"] == "collection"][:AUTO_SHORTLIST]

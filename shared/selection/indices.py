@@ -20,7 +20,7 @@ from psycopg.types.json import Jsonb
 from .. import sqlfiles, validation
 from ..errors import Conflict, NotFound, ValidationError
 from . import field_vectors as fv
-from .catalog_cache import CatalogCache, as_vector, bump, check_model, model_ids
+from .catalog_cache import CatalogCache, as_vector, bump, check_model, model_ids, serving_guard
 from .definitions import parse_named
 from .overlap import overlapped
 from .scoring import Catalogue, z_cut, zscore
@@ -176,6 +176,7 @@ async def upsert(db, embedder, entity_id: str, parsed: list[IndexDef], existing:
     field_matrix = await embedder.embed(flat) if flat else np.zeros((0, 0), np.float32)
     bounds = np.cumsum([0] + [len(plan) for plan in plans])
     async with db.transaction() as conn:
+        await serving_guard(conn, embedder.model_id, "these indices")
         # the limit again under the entity's registry lock: a concurrent registration may have added some
         await conn.execute(SQL["registry_lock"], {"kind": KIND, "entity_id": entity_id})
         others = (await (await conn.execute(SQL["index_count_others"], {
@@ -433,7 +434,7 @@ async def select(db, embedder, entity_ids: list[str], request: SelectRequest, *,
         if cat.catalogue.size and vector is None:
             vector = await embedding.result()
     n = cat.catalogue.size
-    check_model(cat.model_ids, embedder.model_id, "indices")
+    await check_model(db, cat.model_ids, embedder.model_id, "indices")
     if n == 0:
         return {"query": request.query, "indices": [], "count": 0, "confident": False, "registry_size": 0,
                 "took_ms": round((time.perf_counter() - started) * 1000, 2)}

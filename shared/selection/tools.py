@@ -26,7 +26,7 @@ from .. import sqlfiles
 from ..errors import NotFound, ValidationError
 from . import definitions
 from .aliases import assign as assign_aliases
-from .catalog_cache import CatalogCache, as_vector, bump, check_model, model_ids
+from .catalog_cache import CatalogCache, as_vector, bump, check_model, model_ids, serving_guard
 from .clauses import SENTENCE_BREAK, clause_spans
 from .definitions import MAX_TOOLS_PER_ENTITY, ToolDef, count_tokens, parse_catalogue
 from .overlap import overlapped
@@ -144,6 +144,7 @@ async def register(db, embedder, entity_id: str, body: dict) -> dict:
 
     changed = to_embed + keep_vector
     async with db.transaction() as conn:
+        await serving_guard(conn, model_id, "these tools")
         await conn.execute(SQL["registry_lock"], {"kind": KIND, "entity_id": entity_id})
         names = [t.name for t in tools]
         others = (await (await conn.execute(SQL["tool_count_others"], {"entity_id": entity_id, "names": names}))
@@ -432,7 +433,7 @@ async def select(db, embedder, entity_ids: list[str], request: SelectRequest) ->
         timings["catalogue_ms"] = round((time.perf_counter() - started) * 1000, 2)
         vectors, clause_vectors = await embedding.result() if cat.catalogue.size else (None, [])
     n = cat.catalogue.size
-    check_model(cat.model_ids, embedder.model_id, "tools")
+    await check_model(db, cat.model_ids, embedder.model_id, "tools")
     base = {"query": request.query, "entity_ids": entity_ids, "registry_size": n, "model_id": embedder.model_id,
             "catalogue": {"state": how, **({"refreshed_tools": cat.refreshed_tools} if how == "refreshed" else {})}}
     if n == 0:
@@ -746,6 +747,8 @@ async def feedback(db, embedder, entity_ids: list[str], body: dict) -> dict:
     vector = (await embedder.embed([query.strip()]))[0] if used_keys else None
     text_hash = _example_hash(query)
     async with db.transaction() as conn:
+        if vector is not None:
+            await serving_guard(conn, embedder.model_id, "the request's vector")
         touched = set()
         for key in dict.fromkeys(used_keys + shown_keys):
             await conn.execute(SQL["tool_feedback_add"], {"entity_id": key[0], "name": key[1],

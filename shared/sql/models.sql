@@ -144,3 +144,40 @@ ORDER BY shadow_model, serving_model;
 
 -- name: drop_shadow
 DELETE FROM model_shadow_searches WHERE shadow_model = %(model_id)s;
+
+-- name: catalogue_tools
+-- A catalogue's rows whose vectors are of another model than %(model_id)s (a cutover re-embeds
+-- them, models/catalogues.py); the hash read is the guard of the update that follows.
+SELECT entity_id, name, description, parameters, category, tags, requires, examples, content_hash
+FROM tools WHERE model_id <> %(model_id)s ORDER BY entity_id, name;
+
+-- name: catalogue_examples
+SELECT entity_id, name, text_hash, text FROM tool_examples WHERE model_id <> %(model_id)s
+ORDER BY entity_id, name, text_hash;
+
+-- name: catalogue_indices
+SELECT entity_id, name, kind, description, fields, profile, content_hash
+FROM index_descriptors WHERE model_id <> %(model_id)s ORDER BY entity_id, name;
+
+-- name: catalogue_parts
+SELECT entity_id, index_name, part, fields FROM index_parts WHERE model_id <> %(model_id)s
+ORDER BY entity_id, index_name, part;
+
+-- name: reembed_tool
+UPDATE tools SET model_id = %(model_id)s, embedding = %(embedding)s,
+                 description_embedding = %(description_embedding)s, content_hash = %(new_hash)s
+WHERE entity_id = %(entity_id)s AND name = %(name)s AND content_hash = %(content_hash)s;
+
+-- name: reembed_example
+UPDATE tool_examples SET model_id = %(model_id)s, embedding = %(embedding)s
+WHERE entity_id = %(entity_id)s AND name = %(name)s AND text_hash = %(text_hash)s;
+
+-- name: reembed_index
+UPDATE index_descriptors SET model_id = %(model_id)s, embedding = %(embedding)s,
+                             field_vectors = %(field_vectors)s, field_hash = %(field_hash)s,
+                             content_hash = %(new_hash)s
+WHERE entity_id = %(entity_id)s AND name = %(name)s AND content_hash = %(content_hash)s;
+
+-- name: reembed_part
+UPDATE index_parts SET model_id = %(model_id)s, embedding = %(embedding)s
+WHERE entity_id = %(entity_id)s AND index_name = %(index_name)s AND part = %(part)s AND fields = %(fields)s;

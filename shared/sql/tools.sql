@@ -93,6 +93,11 @@ VALUES (%(entity_id)s, %(name)s, %(used)s, %(shown)s)
 ON CONFLICT (entity_id, name) DO UPDATE SET used = tool_feedback.used + EXCLUDED.used,
                                             shown = tool_feedback.shown + EXCLUDED.shown, updated_at = now();
 
+-- name: serving_model_share
+-- Held to the commit of a catalogue write (catalog_cache.serving_guard); a model cutover's update
+-- lock on the row (models.sql, lock_serving_model) waits for it, or it for the cutover.
+SELECT model_id FROM embedding_model FOR SHARE;
+
 -- name: catalog_bump
 INSERT INTO catalog_versions (entity_id, kind, version) VALUES (%(entity_id)s, %(kind)s, 1)
 ON CONFLICT (entity_id, kind) DO UPDATE SET version = catalog_versions.version + 1;

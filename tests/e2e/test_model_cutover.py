@@ -110,8 +110,55 @@ def test_shadow_mode_logs_the_served_answer_beside_the_shadow_models(stack, tena
     assert summary[(E5_ID, LOCAL_MODEL_ID)]["searches"] >= len(QUESTIONS)
 
 
+TOOLS = [
+    {"name": "get_weather", "description": "Current weather and forecast for a city.",
+     "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+     "examples": ["will it rain in Cairo tomorrow?"]},
+    {"name": "convert_currency", "description": "Convert an amount between two currencies at today's rate.",
+     "parameters": {"type": "object", "properties": {"amount": {"type": "number"}, "to": {"type": "string"}}}},
+]
+INDICES = [
+    {"name": "shop", "description": "The online shop's database.",
+     "fields": ["orders.id", "orders.total", "orders.placed_at", "customers.id", "customers.email"]},
+    {"name": "rivers", "description": "Hydrology measurements of the great rivers.",
+     "fields": ["river", "flow_m3s", "station"]},
+]
+# (table, what its rows embed): every catalogue row a cutover re-embeds
+CATALOGUE_TABLES = ("tools", "tool_examples", "index_descriptors", "index_parts")
+
+
 @pytest.fixture(scope="module")
-def cut(stack, tenant, shadowed):
+def catalogue(stack, tenant):
+    """Tools (with an example and a learned one), indices (one with parts) and a collection, all
+    embedded with the first model; the rows' models per table."""
+    for path, body in ((f"/entities/{tenant.entity_id}/tools", {"tools": TOOLS}),
+                       (f"/entities/{tenant.entity_id}/indices", {"indices": INDICES}),
+                       ("/tools/feedback", {"entity_ids": [tenant.entity_id], "query": "how much is 20 euros in yen",
+                                            "used": ["convert_currency"]})):
+        status, answer = tenant.search.post(path, body)
+        assert status == 200, answer
+    # a collection on a subject none of the questions asks about
+    put_document(tenant, "invoices", "Invoices are numbered by year and office, then in order of issue.",
+                 collection="accounting")
+    assert asyncio.run(wait_document(tenant, "invoices", timeout=300))["status"] == "ready"
+    sql = "SELECT kind FROM index_descriptors WHERE entity_id = %s AND name = 'accounting'"
+    asyncio.run(wait_for(lambda: _rows(stack, sql, tenant.entity_id), timeout=60))
+    return _catalogue_models(stack, tenant)
+
+
+def _catalogue_models(stack, tenant) -> dict[str, list[str]]:
+    return {table: [r["model_id"] for r in _rows(stack, f"SELECT model_id FROM {table} WHERE entity_id = %s",
+                                                 tenant.entity_id)] for table in CATALOGUE_TABLES}
+
+
+def _select(tenant, kind: str, query: str) -> dict:
+    status, answer = tenant.search.post(f"/{kind}/select", {"query": query, "entity_ids": [tenant.entity_id]})
+    assert status == 200, answer
+    return answer
+
+
+@pytest.fixture(scope="module")
+def cut(stack, tenant, shadowed, catalogue):
     """The cutover, with an agent searching the whole time; what the stack was before it."""
     before = {"found": _found(tenant), "search": _serving(stack, "search"), "ingest": _serving(stack, "ingest"),
               "answer_model": _search(tenant, "نهر النيل", cache=False)["model_id"],
@@ -167,6 +214,48 @@ def test_a_cutover_swaps_every_chunk_and_keeps_the_old_vectors(stack, tenant, cu
         LOCAL_MODEL_ID, tenant.entity_id)}
     assert kept == cut["before"]["vectors"]
     assert _rows(stack, "SELECT model_id FROM embedding_model") == [{"model_id": E5_ID}]
+
+
+def test_a_cutover_re_embeds_every_catalogue_row_in_its_commit(stack, tenant, catalogue, cut):
+    assert {t: len(models) for t, models in catalogue.items()} == {
+        "tools": 2, "tool_examples": 2, "index_descriptors": 3, "index_parts": 2}
+    assert {m for models in catalogue.values() for m in models} == {LOCAL_MODEL_ID}
+    assert {m for models in _catalogue_models(stack, tenant).values() for m in models} == {E5_ID}
+    assert cut["result"]["catalogues"] == {"tools": 2, "examples": 2, "indices": 3, "parts": 2}
+
+
+def test_tool_and_index_selection_answer_with_the_new_model_after_a_cutover(tenant, cut):
+    tools = _select(tenant, "tools", "ما حالة الطقس في القاهرة؟")   # "what is the weather in Cairo?"
+    assert (tools["model_id"], tools["tools"][0]["name"]) == (E5_ID, "get_weather")
+    indices = _select(tenant, "indices", "which customers placed the largest orders")
+    assert indices["indices"][0]["name"] == "shop"
+
+
+def test_a_worker_still_on_the_old_model_is_told_to_retry_and_writes_nothing(stack, tenant, cut):
+    from edgeindex.bindings.ai import local_embedder
+    from edgeindex.errors import ModelSwitching
+    from edgeindex.selection import tools
+
+    async def as_an_old_worker() -> list[str]:
+        db = Database(stack.dsn, max_size=2, name="TEST")
+        await db.open()
+        old = await asyncio.to_thread(local_embedder, 16)
+        outcomes = []
+        try:
+            for attempt in (tools.register(db, old, tenant.entity_id, {"tools": TOOLS[:1]}),
+                            tools.select(db, old, [tenant.entity_id], tools.SelectRequest("weather in Cairo", [tenant.entity_id], 5, 0.5, True,
+                                                                                  False, False))):
+                try:
+                    await attempt
+                    outcomes.append("done")
+                except ModelSwitching as exc:
+                    outcomes.append(exc.status)
+        finally:
+            await db.close()
+        return outcomes
+
+    assert asyncio.run(as_an_old_worker()) == [503, 503]
+    assert set(_catalogue_models(stack, tenant)["tools"]) == {E5_ID}
 
 
 def test_searches_answer_throughout_the_cutover(cut):
@@ -227,3 +316,5 @@ def test_a_rollback_serves_the_old_model_and_its_kept_vectors_again(stack, tenan
         (LOCAL_MODEL_ID, E5_ID, False), (E5_ID, LOCAL_MODEL_ID, True)]
     kept = {m["model_id"]: (m["state"], m["covered"]) for m in status["models"]}
     assert kept == {E5_ID: ("done", 1.0)}   # the replaced model's vectors, kept until dropped
+    assert {m for models in _catalogue_models(stack, tenant).values() for m in models} == {LOCAL_MODEL_ID}
+    assert _select(tenant, "tools", "weather forecast for Oslo")["tools"][0]["name"] == "get_weather"

@@ -49,6 +49,14 @@ class Embedder:
         return self._vector(text)
 
 
+class Rows:
+    def __init__(self, rows: list[dict]) -> None:
+        self.rows = rows
+
+    async def fetchone(self) -> dict | None:
+        return self.rows[0] if self.rows else None
+
+
 class MemoryDB:
     """Just enough of tools.sql, kept in dicts; ``calls`` counts each named statement."""
 
@@ -57,6 +65,7 @@ class MemoryDB:
         self.versions: dict[tuple[str, str], int] = {}
         self.feedback: dict[str, list[int]] = {}
         self.examples: list[dict] = []
+        self.model_id = embedder.model_id
         defs = [parse_tool(t, f"tools[{i}]") for i, t in enumerate(TOOLS)]
         self.tools = [{"name": d.name, "alias": alias_for(d.name), "description": d.description,
                        "parameters": d.parameters,
@@ -68,6 +77,8 @@ class MemoryDB:
     def _run(self, sql: str, p: dict) -> list[dict]:
         name = SQL[sql]
         self.calls[name] = self.calls.get(name, 0) + 1
+        if name == "serving_model_share":
+            return [{"model_id": self.model_id}]
         if name == "catalog_versions_of":
             return [{"entity_id": e, "kind": k, "version": v} for (e, k), v in self.versions.items()
                     if e in p["entity_ids"] and k in p["kinds"]]
@@ -95,8 +106,8 @@ class MemoryDB:
     async def fetch(self, sql: str, p: dict) -> list[dict]:
         return self._run(sql, p)
 
-    async def execute(self, sql: str, p: dict) -> None:
-        self._run(sql, p)
+    async def execute(self, sql: str, p: dict | None = None) -> Rows:
+        return Rows(self._run(sql, p or {}))
 
     @asynccontextmanager
     async def transaction(self):
