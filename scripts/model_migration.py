@@ -21,10 +21,12 @@ read from the database once the migration is done (the replaced ones are kept fo
 The run ends with one JSON line: {"benchmark": "model_migration", "chunks", "agents", "model", "duty",
 "quiet": {"n", "p50_ms", "p99_ms", "errors"}, "migration": {... , "seconds"}, "p99_ratio", "errors",
 "mixed_answers", "text_only_answers": {"quiet", "migration"}, "killed_at_vectors", "resumed_embedded", "re_embedded",
-"cutover": {...}}.
+"cutover": {...}, "tools", "select_model_after"}. With --tools, a tool catalogue is registered first: the
+cutover re-embeds it (`cutover.catalogues`, `catalogue_seconds`) and a tool selection after the switch
+must answer with MODEL.
 
   .venv/bin/python scripts/model_migration.py                       # 5,000 chunks, 4 agents, duty 0.5
-  .venv/bin/python scripts/model_migration.py --duty 1 --chunks 1000
+  .venv/bin/python scripts/model_migration.py --duty 1 --chunks 1000 --tools ../shared/data/tools-bfcl/tools.jsonl
 """
 
 from __future__ import annotations
@@ -37,9 +39,11 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.request
 from argparse import ArgumentParser, RawDescriptionHelpFormatter
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 from load_search import DATA, ENTITY, ROOT, chunk_vectors, loaded_stack  # scripts/: on sys.path
@@ -133,6 +137,37 @@ def _serving(url: str) -> str | None:
         return None
 
 
+def _post(url: str, key: str, body: dict) -> tuple[int, dict]:
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST", headers={
+        "Authorization": f"Bearer {key}", "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=600) as answer:
+            return answer.status, json.loads(answer.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read() or b"{}")
+
+
+def _register_tools(url: str, key: str, path: Path) -> int:
+    """The catalogue registered for the benchmark's entity, 200 tools a request; how many."""
+    tools = [json.loads(line) for line in open(path, encoding="utf-8") if line.strip()]
+    for start in range(0, len(tools), 200):
+        status, answer = _post(f"{url}/entities/{ENTITY}/tools", key, {"tools": tools[start:start + 200]})
+        if status != 200:
+            raise SystemExit(f"registering the tools: {status} {answer}")
+    print(f"registered {len(tools)} tools", flush=True)
+    return len(tools)
+
+
+def _select_model(url: str, key: str) -> str | None:
+    """The model a tool selection answers with after the switch (None: it failed)."""
+    status, answer = _post(f"{url}/tools/select", key, {"query": "what is the area of a triangle",
+                                                       "entity_ids": [ENTITY]})
+    if status != 200:
+        print(f"tool selection after the switch: {status} {answer}", flush=True)
+        return None
+    return answer["model_id"]
+
+
 def _migrate(dsn: str, model: str, duty: float) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "edgeindex.cli", "models", "migrate", "--to", model,
                              "--duty", str(duty), "--dsn", dsn, "--json"],
@@ -218,6 +253,9 @@ def main() -> int:
     parser.add_argument("--kill-at", type=float, default=0.3, help="share of the chunks stored before kill -9")
     parser.add_argument("--after", type=float, default=10.0, help="seconds searched after the worker switched")
     parser.add_argument("--tolerance", type=float, default=0.01, help="a vector score's distance from its cosine")
+    parser.add_argument("--tools", type=Path, default=None, metavar="JSONL",
+                        help="a tool catalogue registered before the migration (tools-bfcl/tools.jsonl): the "
+                             "cutover re-embeds it, and a selection after the switch must answer with the new model")
     args = parser.parse_args()
 
     sys.path.insert(0, str(ROOT))
@@ -229,6 +267,7 @@ def main() -> int:
     with loaded_stack("edgeindex-migration-", args.chunks, vectors) as (stack, key):
         url = stack.url("search")
         served_before = _serving(url)
+        registered = _register_tools(url, key, args.tools) if args.tools else 0
         with Agents(url, key, queries, args.agents) as agents:
             time.sleep(10)   # warm-up, not counted
             quiet_from = time.monotonic()
@@ -253,6 +292,7 @@ def main() -> int:
             switched = time.monotonic()
             time.sleep(args.after)
             migration_to = time.monotonic()
+            selected = _select_model(url, key) if registered else None
         answers = agents.answers
         quiet = [a for a in answers if quiet_from <= a.at < migration_from]
         during = [a for a in answers if migration_from <= a.at < migration_to]
@@ -277,14 +317,16 @@ def main() -> int:
             "mixed_answers": checked["mixed"], "text_only_answers": text_only,
             "vector_answers": checked["vector"], "worst_deviation": checked["worst_deviation"],
             "killed_at_vectors": killed_at, "resumed_embedded": backfilled + caught_up,
-            "re_embedded": killed_at + backfilled + caught_up - args.chunks, "cutover": result["cutover"]}
+            "re_embedded": killed_at + backfilled + caught_up - args.chunks, "cutover": result["cutover"],
+            "tools": registered, "select_model_after": selected}
     for example in checked.pop("examples"):
         print(f"not the named model's score: {example}", flush=True)
     print(f"quiet: {figures['quiet']}\nmigration: {figures['migration']}\np99 {ratio}x quiet; "
           f"{line['errors']} errors; answers: {checked}; resumed run embedded {line['resumed_embedded']} "
           f"after the kill at {killed_at} ({line['re_embedded']} embedded twice)", flush=True)
     print(json.dumps(line), flush=True)
-    return 0 if line["errors"] == 0 and line["mixed_answers"] == 0 and line["re_embedded"] == 0 else 1
+    catalogue_ok = not registered or selected == target
+    return 0 if line["errors"] == 0 and line["mixed_answers"] == 0 and line["re_embedded"] == 0 and catalogue_ok else 1
 
 
 if __name__ == "__main__":

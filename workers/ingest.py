@@ -12,6 +12,7 @@ from edgeindex.history.retention import Retention
 from edgeindex.ingest.reconciler import Reconciler, ReconcileSettings
 from edgeindex.ingest.service import IngestService
 from edgeindex.ingest.workflow import IngestSettings
+from edgeindex.models.jobs import JobRunner
 from edgeindex.runtime import memtrace
 from edgeindex.runtime.http import Routes
 from edgeindex.selection.collections import CollectionRefresher
@@ -61,7 +62,9 @@ async def startup(env) -> Services:
         log.warning("no INGEST_QUEUE producer binding: lost queue messages are not re-sent while running")
     # Runs a crashed process left unfinished resume now, not after their visibility timeout.
     # Collection profiles follow their documents (debounced; edgeindex.selection.collections).
+    # Model jobs asked for through the admin API run here (edgeindex.models.jobs).
     for work in (ingest.resume_unfinished(), CollectionRefresher(env.DB, env.AI.embedder, env.KV).run(),
+                 JobRunner(env.DB).run(),
                  *([services.reconciler.run()] if services.reconciler else [])):
         task = asyncio.create_task(work)
         services.background.add(task)

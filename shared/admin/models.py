@@ -66,10 +66,50 @@ class ShadowSearches(_Body):
     last_at: str
 
 
+class ModelJob(_Body):
+    """A model change run by an ingest worker (``POST /admin/api/models/jobs``)."""
+
+    id: int
+    action: Literal["backfill", "migrate", "cutover", "rollback"]
+    model_id: str = Field(description="the model it embeds with (a rollback's: the model it returns to)")
+    duty: float = Field(description="share of the time its backfill works")
+    state: Literal["queued", "running", "done", "stopped", "failed"]
+    stop_requested: bool
+    attempts: int = Field(description="times an ingest worker claimed it: more than one, a runner was lost")
+    result: dict | None = Field(description="its backfill's and cutover's figures, as `edgeindex models` prints them")
+    error: str | None
+    created_at: str
+    started_at: str | None
+    finished_at: str | None
+
+
 class ModelsStatus(_Body):
-    """``edgeindex models status``: the serving model, each model with vectors beside it, and the
-    shadow searches (MODEL_SHADOW) logged."""
+    """``edgeindex models status``: the serving model, each model with vectors beside it, the
+    shadow searches (MODEL_SHADOW) logged, the cutovers and the latest model jobs."""
 
     serving: ServingModel
     models: list[ModelVectors]
     shadow: list[ShadowSearches]
+    cutovers: list[dict]
+    jobs: list[ModelJob]
+
+
+class ModelJobRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    action: Literal["backfill", "migrate", "cutover", "rollback"] = Field(
+        description="migrate: a backfill, then a cutover; rollback: back to the model the last cutover replaced")
+    model: str | None = Field(None, min_length=1, max_length=200,
+                              description="a packaged model by name or id (multilingual-e5-small); none for a rollback")
+    duty: float | None = Field(None, gt=0, le=1, description="share of the time the backfill works (default 0.5)")
+
+
+class DropRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    model: str = Field(min_length=1, max_length=200, description="the model whose kept vectors to delete")
+
+
+class Dropped(_Body):
+    model_id: str
+    deleted: int = Field(description="vectors deleted")

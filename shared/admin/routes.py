@@ -19,7 +19,8 @@ from .. import api_models as out
 from ..errors import NotFound
 from ..runtime.http import Routes, json_response, read_json
 from ..search.request import SearchRequest
-from .models import ModelsStatus, Overview, TelemetryReport
+from ..validation import parse
+from .models import Dropped, DropRequest, ModelJob, ModelJobRequest, ModelsStatus, Overview, TelemetryReport
 
 # name → media type: only these files are served, whatever the path asks for.
 ASSETS = {"admin.js": "text/javascript", "admin.css": "text/css"}
@@ -76,6 +77,33 @@ def register(routes: Routes) -> None:
     async def admin_models(request, services, ctx):
         await services.tenancy.require_admin(request.headers)
         return await services.admin.models()
+
+    @routes.post("/admin/api/models/jobs",
+                 summary="Queue a model change for an ingest worker: backfill another model's vectors, migrate "
+                         "(backfill, then cut over), cut over, or roll back; 409 while another job is queued or "
+                         "running. Its progress is in GET /admin/api/models",
+                 request=ModelJobRequest, response=ModelJob, status=202, auth="admin")
+    async def admin_model_job(request, services, ctx):
+        await services.tenancy.require_admin(request.headers)
+        body = parse(ModelJobRequest, await read_json(request))
+        return json_response(await services.admin.model_job(body.action, body.model, body.duty), 202)
+
+    @routes.post("/admin/api/models/jobs/{id}/stop",
+                 summary="Stop a model job: a queued one at once, a running backfill after the batch in hand "
+                         "(what it stored stays; a new job goes on from there)",
+                 response=ModelJob, auth="admin")
+    async def admin_stop_model_job(request, services, ctx, id):
+        await services.tenancy.require_admin(request.headers)
+        return await services.admin.stop_model_job(id)
+
+    @routes.post("/admin/api/models/drop",
+                 summary="Delete a model's vectors kept beside the serving one (after a cutover: the old model's, "
+                         "which a rollback would serve again)",
+                 request=DropRequest, response=Dropped, auth="admin")
+    async def admin_drop_model(request, services, ctx):
+        await services.tenancy.require_admin(request.headers)
+        body = parse(DropRequest, await read_json(request))
+        return await services.admin.drop_model(body.model)
 
     @routes.post("/admin/api/search",
                  summary="Search through this worker (the admin page's playground): the body goes to the search "

@@ -15,10 +15,13 @@ from typing import Any
 import aiohttp
 
 from .. import sqlfiles
+from ..bindings.ai import local_model
 from ..bindings.database import Database
-from ..errors import BindingError, NotFound
+from ..errors import BindingError, NotFound, ValidationError
 from ..json_codec import encode_default
 from ..models import backfill as model_backfills
+from ..models import jobs as model_jobs
+from ..models.cutover import history as cutover_history
 
 log = logging.getLogger(__name__)
 SQL = sqlfiles.load("admin.sql")
@@ -52,7 +55,24 @@ class AdminService:
         } for r in rows]}
 
     async def models(self) -> dict:
-        return await model_backfills.status(self.db)
+        return {**await model_backfills.status(self.db), "cutovers": await cutover_history(self.db),
+                "jobs": await model_jobs.recent(self.db)}
+
+    async def model_job(self, action: str, model: str | None, duty: float | None) -> dict:
+        """Queued for an ingest worker (models/jobs.py), which loads the model and runs it."""
+        return await model_jobs.submit(self.db, action, model, duty)
+
+    async def stop_model_job(self, job_id: str) -> dict:
+        if not job_id.isdigit() or len(job_id) > 18:
+            raise ValidationError("id must be a model job's number", field="id")
+        return await model_jobs.stop(self.db, int(job_id))
+
+    async def drop_model(self, model: str) -> dict:
+        try:
+            model_id = local_model(model).model_id
+        except BindingError:
+            model_id = model   # a model no longer packaged may still have vectors to drop
+        return {"model_id": model_id, "deleted": await model_backfills.drop(self.db, model_id)}
 
     async def search(self, body: bytes, headers) -> tuple[int, bytes, str]:
         """POST the body to the search worker's /search with the caller's own key: the search worker

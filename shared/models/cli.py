@@ -1,5 +1,5 @@
-"""``edgeindex models status | backfill | cutover | rollback | migrate | drop``: a second embedding
-model's vectors beside the serving one, and changing which one serves."""
+"""``edgeindex models status | backfill | cutover | rollback | migrate | compare | drop``: a second
+embedding model's vectors beside the serving one, comparing the two, and changing which one serves."""
 
 from __future__ import annotations
 
@@ -32,7 +32,17 @@ Check the new model on your own judged queries first with `edgeindex eval --comp
 
 example: edgeindex models migrate --to multilingual-e5-small
 """
-EPILOGS = {"backfill": BACKFILL_EPILOG, "cutover": CUTOVER_EPILOG, "migrate": MIGRATE_EPILOG}
+COMPARE_EPILOG = """\
+Ranks, for each search an agent sent feedback for (POST /feedback), every chunk of its entities by
+the serving model's vectors alone and by MODEL's (backfilled), and scores both rankings against the
+chunks marked useful: NDCG@k, Recall@k and MRR, with MODEL's difference per query (a 95% bootstrap
+interval) and the searches each model ranks better. The useful chunks come from answers the serving
+model helped rank, so the figures lean its way.
+
+example: edgeindex models compare multilingual-e5-small
+"""
+EPILOGS = {"backfill": BACKFILL_EPILOG, "cutover": CUTOVER_EPILOG, "migrate": MIGRATE_EPILOG,
+           "compare": COMPARE_EPILOG}
 
 
 def register(subparsers) -> None:
@@ -44,6 +54,7 @@ def register(subparsers) -> None:
                             ("cutover", "make another (backfilled) model the serving one"),
                             ("rollback", "serve the model the last cutover replaced again"),
                             ("migrate", "backfill, then cut over"),
+                            ("compare", "a backfilled model against the serving one on the deployment's feedback"),
                             ("drop", "delete another model's vectors")):
         command = sub.add_parser(name, help=help_text, epilog=EPILOGS.get(name),
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -61,6 +72,10 @@ def register(subparsers) -> None:
         sub.choices[name].add_argument("--duty", type=float, default=None,
                                        help="share of the time the backfill works (default 0.5)")
     sub.choices["drop"].add_argument("model", help="the model whose vectors to delete")
+    sub.choices["compare"].add_argument("model", help="the backfilled model to compare with the serving one")
+    sub.choices["compare"].add_argument("--k", type=int, default=10, help="the depth scored (default 10)")
+    sub.choices["compare"].add_argument("--limit", type=int, default=1000,
+                                        help="the latest searches with feedback to use (default 1000)")
 
 
 def _command(name: str):
@@ -78,8 +93,9 @@ async def _run(name: str, args) -> int:
     try:
         if name == "status":
             from .cutover import history
+            from .jobs import recent
 
-            result = {**await backfills.status(db), "cutovers": await history(db)}
+            result = {**await backfills.status(db), "cutovers": await history(db), "jobs": await recent(db)}
             _print(result, args.json, _status_lines(result))
         elif name == "drop":
             from ..bindings.ai import local_model
@@ -87,6 +103,14 @@ async def _run(name: str, args) -> int:
             model_id = _model_id(args.model, local_model)
             deleted = await backfills.drop(db, model_id)
             _print({"model_id": model_id, "deleted": deleted}, args.json, [f"deleted {deleted} vectors of {model_id}"])
+        elif name == "compare":
+            from ..bindings.ai import local_embedder, local_model
+            from .compare import compare
+
+            serving, _ = await backfills.serving_model(db)
+            embedders = [await asyncio.to_thread(local_embedder, 64, local_model(m).name) for m in (serving, args.model)]
+            result = await compare(db, *embedders, k=args.k, limit=args.limit)
+            _print(result, args.json, _compare_lines(result))
         elif name in ("cutover", "rollback"):
             from ..bindings.ai import local_embedder, local_model
             from .cutover import cutover, rollback_model
@@ -135,6 +159,20 @@ def _cutover_line(done) -> str:
             f"{catalogues}; writes held {done.locked_seconds:.2f} s")
 
 
+def _compare_lines(result: dict) -> list[str]:
+    serving, other = result["serving_model"], result["model"]
+    if not result["queries"]:
+        return [f"no search with feedback to compare on ({result['left_out']} left out: no vectors of {other} "
+                "for their entities)"]
+    lines = [f"{result['queries']} searches with feedback ({result['relevant_per_query']} useful chunks each; "
+             f"{result['left_out']} left out), {other} against {serving}:"]
+    for metric, d in result["difference"].items():
+        lines.append(f"  {metric:<10} {result['models'][serving][metric]:.4f} -> {result['models'][other][metric]:.4f}"
+                     f"  ({d['mean']:+.4f}, 95% [{d['low']:+.4f}, {d['high']:+.4f}]; better on {d['better']}, "
+                     f"worse on {d['worse']})")
+    return lines
+
+
 def _model_id(name: str, local_model) -> str:
     from ..errors import BindingError
 
@@ -165,6 +203,9 @@ def _status_lines(result: dict) -> list[str]:
     for c in result.get("cutovers", []):
         lines.append(f"{c['at']}: {'rollback' if c['rollback'] else 'cutover'} {c['from_model']} -> {c['to_model']} "
                      f"({c['chunks']} chunks)")
+    for j in result.get("jobs", []):
+        lines.append(f"job {j['id']} ({j['created_at']}): {j['action']} {j['model_id']}: {j['state']}"
+                     + (f" ({j['error']})" if j["error"] else ""))
     return lines
 
 

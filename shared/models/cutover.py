@@ -41,12 +41,13 @@ class Cutover:
     locked_seconds: float  # how long writes to chunks waited
     rollback: bool = False
     catalogues: dict[str, int] = field(default_factory=dict)   # catalogue rows re-embedded, per kind
+    catalogue_seconds: float = 0.0   # embedding them, before the transaction
 
     def as_dict(self) -> dict:
         return {"from_model": self.from_model, "to_model": self.to_model, "chunks": self.chunks,
                 "embedded_before": self.embedded_before, "embedded_during": self.embedded_during,
                 "locked_seconds": round(self.locked_seconds, 3), "rollback": self.rollback,
-                "catalogues": self.catalogues}
+                "catalogues": self.catalogues, "catalogue_seconds": round(self.catalogue_seconds, 3)}
 
 
 async def cutover(db: Database, embedder: Embedder, *, batch: int = BATCH, rollback: bool = False) -> Cutover:
@@ -60,7 +61,9 @@ async def cutover(db: Database, embedder: Embedder, *, batch: int = BATCH, rollb
         raise Conflict(f"{target!r} has dimension {embedder.dimension}; the chunks' vectors have {dimension} "
                        "(a model of another dimension needs a new deployment)", field="model")
     caught_up = await backfill(db, embedder, batch=batch, duty=1.0)
+    started = time.perf_counter()
     catalogue = await catalogues.prepare(db.fetch, embedder)
+    prepared_in = time.perf_counter() - started
     started = time.perf_counter()
     async with db.transaction() as conn:
         row = await (await conn.execute(SQL["lock_serving_model"])).fetchone()
@@ -83,7 +86,7 @@ async def cutover(db: Database, embedder: Embedder, *, batch: int = BATCH, rollb
                                                    "chunks": swapped, "embedded": caught_up.embedded + during,
                                                    "rollback": rollback})
     result = Cutover(serving, target, swapped, caught_up.embedded, during, time.perf_counter() - started, rollback,
-                     written)
+                     written, prepared_in)
     log.info("cutover %s -> %s: %d chunks (%d embedded before, %d during; writes held %.2f s)", serving, target,
              swapped, caught_up.embedded, during, result.locked_seconds)
     return result

@@ -181,3 +181,66 @@ WHERE entity_id = %(entity_id)s AND name = %(name)s AND content_hash = %(content
 -- name: reembed_part
 UPDATE index_parts SET model_id = %(model_id)s, embedding = %(embedding)s
 WHERE entity_id = %(entity_id)s AND index_name = %(index_name)s AND part = %(part)s AND fields = %(fields)s;
+
+-- name: queue_job
+-- Refused (no row) while another job is queued or running: model_jobs_one_active.
+INSERT INTO model_jobs (action, model_id, duty) VALUES (%(action)s, %(model_id)s, %(duty)s)
+ON CONFLICT DO NOTHING
+RETURNING id, action, model_id, duty, state, stop_requested, attempts, result, error, created_at, started_at,
+          finished_at;
+
+-- name: claim_job
+-- The queued job, or a running one whose runner's lease ran out; the lease is renewed per batch.
+UPDATE model_jobs
+   SET state = 'running', attempts = attempts + 1, lease_until = now() + make_interval(secs => %(lease)s),
+       started_at = coalesce(started_at, now())
+ WHERE id = (SELECT id FROM model_jobs
+              WHERE state = 'queued' OR (state = 'running' AND lease_until < now())
+              ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED)
+RETURNING id, action, model_id, duty, attempts, stop_requested;
+
+-- name: renew_job
+-- Between batches: the lease renewed; whether a stop was asked for.
+UPDATE model_jobs SET lease_until = now() + make_interval(secs => %(lease)s)
+ WHERE id = %(id)s
+RETURNING stop_requested;
+
+-- name: finish_job
+UPDATE model_jobs
+   SET state = %(state)s, result = %(result)s, error = %(error)s, lease_until = NULL, finished_at = now()
+ WHERE id = %(id)s;
+
+-- name: stop_job
+-- A queued job stops at once; a running backfill after its batch in hand (renew_job tells its runner).
+UPDATE model_jobs
+   SET stop_requested = true,
+       state = CASE WHEN state = 'queued' THEN 'stopped' ELSE state END,
+       finished_at = CASE WHEN state = 'queued' THEN now() ELSE finished_at END
+ WHERE id = %(id)s
+RETURNING id, action, model_id, duty, state, stop_requested, attempts, result, error, created_at, started_at,
+          finished_at;
+
+-- name: recent_jobs
+SELECT id, action, model_id, duty, state, stop_requested, attempts, result, error, created_at, started_at,
+       finished_at
+FROM model_jobs ORDER BY id DESC LIMIT %(limit)s;
+
+-- name: feedback_judgements
+-- Searches with feedback naming a useful chunk, latest first: the query, its entities and the useful
+-- chunks that still exist (models/compare.py).
+SELECT t.query, t.entity_ids,
+       ARRAY(SELECT c.id::text FROM chunks c
+              WHERE c.entity_id = ANY(t.entity_ids) AND c.id = ANY(f.useful::uuid[])) AS relevant
+FROM router_feedback f JOIN search_telemetry t ON t.search_id = f.search_id
+WHERE cardinality(f.useful) > 0
+ORDER BY f.id DESC
+LIMIT %(limit)s;
+
+-- name: serving_dense_search
+-- The serving model's exact ranking of the entities' chunks (`+ 0`: no HNSW walk, whose filter
+-- after the walk may return fewer than k), for a comparison beside shadow_search's.
+SELECT c.id::text AS chunk_id
+FROM chunks c
+WHERE c.entity_id = ANY(%(entity_ids)s::text[]) AND c.model_id = %(model_id)s
+ORDER BY (c.embedding <=> %(embedding)s::vector) + 0
+LIMIT %(k)s;

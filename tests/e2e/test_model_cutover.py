@@ -110,6 +110,24 @@ def test_shadow_mode_logs_the_served_answer_beside_the_shadow_models(stack, tena
     assert summary[(E5_ID, LOCAL_MODEL_ID)]["searches"] >= len(QUESTIONS)
 
 
+def test_models_compare_ranks_both_models_against_the_deployments_feedback(stack, tenant, shadowed):
+    # an agent's feedback: for each question, the chunk of its document was the useful one
+    chunk_of = {r["document_id"]: r["id"] for r in _rows(
+        stack, "SELECT id::text, document_id FROM chunks WHERE entity_id = %s", tenant.entity_id)}
+    for question, document in QUESTIONS.items():
+        answer = _search(tenant, question, k=20)
+        assert chunk_of[document] in [r["chunk_id"] for r in answer["results"]]
+        status, body = tenant.search.post("/feedback", {"search_id": answer["search_id"],
+                                                         "useful": [chunk_of[document]]})
+        assert status == 200, body
+    result = _models(stack, "compare", "multilingual-e5-small", "--k", "1")
+    assert (result["queries"], result["left_out"], result["relevant_per_query"]) == (len(QUESTIONS), 0, 1.0)
+    # e5 ranks each question's useful chunk first by meaning; MiniLM's vectors miss most of them
+    assert result["models"][E5_ID]["recall@1"] == 1.0
+    assert result["models"][LOCAL_MODEL_ID]["recall@1"] < 1.0
+    assert result["difference"]["recall@1"]["worse"] == 0 and result["difference"]["recall@1"]["better"] >= 1
+
+
 TOOLS = [
     {"name": "get_weather", "description": "Current weather and forecast for a city.",
      "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
@@ -318,3 +336,76 @@ def test_a_rollback_serves_the_old_model_and_its_kept_vectors_again(stack, tenan
     assert kept == {E5_ID: ("done", 1.0)}   # the replaced model's vectors, kept until dropped
     assert {m for models in _catalogue_models(stack, tenant).values() for m in models} == {LOCAL_MODEL_ID}
     assert _select(tenant, "tools", "weather forecast for Oslo")["tools"][0]["name"] == "get_weather"
+
+
+def _jobs(admin) -> list[dict]:
+    status, models = admin.get("/admin/api/models")
+    assert status == 200, models
+    return models["jobs"]
+
+
+def _job_done(admin, job_id: int) -> dict:
+    def ended():
+        job = next(j for j in _jobs(admin) if j["id"] == job_id)
+        return job if job["state"] not in ("queued", "running") else None
+    return asyncio.run(wait_for(ended, timeout=300, interval=0.5))
+
+
+def _wait_answers_of(tenant, model_id: str) -> None:
+    """Until the search worker answers with ``model_id``'s query vectors (it has swapped its services)."""
+    asyncio.run(wait_for(lambda: _search(tenant, "نهر النيل")["model_id"] == model_id, timeout=300, interval=0.5))
+
+
+def test_the_admin_api_refuses_a_job_it_cannot_run_naming_the_field(stack, cut, written_after):
+    admin = Client(stack.url("upload"), stack.admin_key)
+    for body, status, field in (({"action": "explode", "model": "multilingual-e5-small"}, 400, "action"),
+                                ({"action": "migrate", "model": "no-such-model"}, 400, "model"),
+                                ({"action": "migrate"}, 400, "model"),
+                                ({"action": "migrate", "model": "multilingual-e5-small", "duty": 0}, 400, "duty"),
+                                ({"action": "rollback", "model": "multilingual-e5-small"}, 400, "model")):
+        got, answer = admin.post("/admin/api/models/jobs", body)
+        assert (got, answer.get("field")) == (status, field), (body, answer)
+    serving = _serving(stack, "search")[0]
+    got, answer = admin.post("/admin/api/models/jobs", {"action": "cutover", "model": serving})
+    assert (got, answer["error"], answer["field"]) == (409, "conflict", "model")
+    assert admin.post("/admin/api/models/jobs/abc/stop")[1]["field"] == "id"
+    assert admin.post("/admin/api/models/jobs/999999/stop")[0] == 404
+    assert Client(stack.url("upload")).post("/admin/api/models/jobs", {"action": "rollback"})[0] == 401
+
+
+def test_the_admin_api_migrates_through_an_ingest_worker_and_rolls_back(stack, tenant, cut, written_after):
+    admin = Client(stack.url("upload"), stack.admin_key)
+    assert _serving(stack, "search")[0] == LOCAL_MODEL_ID     # after the CLI's rollback
+    status, dropped = admin.post("/admin/api/models/drop", {"model": "multilingual-e5-small"})
+    assert status == 200 and dropped["model_id"] == E5_ID and dropped["deleted"] > 0, dropped
+    status, job = admin.post("/admin/api/models/jobs", {"action": "migrate", "model": "multilingual-e5-small",
+                                                        "duty": 1})
+    assert status == 202 and (job["state"], job["model_id"]) == ("queued", E5_ID), job
+    # one job at a time: the first is queued or running for seconds yet (a model load, a backfill, a cutover)
+    status, refused = admin.post("/admin/api/models/jobs", {"action": "backfill", "model": "multilingual-e5-small"})
+    assert (status, refused["field"]) == (409, "action"), refused
+    done = _job_done(admin, job["id"])
+    chunks = _rows(stack, "SELECT count(*) AS n FROM chunks")[0]["n"]
+    assert done["state"] == "done", done
+    assert done["result"]["backfill"]["embedded"] == chunks      # every chunk: its vectors were dropped
+    assert done["result"]["cutover"]["to_model"] == E5_ID
+    _wait_answers_of(tenant, E5_ID)
+    assert _found(tenant) == QUESTIONS
+    assert {m for models in _catalogue_models(stack, tenant).values() for m in models} == {E5_ID}
+
+    status, job = admin.post("/admin/api/models/jobs", {"action": "rollback"})
+    assert status == 202 and job["model_id"] == LOCAL_MODEL_ID, job
+    assert _job_done(admin, job["id"])["state"] == "done"
+    _wait_answers_of(tenant, LOCAL_MODEL_ID)
+
+
+def test_a_job_whose_runner_was_lost_is_claimed_again_and_finished(stack, cut, written_after):
+    # as if the ingest worker running it was killed: running, its lease run out
+    admin = Client(stack.url("upload"), stack.admin_key)
+    with psycopg.connect(stack.dsn, row_factory=dict_row, autocommit=True) as conn:
+        job_id = conn.execute("INSERT INTO model_jobs (action, model_id, duty, state, attempts, lease_until) "
+                              "VALUES ('backfill', %s, 1, 'running', 1, now() - interval '1 minute') RETURNING id",
+                              (E5_ID,)).fetchone()["id"]
+    done = _job_done(admin, job_id)
+    assert (done["state"], done["attempts"]) == ("done", 2), done
+    assert done["result"]["backfill"]["embedded"] == 0      # e5's vectors were kept by the rollback

@@ -196,3 +196,18 @@ def test_telemetry_puts_no_count_on_the_latency_axis(page, stack, tenant):
         "return [...document.querySelectorAll('#telemetry-report h3, #telemetry-report h4')]"
         ".filter(h => !h.nextElementSibling || !h.nextElementSibling.textContent.trim()).map(h => h.textContent)")
     assert empty == []
+
+
+def test_the_models_screen_shows_the_serving_model_and_refuses_a_job_naming_why(page, stack):
+    # a cutover to the serving model itself: refused, no job queued (this shared stack keeps its model)
+    page.sign_in(stack.admin_key)
+    page.signed_in()
+    page.screen("models")
+    assert page.text_of("#models-serving").startswith("sentence-transformers/all-MiniLM-L6-v2 (dimension 384)")
+    jobs_before = len(page.find_all("#models-jobs tbody tr"))
+    page.find('#model-action option[value="cutover"]').click()
+    page.find('#model-name option[value="all-MiniLM-L6-v2"]').click()
+    page.find("#model-job-button").click()
+    page.wait(lambda _: "serving model already" in page.flash(), message="no refusal shown")
+    assert "(field: model)" in page.flash()
+    assert len(page.find_all("#models-jobs tbody tr")) == jobs_before

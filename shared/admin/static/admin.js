@@ -6,7 +6,7 @@
 
 (function () {
   const KEY = "edgeindex.adminKey";
-  const SCREENS = ["tenants", "documents", "upload", "search", "telemetry"];
+  const SCREENS = ["tenants", "documents", "upload", "search", "telemetry", "models"];
   const BUSY = new Set(["pending", "processing"]);
   const POLL_MS = 1500;
   const $ = (id) => document.getElementById(id);
@@ -135,7 +135,7 @@
     }
     if (location.hash !== "#" + name) history.replaceState(null, "", "#" + name);
     const load = { tenants: loadTenants, documents: loadDocumentsScreen, upload: loadEntities,
-                   search: loadEntities, telemetry: loadTelemetry }[name];
+                   search: loadEntities, telemetry: loadTelemetry, models: loadModels }[name];
     const section = $("screen-" + name);
     section.dataset.state = "loading";  // "loaded" once its data is shown (what a browser test waits for)
     load().then(() => { section.dataset.state = "loaded"; },
@@ -481,6 +481,71 @@
     return v === null || v === undefined ? "" : String(v);
   }
 
+  // models
+
+  const ACTIVE_JOB = new Set(["queued", "running"]);
+
+  function jobOutcome(job) {
+    if (job.error) return job.error;
+    const r = job.result || {};
+    const parts = [];
+    if (r.backfill) parts.push(`${r.backfill.embedded} chunks embedded` + (r.backfill.stopped ? " (stopped)" : ""));
+    if (r.cutover) parts.push(`now serving ${r.cutover.to_model}: ${r.cutover.chunks} chunks, ` +
+                              `writes held ${r.cutover.locked_seconds} s`);
+    return parts.join("; ");
+  }
+
+  async function loadModels() {
+    stopPolling();
+    const m = await api("GET", "/admin/api/models");
+    $("models-serving").textContent = `${m.serving.model_id} (dimension ${m.serving.dimension})`;
+    fill($("models-vectors").tBodies[0], m.models.map((v) => el("tr", { dataset: { model: v.model_id } },
+      el("td", {}, v.model_id), el("td", {}, v.entity_ids ? v.entity_ids.join(", ") : "every entity"),
+      el("td", {}, v.state), el("td", {}, `${v.vectors} of ${v.chunks}`), el("td", {}, (v.covered * 100).toFixed(1) + "%"),
+      el("td", {}, v.chunks_per_second === null ? "" : v.chunks_per_second), el("td", {}, fmtTime(v.updated_at)))));
+    fill($("models-jobs").tBodies[0], m.jobs.map((j) => el("tr", { dataset: { job: j.id, state: j.state } },
+      el("td", {}, j.id), el("td", {}, j.action), el("td", {}, j.model_id), el("td", { className: "state" }, j.state),
+      el("td", {}, fmtTime(j.created_at)), el("td", {}, fmtTime(j.finished_at)), el("td", {}, jobOutcome(j)),
+      el("td", {}, ACTIVE_JOB.has(j.state) && !j.stop_requested ?
+        el("button", { type: "button", onclick: () => stopJob(j.id) }, "Stop") : null))));
+    fill($("models-shadow").tBodies[0], m.shadow.map((s) => el("tr", {},
+      el("td", {}, s.shadow_model), el("td", {}, s.serving_model), el("td", {}, s.searches),
+      el("td", {}, (s.overlap * 100).toFixed(1) + "%"), el("td", {}, s.shadow_ms_p50))));
+    fill($("models-cutovers").tBodies[0], m.cutovers.map((c) => el("tr", {},
+      el("td", {}, fmtTime(c.at)), el("td", {}, c.from_model), el("td", {}, c.to_model), el("td", {}, c.chunks),
+      el("td", {}, c.rollback ? "yes" : ""))));
+    // the progress of a job in hand, until it ends
+    if (m.jobs.some((j) => ACTIVE_JOB.has(j.state)) && !$("screen-models").hidden) {
+      pollTimer = setTimeout(() => loadModels().catch((err) => flash(err.message, "error")), POLL_MS);
+    }
+    return m;
+  }
+
+  async function startModelJob(event) {
+    event.preventDefault();
+    const action = $("model-action").value;
+    const request = { action };
+    if (action !== "rollback") request.model = $("model-name").value;
+    if (action === "backfill" || action === "migrate") request.duty = Number($("model-duty").value);
+    try {
+      const job = await api("POST", "/admin/api/models/jobs", { json: request });
+      flash(`Job ${job.id} queued: ${job.action} ${job.model_id}.`, "ok");
+    } catch (err) {
+      flash(err.message, "error");
+    }
+    await loadModels();
+  }
+
+  async function stopJob(id) {
+    try {
+      await api("POST", `/admin/api/models/jobs/${enc(id)}/stop`);
+      flash(`Job ${id}: stop asked; a backfill stops after the batch in hand.`, "ok");
+    } catch (err) {
+      flash(err.message, "error");
+    }
+    await loadModels();
+  }
+
   // --- wiring -------------------------------------------------------------------------------------
 
   document.addEventListener("DOMContentLoaded", () => {
@@ -493,6 +558,7 @@
     $("docs-more").addEventListener("click", () => loadDocuments(true).catch((err) => flash(err.message, "error")));
     $("upload-form").addEventListener("submit", upload);
     $("search-form").addEventListener("submit", (e) => search(e).catch((err) => flash(err.message, "error")));
+    $("model-job-form").addEventListener("submit", (e) => startModelJob(e).catch((err) => flash(err.message, "error")));
     for (const button of document.querySelectorAll("nav button")) {
       button.addEventListener("click", () => show(button.dataset.screen));
     }
