@@ -9,7 +9,8 @@ false`, the project's SDK, no retries) through two phases:
   migration  `edgeindex models migrate --to MODEL --duty D` in a process of its own; once it has
              stored --kill-at of the chunks' vectors it is killed with SIGKILL, and run again: the
              second run must embed exactly the chunks the first did not store. It then cuts over,
-             and the phase ends --after seconds after the search worker serves MODEL
+             and the phase ends --after seconds after the search worker answers with MODEL's
+             query vectors (`switch_seconds`: from the migration's exit to that first answer)
 
 Every answer of both phases is checked afterwards: it names the model of its query vector
 (`model_id`), and each result's `scores.vector` must be the cosine of that model's query vector and
@@ -19,7 +20,7 @@ embedded again here on the search worker's own query graphs; the chunks' vectors
 read from the database once the migration is done (the replaced ones are kept for a rollback).
 
 The run ends with one JSON line: {"benchmark": "model_migration", "chunks", "agents", "model", "duty",
-"quiet": {"n", "p50_ms", "p99_ms", "errors"}, "migration": {... , "seconds"}, "p99_ratio", "errors",
+"quiet": {"n", "p50_ms", "p99_ms", "errors"}, "migration": {... , "seconds", "switch_seconds"}, "p99_ratio", "errors",
 "mixed_answers", "text_only_answers": {"quiet", "migration"}, "killed_at_vectors", "resumed_embedded", "re_embedded",
 "cutover": {...}, "tools", "select_model_after"}. With --tools, a tool catalogue is registered first: the
 cutover re-embeds it (`cutover.catalogues`, `catalogue_seconds`) and a tool selection after the switch
@@ -287,8 +288,10 @@ def main() -> int:
             if second.returncode != 0:
                 raise SystemExit(f"the resumed migration failed (exit {second.returncode})")
             result = json.loads(out.strip().splitlines()[-1])
-            while _serving(url) != target:
-                time.sleep(0.2)
+            committed = time.monotonic()
+            # switched: the search worker answers with the target's query vectors (its services swapped)
+            while not any(a.model_id == target and a.at > committed for a in agents.answers[-50:]):
+                time.sleep(0.1)
             switched = time.monotonic()
             time.sleep(args.after)
             migration_to = time.monotonic()
@@ -309,6 +312,7 @@ def main() -> int:
     caught_up = result["cutover"]["embedded_before"] + result["cutover"]["embedded_during"]
     figures = {"quiet": _figures(quiet), "migration": {**_figures(during),
                                                        "seconds": round(migration_to - migration_from, 1),
+                                                       "switch_seconds": round(switched - committed, 1),
                                                        "after_switch_seconds": round(migration_to - switched, 1)}}
     ratio = round(figures["migration"]["p99_ms"] / figures["quiet"]["p99_ms"], 3)
     line = {"benchmark": "model_migration", "chunks": args.chunks, "agents": args.agents, "model": target,

@@ -12,7 +12,7 @@ from edgeindex.routing.model import Bounds
 from edgeindex.routing.service import Router, RouterSettings
 from edgeindex.search.as_of import AsOfSearch
 from edgeindex.search.enhance import QueryEnhancer
-from edgeindex.search.service import SearchService, SearchSettings
+from edgeindex.search.service import SearchService, SearchSettings, prepare_query_embedding
 from edgeindex.selection.http import SelectionService
 from edgeindex.tenancy import RateLimiter, Tenancy
 from edgeindex.trajectories.service import TrajectoryService
@@ -56,6 +56,15 @@ async def shadow_model(env) -> ShadowModel | None:
     startup_progress.report(f"loading the shadow model {name}")
     embedder = await asyncio.to_thread(local_embedder, 64, spec.name)
     return ShadowModel(env.DB, embedder, sample=env.var("MODEL_SHADOW_SAMPLE", float))
+
+
+def prepare_model(embedder) -> None:
+    """What a search (or MCP) worker's start-up prepares on its model, done ahead of a model cutover
+    (runtime/serving_model.py): the query encoder, and tool selection's int8 copy of it."""
+    prepare_query_embedding(embedder)
+    prepare = getattr(embedder, "prepare_select", None)
+    if prepare is not None:
+        prepare("int8")
 
 
 def trajectory_service(env, search: SearchService) -> TrajectoryService:

@@ -22,6 +22,11 @@ from edgeindex.runtime.http import (
 )
 from edgeindex.tenancy import Tenancy
 from edgeindex.uploads.service import UploadLimits, UploadService
+
+# prepare_model: what the worker prepares on a model, run ahead of a model cutover (runtime/serving_model.py)
+from edgeindex.workers._startup import (
+    prepare_model as prepare_model,
+)
 from edgeindex.workers._startup import search_service, selection_service, tenancy, trajectory_service
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 

@@ -18,6 +18,11 @@ from edgeindex.selection.http import (
 from edgeindex.tenancy import Tenancy
 from edgeindex.trajectories import service as trajectories
 from edgeindex.trajectories.service import TrajectoryService
+
+# prepare_model: what the worker prepares on a model, run ahead of a model cutover (runtime/serving_model.py)
+from edgeindex.workers._startup import (
+    prepare_model as prepare_model,
+)
 from edgeindex.workers._startup import search_service, selection_service, tenancy, trajectory_service
 
 routes = Routes()

@@ -6,6 +6,11 @@ the database serves. When it changed, the worker loads that model beside the one
 requests in flight finish on the old services, the next ones run on the new. Nothing restarts and no
 request waits. Until the swap, a search embeds with the old model, and the vectors of the new one
 score nothing for it (search.sql): its answers are full text alone for those seconds, never a mix.
+
+Loading a model and preparing its encoders takes ~20 s (multilingual-e5-small), so a worker does it
+ahead of the cutover: once a model's backfill is running or done, the worker loads it (the process
+keeps one embedder per model: bindings/ai.local_embedder) and runs its module's ``prepare_model``
+on it, and the switch itself then only builds the services.
 """
 
 from __future__ import annotations
@@ -15,11 +20,13 @@ import logging
 import os
 from typing import Any
 
-from ..bindings.ai import AI, serving_settings
+from ..bindings.ai import AI, local_embedder, serving_settings
 from ..bindings.vectorize import PgVectorIndex
 from ..errors import ConfigError
+from ..sqlfiles import load
 
 log = logging.getLogger(__name__)
+SQL = load("models.sql")
 VARIABLE = "EDGEINDEX_MODEL_POLL_SECONDS"
 DEFAULT_POLL_SECONDS = 2.0
 
@@ -37,6 +44,12 @@ def poll_seconds(environ: dict[str, str] | None = None) -> float:
     return value
 
 
+def _load(settings, prepare) -> None:
+    embedder = local_embedder(settings.batch_size, settings.model)
+    if prepare is not None:
+        prepare(embedder)
+
+
 class Services:
     """The worker's current services: what each request and batch is handed."""
 
@@ -49,6 +62,7 @@ class ServingModelFollower:
 
     def __init__(self, env, module, services: Services, db, *, every: float) -> None:
         self.env, self.module, self.services, self.db, self.every = env, module, services, db, every
+        self.prepared: set[str] = set()   # models loaded and prepared ahead of a cutover
 
     @property
     def ai(self) -> AI:
@@ -73,7 +87,10 @@ class ServingModelFollower:
     async def check(self) -> bool:
         """Switch if the database serves another model; whether it switched."""
         stored = await self.db.serving_model()
-        if stored is None or stored[0] == self.model_id:
+        if stored is None:
+            return False
+        if stored[0] == self.model_id:
+            await self.prepare_next(stored)
             return False
         settings = serving_settings(self.ai.settings, stored)
         if settings is self.ai.settings:
@@ -82,6 +99,25 @@ class ServingModelFollower:
             return False
         await self.switch(settings, stored)
         return True
+
+    async def prepare_next(self, stored: tuple[str, int]) -> str | None:
+        """Load and prepare the model a cutover is being readied for (its backfill running or done);
+        the model prepared now, if any."""
+        if self.ai.settings.provider != "local":
+            return None
+        rows = await self.db.fetch(SQL["models_to_prepare"], {"serving": stored[0], "dimension": stored[1]})
+        for row in rows:
+            if row["model_id"] in self.prepared:
+                continue
+            settings = serving_settings(self.ai.settings, (row["model_id"], stored[1]))
+            if settings is self.ai.settings:
+                continue   # not a packaged model: nothing to load
+            self.prepared.add(row["model_id"])
+            await asyncio.to_thread(_load, settings, getattr(self.module, "prepare_model", None))
+            log.info("worker %s: %s is backfilled for a cutover: loaded and prepared it", self.env.worker_name,
+                     row["model_id"])
+            return row["model_id"]
+        return None
 
     async def switch(self, settings, stored: tuple[str, int]) -> None:
         env, worker = self.env, self.env.worker

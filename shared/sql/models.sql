@@ -244,3 +244,12 @@ FROM chunks c
 WHERE c.entity_id = ANY(%(entity_ids)s::text[]) AND c.model_id = %(model_id)s
 ORDER BY (c.embedding <=> %(embedding)s::vector) + 0
 LIMIT %(k)s;
+
+-- name: models_to_prepare
+-- Models a cutover may soon serve: a backfill running or done of another model of the serving
+-- dimension, but not the vectors the last cutover kept for a rollback (runtime/serving_model.py).
+SELECT b.model_id
+FROM model_backfills b
+WHERE b.model_id <> %(serving)s AND b.dimension = %(dimension)s AND b.state IN ('running', 'done')
+  AND b.model_id IS DISTINCT FROM (SELECT c.from_model FROM model_cutovers c ORDER BY c.id DESC LIMIT 1)
+ORDER BY b.started_at DESC;

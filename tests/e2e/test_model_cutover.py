@@ -110,6 +110,13 @@ def test_shadow_mode_logs_the_served_answer_beside_the_shadow_models(stack, tena
     assert summary[(E5_ID, LOCAL_MODEL_ID)]["searches"] >= len(QUESTIONS)
 
 
+def test_workers_load_and_prepare_a_backfilled_model_before_its_cutover(stack, shadowed):
+    # the ingest worker has no shadow model: it loads e5 once its backfill is done, before any cutover
+    line = f"worker ingest: {E5_ID} is backfilled for a cutover: loaded and prepared it"
+    asyncio.run(wait_for(lambda: line in stack.log_path.read_text(), timeout=120, interval=0.5))
+    assert _serving(stack, "ingest")[0] == LOCAL_MODEL_ID
+
+
 def test_models_compare_ranks_both_models_against_the_deployments_feedback(stack, tenant, shadowed):
     # an agent's feedback: for each question, the chunk of its document was the useful one
     chunk_of = {r["document_id"]: r["id"] for r in _rows(
