@@ -15,7 +15,6 @@ from typing import Any
 import aiohttp
 
 from .. import sqlfiles
-from ..bindings.ai import local_model
 from ..bindings.database import Database
 from ..errors import BindingError, NotFound, ValidationError
 from ..json_codec import encode_default
@@ -68,10 +67,7 @@ class AdminService:
         return await model_jobs.stop(self.db, int(job_id))
 
     async def drop_model(self, model: str) -> dict:
-        try:
-            model_id = local_model(model).model_id
-        except BindingError:
-            model_id = model   # a model no longer packaged may still have vectors to drop
+        model_id = model_backfills.stored_model_id(model)
         return {"model_id": model_id, "deleted": await model_backfills.drop(self.db, model_id)}
 
     async def search(self, body: bytes, headers) -> tuple[int, bytes, str]:

@@ -8,9 +8,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..bindings.ai import Embedder
+from ..bindings.ai import Embedder, local_model
 from ..bindings.database import Database
-from ..errors import Conflict, ValidationError
+from ..errors import BindingError, Conflict, ValidationError
 from ..sqlfiles import load
 from .shadow import summary as shadow_summary
 
@@ -35,6 +35,19 @@ class Progress:
     @property
     def chunks_per_second(self) -> float:
         return self.embedded / self.seconds if self.seconds else 0.0
+
+    def as_dict(self) -> dict:
+        return {"model_id": self.model_id, "embedded": self.embedded, "passes": self.passes,
+                "seconds": round(self.seconds, 2), "chunks_per_second": round(self.chunks_per_second, 1),
+                "stopped": self.stopped}
+
+
+def stored_model_id(name: str) -> str:
+    """The model id vectors of the model named ``name`` are stored under."""
+    try:
+        return local_model(name).model_id
+    except BindingError:
+        return name  # a model no longer packaged may still have vectors to drop
 
 
 async def serving_model(db: Database) -> tuple[str, int]:

@@ -98,9 +98,7 @@ async def _run(name: str, args) -> int:
             result = {**await backfills.status(db), "cutovers": await history(db), "jobs": await recent(db)}
             _print(result, args.json, _status_lines(result))
         elif name == "drop":
-            from ..bindings.ai import local_model
-
-            model_id = _model_id(args.model, local_model)
+            model_id = backfills.stored_model_id(args.model)
             deleted = await backfills.drop(db, model_id)
             _print({"model_id": model_id, "deleted": deleted}, args.json, [f"deleted {deleted} vectors of {model_id}"])
         elif name == "compare":
@@ -133,9 +131,7 @@ async def _run(name: str, args) -> int:
             progress = await backfills.backfill(db, embedder, entity_ids=getattr(args, "entity", None),
                                                 should_stop=stop.is_set,
                                                 **options)
-            result = {"model_id": progress.model_id, "embedded": progress.embedded, "passes": progress.passes,
-                      "seconds": round(progress.seconds, 2), "chunks_per_second": round(progress.chunks_per_second, 1),
-                      "stopped": progress.stopped}
+            result = progress.as_dict()
             verb = "stopped after" if progress.stopped else "done:"
             lines = [f"{progress.model_id}: {verb} {progress.embedded} chunks embedded "
                      f"({result['chunks_per_second']} chunks/s while working)"]
@@ -171,15 +167,6 @@ def _compare_lines(result: dict) -> list[str]:
                      f"  ({d['mean']:+.4f}, 95% [{d['low']:+.4f}, {d['high']:+.4f}]; better on {d['better']}, "
                      f"worse on {d['worse']})")
     return lines
-
-
-def _model_id(name: str, local_model) -> str:
-    from ..errors import BindingError
-
-    try:
-        return local_model(name).model_id
-    except BindingError:
-        return name  # a model no longer packaged may still have vectors to drop
 
 
 def _dsn(args) -> str:

@@ -131,10 +131,7 @@ class JobRunner:
         if job["action"] in ("backfill", "migrate"):
             progress = await backfill(db=self.db, embedder=embedder, duty=float(job["duty"]),
                                       should_stop=stop.is_set)
-            result["backfill"] = {"embedded": progress.embedded, "passes": progress.passes,
-                                  "seconds": round(progress.seconds, 2),
-                                  "chunks_per_second": round(progress.chunks_per_second, 1),
-                                  "stopped": progress.stopped}
+            result["backfill"] = progress.as_dict()
             if progress.stopped or job["action"] == "backfill":
                 return result
         if job["action"] == "rollback" and await rollback_model(self.db) != job["model_id"]:
