@@ -137,7 +137,8 @@ async def register(db, embedder, entity_id: str, body: dict) -> dict:
                                    await embedder.embed([t.description for t in described]) if described else []))
 
     known_examples = {(r["name"], r["text_hash"]) for r in await db.fetch(SQL["tool_example_hashes"],
-                                                                         {"entity_id": entity_id})}
+                                                                         {"entity_id": entity_id,
+                                                                          "model_id": model_id})}
     new_examples = [(t.name, e) for t in to_embed + keep_vector for e in t.examples
                     if (t.name, _example_hash(e)) not in known_examples]
     example_vectors = await embedder.embed([e for _, e in new_examples]) if new_examples else []

@@ -67,12 +67,15 @@ SELECT name, embedding FROM tool_examples
 WHERE entity_id = %(entity_id)s AND source = 'feedback' AND name = ANY(%(names)s);
 
 -- name: tool_example_hashes
-SELECT name, text_hash FROM tool_examples WHERE entity_id = %(entity_id)s AND source = 'definition';
+-- Definition examples already embedded with the model registering: one of another model is embedded again.
+SELECT name, text_hash FROM tool_examples
+WHERE entity_id = %(entity_id)s AND source = 'definition' AND model_id = %(model_id)s;
 
 -- name: tool_example_insert
 INSERT INTO tool_examples (entity_id, name, text_hash, text, source, model_id, embedding)
 VALUES (%(entity_id)s, %(name)s, %(text_hash)s, %(text)s, %(source)s, %(model_id)s, %(embedding)s)
-ON CONFLICT (entity_id, name, text_hash) DO UPDATE SET created_at = now();
+ON CONFLICT (entity_id, name, text_hash) DO UPDATE
+SET created_at = now(), model_id = EXCLUDED.model_id, embedding = EXCLUDED.embedding;
 
 -- name: tool_example_drop_stale
 -- Definition examples no longer listed by the tool's latest definition.

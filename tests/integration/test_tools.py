@@ -432,13 +432,21 @@ def test_the_search_worker_selects_tools_on_the_int8_graph(stack, shop):
 async def test_a_catalogue_registered_with_another_model_is_refused_until_registered_again(stack, upload_admin, db):
     # as after `edgeindex models cutover`: the stored tool vectors are of another model than the serving one
     tenant = new_tenant(stack, upload_admin, prefix="toolmodel")
-    register(tenant, CATALOGUE[:3])
+    catalogue = [{**CATALOGUE[0], "examples": ["is it raining in Bergen?"]}, *CATALOGUE[1:3]]
+    register(tenant, catalogue)
     await db.execute("UPDATE tools SET model_id = 'intfloat/multilingual-e5-small', content_hash = 'of-e5' "
                      "WHERE entity_id = %s", (tenant.entity_id,))
+    await db.execute("UPDATE tool_examples SET model_id = 'intfloat/multilingual-e5-small', "
+                     "embedding = array_fill(0.05, ARRAY[384])::vector WHERE entity_id = %s", (tenant.entity_id,))
     await db.execute("UPDATE catalog_versions SET version = version + 1 WHERE entity_id = %s AND kind = 'tools'",
                      (tenant.entity_id,))
     status, body = tenant.search.post("/tools/select", {"query": "weather in Oslo", "entity_ids": [tenant.entity_id]})
     assert status == 409, body
     assert body["field"] == "model" and "register them again" in json.dumps(body)
-    register(tenant, CATALOGUE[:3])
+    register(tenant, catalogue)
     assert select(tenant, "weather in Oslo")["tools"][0]["name"] == "get_weather"
+    # the definitions' examples are embedded again too, with the serving model's vectors
+    examples = await db.fetch("SELECT model_id, embedding = array_fill(0.05, ARRAY[384])::vector AS stale "
+                              "FROM tool_examples WHERE entity_id = %s", (tenant.entity_id,))
+    assert len(examples) == 1 and (examples[0]["model_id"], examples[0]["stale"]) == (
+        "sentence-transformers/all-MiniLM-L6-v2", False)
