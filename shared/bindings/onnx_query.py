@@ -468,6 +468,7 @@ class OnnxQueryEncoder:
         """Many passages (ingestion's model calls), same vectors as torch's ``encode``: tokenized once, sorted
         by token count and run in batches of at most ``batch_size`` texts cut where they cost least
         (``padded_batches``), each padded to its own longest text: a call's vectors never depend on the cut.
+        ``solo``: one text a batch.
 
         One ``run`` holds no GIL for the whole batch. torch releases and takes back the GIL around each of its
         ~100 operators per forward pass; in the ingest worker, where the event loop and the bucket's threads
@@ -478,7 +479,7 @@ class OnnxQueryEncoder:
         ids = [np.asarray(row, dtype=np.int64) for row in encoded["input_ids"]]
         types = [np.asarray(row, dtype=np.int64) for row in encoded["token_type_ids"]]
         out: np.ndarray | None = None
-        for group in padded_batches([len(row) for row in ids], batch_size):
+        for group in padded_batches([len(row) for row in ids], 1 if self.solo else batch_size):
             feeds = self._padded_feeds(ids, types, group)
             vectors = self._batch_session.run([OUTPUT], feeds)[0]
             if out is None:

@@ -110,19 +110,19 @@ async def _run(name: str, args) -> int:
             result = await compare(db, *embedders, k=args.k, limit=args.limit)
             _print(result, args.json, _compare_lines(result))
         elif name in ("cutover", "rollback"):
-            from ..bindings.ai import local_embedder, local_model
+            from ..bindings.ai import stored_chunks_embedder
             from .cutover import cutover, rollback_model
 
             target = args.to if name == "cutover" else await rollback_model(db)
-            embedder = await asyncio.to_thread(local_embedder, 64, local_model(target).name)
+            embedder = await asyncio.to_thread(stored_chunks_embedder, target)
             options = {"batch": args.batch} if getattr(args, "batch", None) else {}
             done = await cutover(db, embedder, rollback=name == "rollback", **options)
             result = done.as_dict()
             _print(result, args.json, [_cutover_line(done)])
         else:
-            from ..bindings.ai import local_embedder, local_model
+            from ..bindings.ai import stored_chunks_embedder
 
-            embedder = await asyncio.to_thread(local_embedder, 64, local_model(args.to).name)
+            embedder = await asyncio.to_thread(stored_chunks_embedder, args.to)
             stop = asyncio.Event()
             loop = asyncio.get_running_loop()
             loop.add_signal_handler(signal.SIGINT, stop.set)

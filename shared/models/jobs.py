@@ -17,7 +17,7 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 
-from ..bindings.ai import Embedder, local_embedder, local_model
+from ..bindings.ai import Embedder, local_model, stored_chunks_embedder
 from ..bindings.database import Database
 from ..errors import BindingError, Conflict, EdgeIndexError, NotFound, ValidationError
 from ..sqlfiles import load
@@ -112,7 +112,7 @@ class JobRunner:
         state, result, error = "failed", None, None
         try:
             log.info("model job %d: %s %s (claim %d)", job["id"], job["action"], job["model_id"], job["attempts"])
-            embedder = await asyncio.to_thread(local_embedder, 64, local_model(job["model_id"]).name)
+            embedder = await asyncio.to_thread(stored_chunks_embedder, job["model_id"])
             result = await self._do(job, embedder, stop)
             state = "stopped" if result.get("backfill", {}).get("stopped") else "done"
         except EdgeIndexError as exc:

