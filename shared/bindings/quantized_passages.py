@@ -20,15 +20,12 @@ every load checks its probe vectors against the fp32 graph's, and a graph that d
 from __future__ import annotations
 
 import logging
-import shutil
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from ..errors import BindingError
 from .onnx_query import OnnxQueryEncoder, derived_graph, export_variant
+from .quantized_query import probe_cosines, quantize_int8
 
 log = logging.getLogger(__name__)
 
@@ -42,22 +39,6 @@ PROBES = ("As a general guideline, the average requirement of protein for women 
           "Москва — столица России и крупнейший по численности населения город страны.")
 
 
-def _quantize(source: Path, scratch: Path) -> None:
-    import onnx
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    # quantize_dynamic writes its shape-inferred copy beside its input: from a copy in this process's own
-    # scratch folder, so two workers starting together never read each other's half-written one
-    own = scratch / "source.onnx"
-    shutil.copyfile(source, own)
-    quantize_dynamic(str(own), str(scratch / "model.onnx"), weight_type=QuantType.QInt8, per_channel=True,
-                     op_types_to_quantize=["MatMul", "Attention"],
-                     extra_options={"MatMulConstBOnly": True, "DefaultTensorType": onnx.TensorProto.FLOAT})
-    for leftover in scratch.iterdir():
-        if leftover.name != "model.onnx":
-            leftover.unlink()
-
-
 def load(model: Any, reference: OnnxQueryEncoder, as_passages: Callable[[list[str]], list[str]]
          ) -> OnnxQueryEncoder:
     """The int8 passage encoder for the fused export ``reference`` runs (quantized first if needed), solo;
@@ -65,11 +46,10 @@ def load(model: Any, reference: OnnxQueryEncoder, as_passages: Callable[[list[st
 
     Raises BindingError when it cannot be made or when its vectors drifted from ``reference``'s beyond
     MIN_COSINE; the caller keeps fp32 then."""
-    target = derived_graph(reference, VARIANT, "int8 passages", _quantize)
+    target = derived_graph(reference, VARIANT, "int8 passages", quantize_int8)
     encoder = OnnxQueryEncoder(model, target / "model.onnx", solo=True)
     encoder.variant = export_variant(target)
-    texts = as_passages(list(PROBES))
-    cosines = np.array([float(reference.encode([t])[0] @ encoder.encode([t])[0]) for t in texts])
+    cosines = probe_cosines(reference, encoder, as_passages(list(PROBES)))
     if float(cosines.min()) < MIN_COSINE:
         raise BindingError(f"the int8 passage encoder at {target} drifted from fp32 (probe cosine "
                            f"{float(cosines.min()):.4f} < {MIN_COSINE}); delete the folder to make it again")

@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 import re
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,29 +45,38 @@ KEPT_NODES = 8           # what KEEP_FP32 must find in the fused export: 2 atten
 MIN_COSINE = 0.99        # per probe text, between this graph's pooled vector and the fp32 graph's
 
 
-def _quantize(source: Path, scratch: Path) -> None:
+def quantize_int8(source: Path, scratch: Path, *, keep_fp32: Sequence[str] = ()) -> None:
+    """Write ``scratch/model.onnx``: ``source`` with every Attention and MatMul but ``keep_fp32``'s nodes
+    dynamically quantized (int8 weights per output channel)."""
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    kept = [node.name for node in onnx.load(str(source), load_external_data=False).graph.node
-            if KEEP_FP32.search(node.name)]
-    if len(kept) != KEPT_NODES:  # another exporter's names: the layers to keep cannot be told apart
-        raise BindingError(f"expected {KEPT_NODES} nodes of layers 0 and 5 in {source}, found {len(kept)}")
     # quantize_dynamic writes its shape-inferred copy beside its input: from a copy in this process's own scratch
     # folder, so workers starting together on a fresh machine (search, mcp) never read each other's half-written one
     own = scratch / "source.onnx"
     shutil.copyfile(source, own)
     quantize_dynamic(str(own), str(scratch / "model.onnx"), weight_type=QuantType.QInt8, per_channel=True,
-                     op_types_to_quantize=["MatMul", "Attention"], nodes_to_exclude=kept,
+                     op_types_to_quantize=["MatMul", "Attention"], nodes_to_exclude=list(keep_fp32),
                      extra_options={"MatMulConstBOnly": True, "DefaultTensorType": onnx.TensorProto.FLOAT})
     for leftover in scratch.iterdir():
         if leftover.name != "model.onnx":
             leftover.unlink()
 
 
-def probe_cosines(reference: OnnxQueryEncoder, candidate: OnnxQueryEncoder) -> np.ndarray:
+def _quantize(source: Path, scratch: Path) -> None:
+    import onnx
+
+    kept = [node.name for node in onnx.load(str(source), load_external_data=False).graph.node
+            if KEEP_FP32.search(node.name)]
+    if len(kept) != KEPT_NODES:  # another exporter's names: the layers to keep cannot be told apart
+        raise BindingError(f"expected {KEPT_NODES} nodes of layers 0 and 5 in {source}, found {len(kept)}")
+    quantize_int8(source, scratch, keep_fp32=kept)
+
+
+def probe_cosines(reference: OnnxQueryEncoder, candidate: OnnxQueryEncoder,
+                  texts: Sequence[str] = PROBES) -> np.ndarray:
     """Each probe text's cosine between the two encoders' pooled vectors, each text in a call of its own."""
-    return np.array([float(reference.encode([text])[0] @ candidate.encode([text])[0]) for text in PROBES])
+    return np.array([float(reference.encode([text])[0] @ candidate.encode([text])[0]) for text in texts])
 
 
 def load(model: Any, reference: OnnxQueryEncoder) -> OnnxQueryEncoder:
