@@ -124,10 +124,19 @@ class ServingModelFollower:
         old_services, old_model = self.services.current, self.model_id
         log.info("worker %s: the serving model is now %s; loading it", env.worker_name, stored[0])
         ai = await asyncio.to_thread(AI, settings)
+        # startup(env) builds on the env's bindings, so the new ones are bound first; a build that fails
+        # puts the old ones back, so the worker still knows it serves the old model and tries again
+        names = [worker.ai.binding, *(index.binding for index in worker.vectorize)]
+        kept = {name: env.bindings[name] for name in names if name in env.bindings}
         env.bind(worker.ai.binding, ai)
         for index in worker.vectorize:
             env.bind(index.binding, PgVectorIndex(self.db, index.index_name, model_id=stored[0], dimension=stored[1]))
-        self.services.current = await self.module.startup(env)
+        try:
+            self.services.current = await self.module.startup(env)
+        except BaseException:
+            for name, value in kept.items():
+                env.bind(name, value)
+            raise
         for task in list(getattr(old_services, "background", ()) or ()):
             task.cancel()  # the old services' own loops (an ingest worker's refreshers) end with them
         log.info("worker %s: switched from %s to %s", env.worker_name, old_model, stored[0])

@@ -31,3 +31,46 @@ def test_the_poll_interval_is_checked():
     for bad in ("0", "soon", "-1"):
         with pytest.raises(ConfigError, match="EDGEINDEX_MODEL_POLL_SECONDS"):
             poll_seconds({"EDGEINDEX_MODEL_POLL_SECONDS": bad})
+
+
+def test_a_switch_whose_services_fail_to_build_keeps_the_old_bindings_and_is_tried_again(monkeypatch):
+    import asyncio
+    from types import SimpleNamespace
+
+    from edgeindex.runtime import serving_model
+
+    old_ai = SimpleNamespace(embedder=SimpleNamespace(model_id="sentence-transformers/all-MiniLM-L6-v2"))
+
+    class Env:
+        worker_name = "search"
+        worker = SimpleNamespace(ai=SimpleNamespace(binding="AI"),
+                                 vectorize=[SimpleNamespace(binding="SEMANTIC_CACHE", index_name="semantic")])
+
+        def __init__(self) -> None:
+            self.bindings = {"AI": old_ai, "SEMANTIC_CACHE": "old cache"}
+
+        def bind(self, name, value) -> None:
+            self.bindings[name] = value
+
+    class Module:
+        fail = True
+
+        async def startup(self, env):
+            if self.fail:
+                raise RuntimeError("the new model's services could not be built")
+            return ("services on", env.bindings["AI"])
+
+    monkeypatch.setattr(serving_model, "AI", lambda settings: SimpleNamespace(embedder=SimpleNamespace(model_id=settings)))
+    monkeypatch.setattr(serving_model, "PgVectorIndex", lambda db, name, **kw: f"cache of {kw['model_id']}")
+    env, module = Env(), Module()
+    services = serving_model.Services("old services")
+    follower = serving_model.ServingModelFollower(env, module, services, db=None, every=1.0)
+    with pytest.raises(RuntimeError):
+        asyncio.run(follower.switch(E5_ID, (E5_ID, 384)))
+    assert env.bindings == {"AI": old_ai, "SEMANTIC_CACHE": "old cache"}
+    assert follower.model_id == old_ai.embedder.model_id   # so the next poll switches again
+    assert services.current == "old services"
+    module.fail = False
+    asyncio.run(follower.switch(E5_ID, (E5_ID, 384)))
+    assert follower.model_id == E5_ID and env.bindings["SEMANTIC_CACHE"] == f"cache of {E5_ID}"
+    assert services.current == ("services on", env.bindings["AI"])
