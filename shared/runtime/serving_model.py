@@ -1,9 +1,10 @@
 """A running worker follows the database's serving model (``edgeindex models cutover`` changes it).
 
 Every ``EDGEINDEX_MODEL_POLL_SECONDS`` (default 2) a worker with an embedding model reads which model
-the database serves. When it changed, the worker loads that model beside the one it has, binds it
-(and a semantic cache keyed by it), builds its services again with ``startup(env)`` and swaps them in:
-requests in flight finish on the old services, the next ones run on the new. Nothing restarts and no
+the database serves. When it changed, the worker loads that model beside the one it has, builds its
+services again with ``startup`` on a copy of its env bound to it (and to a semantic cache keyed by it),
+then binds them and swaps the services in: requests in flight finish on the old services, the next
+ones run on the new. Nothing restarts and no
 request waits. Until the swap, a search embeds with the old model, and the vectors of the new one
 score nothing for it (search.sql): its answers are full text alone for those seconds, never a mix.
 
@@ -16,6 +17,7 @@ on it, and the switch itself then only builds the services.
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 import os
 from typing import Any
@@ -124,19 +126,19 @@ class ServingModelFollower:
         old_services, old_model = self.services.current, self.model_id
         log.info("worker %s: the serving model is now %s; loading it", env.worker_name, stored[0])
         ai = await asyncio.to_thread(AI, settings)
-        # startup(env) builds on the env's bindings, so the new ones are bound first; a build that fails
-        # puts the old ones back, so the worker still knows it serves the old model and tries again
-        names = [worker.ai.binding, *(index.binding for index in worker.vectorize)]
-        kept = {name: env.bindings[name] for name in names if name in env.bindings}
-        env.bind(worker.ai.binding, ai)
+        # the new services are built on a copy of the env bound to the new model: until they are swapped
+        # in, the worker's own env (its /health, the next poll) names the model its services run, and a
+        # build that fails leaves everything as it was, to be tried again at the next poll
+        staged = copy.copy(env)
+        staged.bindings = dict(env.bindings)
+        staged.bind(worker.ai.binding, ai)
         for index in worker.vectorize:
-            env.bind(index.binding, PgVectorIndex(self.db, index.index_name, model_id=stored[0], dimension=stored[1]))
-        try:
-            self.services.current = await self.module.startup(env)
-        except BaseException:
-            for name, value in kept.items():
-                env.bind(name, value)
-            raise
+            staged.bind(index.binding, PgVectorIndex(self.db, index.index_name, model_id=stored[0],
+                                                     dimension=stored[1]))
+        services = await self.module.startup(staged)
+        for name in (worker.ai.binding, *(index.binding for index in worker.vectorize)):
+            env.bind(name, staged.bindings[name])
+        self.services.current = services
         for task in list(getattr(old_services, "background", ()) or ()):
             task.cancel()  # the old services' own loops (an ingest worker's refreshers) end with them
         log.info("worker %s: switched from %s to %s", env.worker_name, old_model, stored[0])

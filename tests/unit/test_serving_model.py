@@ -33,7 +33,7 @@ def test_the_poll_interval_is_checked():
             poll_seconds({"EDGEINDEX_MODEL_POLL_SECONDS": bad})
 
 
-def test_a_switch_whose_services_fail_to_build_keeps_the_old_bindings_and_is_tried_again(monkeypatch):
+def test_a_worker_names_its_old_model_until_the_new_services_are_in_and_keeps_it_if_they_fail(monkeypatch):
     import asyncio
     from types import SimpleNamespace
 
@@ -51,14 +51,17 @@ def test_a_switch_whose_services_fail_to_build_keeps_the_old_bindings_and_is_tri
 
         def bind(self, name, value) -> None:
             self.bindings[name] = value
+            setattr(self, name, value)
 
     class Module:
         fail = True
 
-        async def startup(self, env):
+        async def startup(self, staged):
+            # the worker's own env (its /health, the next poll) names the old model while the new builds
+            assert env.bindings["AI"] is old_ai and staged.bindings["AI"] is not old_ai
             if self.fail:
                 raise RuntimeError("the new model's services could not be built")
-            return ("services on", env.bindings["AI"])
+            return ("services on", staged.bindings["AI"])
 
     monkeypatch.setattr(serving_model, "AI", lambda settings: SimpleNamespace(embedder=SimpleNamespace(model_id=settings)))
     monkeypatch.setattr(serving_model, "PgVectorIndex", lambda db, name, **kw: f"cache of {kw['model_id']}")
