@@ -7,6 +7,7 @@ attributes too (``env.MAX_K``), as in Cloudflare Workers.
 from __future__ import annotations
 
 import asyncio
+import copy
 import importlib
 import logging
 from collections.abc import AsyncIterator, Coroutine
@@ -44,6 +45,14 @@ class Env:
     def bind(self, name: str, value: Any) -> None:
         self.bindings[name] = value
         setattr(self, name, value)
+
+    def rebound(self, changes: dict[str, Any]) -> Env:
+        """A copy of this env with ``changes``' bindings in place of its own; this env is unchanged."""
+        clone = copy.copy(self)
+        clone.bindings = dict(self.bindings)
+        for name, value in changes.items():
+            clone.bind(name, value)
+        return clone
 
     def var(self, name: str, cast: type = str) -> Any:
         """A var: as its schema checked it (worker_vars.py), or, for a worker of the deployment's own,

@@ -2,10 +2,9 @@
 
 Every ``EDGEINDEX_MODEL_POLL_SECONDS`` (default 2) a worker with an embedding model reads which model
 the database serves. When it changed, the worker loads that model beside the one it has, builds its
-services again with ``startup`` on a copy of its env bound to it (and to a semantic cache keyed by it),
-then binds them and swaps the services in: requests in flight finish on the old services, the next
-ones run on the new. Nothing restarts and no
-request waits. Until the swap, a search embeds with the old model, and the vectors of the new one
+services again with ``startup`` on a copy of its env bound to it (and to a semantic cache keyed by
+it), then binds both in its own env and swaps the services in: requests in flight finish on the old
+services, the next ones run on the new. Nothing restarts and no request waits. Until the swap, a search embeds with the old model, and the vectors of the new one
 score nothing for it (search.sql): its answers are full text alone for those seconds, never a mix.
 
 Loading a model and preparing its encoders takes ~20 s (multilingual-e5-small), so a worker does it
@@ -17,7 +16,6 @@ on it, and the switch itself then only builds the services.
 from __future__ import annotations
 
 import asyncio
-import copy
 import logging
 import os
 from typing import Any
@@ -129,15 +127,12 @@ class ServingModelFollower:
         # the new services are built on a copy of the env bound to the new model: until they are swapped
         # in, the worker's own env (its /health, the next poll) names the model its services run, and a
         # build that fails leaves everything as it was, to be tried again at the next poll
-        staged = copy.copy(env)
-        staged.bindings = dict(env.bindings)
-        staged.bind(worker.ai.binding, ai)
+        changes: dict[str, Any] = {worker.ai.binding: ai}
         for index in worker.vectorize:
-            staged.bind(index.binding, PgVectorIndex(self.db, index.index_name, model_id=stored[0],
-                                                     dimension=stored[1]))
-        services = await self.module.startup(staged)
-        for name in (worker.ai.binding, *(index.binding for index in worker.vectorize)):
-            env.bind(name, staged.bindings[name])
+            changes[index.binding] = PgVectorIndex(self.db, index.index_name, model_id=stored[0], dimension=stored[1])
+        services = await self.module.startup(env.rebound(changes))
+        for name, value in changes.items():
+            env.bind(name, value)
         self.services.current = services
         for task in list(getattr(old_services, "background", ()) or ()):
             task.cancel()  # the old services' own loops (an ingest worker's refreshers) end with them

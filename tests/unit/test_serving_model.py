@@ -37,43 +37,36 @@ def test_a_worker_names_its_old_model_until_the_new_services_are_in_and_keeps_it
     import asyncio
     from types import SimpleNamespace
 
+    from edgeindex.env import Env
     from edgeindex.runtime import serving_model
 
     old_ai = SimpleNamespace(embedder=SimpleNamespace(model_id="sentence-transformers/all-MiniLM-L6-v2"))
-
-    class Env:
-        worker_name = "search"
-        worker = SimpleNamespace(ai=SimpleNamespace(binding="AI"),
-                                 vectorize=[SimpleNamespace(binding="SEMANTIC_CACHE", index_name="semantic")])
-
-        def __init__(self) -> None:
-            self.bindings = {"AI": old_ai, "SEMANTIC_CACHE": "old cache"}
-
-        def bind(self, name, value) -> None:
-            self.bindings[name] = value
-            setattr(self, name, value)
 
     class Module:
         fail = True
 
         async def startup(self, staged):
             # the worker's own env (its /health, the next poll) names the old model while the new builds
-            assert env.bindings["AI"] is old_ai and staged.bindings["AI"] is not old_ai
+            assert env.AI is old_ai and env.bindings["AI"] is old_ai and staged.AI is not old_ai
             if self.fail:
                 raise RuntimeError("the new model's services could not be built")
-            return ("services on", staged.bindings["AI"])
+            return ("services on", staged.AI)
 
     monkeypatch.setattr(serving_model, "AI", lambda settings: SimpleNamespace(embedder=SimpleNamespace(model_id=settings)))
     monkeypatch.setattr(serving_model, "PgVectorIndex", lambda db, name, **kw: f"cache of {kw['model_id']}")
-    env, module = Env(), Module()
+    worker = SimpleNamespace(vars={}, ai=SimpleNamespace(binding="AI"),
+                             vectorize=[SimpleNamespace(binding="SEMANTIC_CACHE", index_name="semantic")])
+    env, module = Env("search", config=None, worker=worker), Module()
+    env.bind("AI", old_ai)
+    env.bind("SEMANTIC_CACHE", "old cache")
     services = serving_model.Services("old services")
     follower = serving_model.ServingModelFollower(env, module, services, db=None, every=1.0)
     with pytest.raises(RuntimeError):
         asyncio.run(follower.switch(E5_ID, (E5_ID, 384)))
-    assert env.bindings == {"AI": old_ai, "SEMANTIC_CACHE": "old cache"}
+    assert env.bindings == {"AI": old_ai, "SEMANTIC_CACHE": "old cache"} and env.AI is old_ai
     assert follower.model_id == old_ai.embedder.model_id   # so the next poll switches again
     assert services.current == "old services"
     module.fail = False
     asyncio.run(follower.switch(E5_ID, (E5_ID, 384)))
     assert follower.model_id == E5_ID and env.bindings["SEMANTIC_CACHE"] == f"cache of {E5_ID}"
-    assert services.current == ("services on", env.bindings["AI"])
+    assert services.current == ("services on", env.AI) and env.bindings["AI"] is env.AI
