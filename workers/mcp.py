@@ -20,6 +20,7 @@ from edgeindex.runtime.http import (
     read_body,
     request_id,
 )
+from edgeindex.search.service import SearchService
 from edgeindex.tenancy import Tenancy
 from edgeindex.uploads.service import UploadLimits, UploadService
 
@@ -39,6 +40,7 @@ class Services:
     tenancy: Tenancy
     sessions: StreamableHTTPSessionManager
     background: set[asyncio.Task]
+    search: SearchService   # what its tools search with (entities another model serves: runtime/serving_model.py)
 
 
 async def startup(env) -> Services:
@@ -55,8 +57,7 @@ async def startup(env) -> Services:
     # Stateless: any process of this worker answers any request; no session to pin or expire.
     sessions = StreamableHTTPSessionManager(server, json_response=True, stateless=True,
                                             max_request_body_size=MAX_BODY_BYTES)
-    services = Services(tenancy(env),
-                        sessions, set())
+    services = Services(tenancy(env), sessions, set(), search)
     running = asyncio.Event()
 
     async def run_sessions() -> None:

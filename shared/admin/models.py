@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -72,6 +72,7 @@ class ModelJob(_Body):
     id: int
     action: Literal["backfill", "migrate", "cutover", "rollback"]
     model_id: str = Field(description="the model it embeds with (a rollback's: the model it returns to)")
+    entity_ids: list[str] | None = Field(description="the entities it moves; null: the deployment's model")
     duty: float = Field(description="share of the time its backfill works")
     state: Literal["queued", "running", "done", "stopped", "failed"]
     stop_requested: bool
@@ -89,6 +90,7 @@ class ModelsStatus(_Body):
 
     serving: ServingModel
     models: list[ModelVectors]
+    entities: dict[str, str] = Field(description="entities another model than the deployment's serves, and that model")
     shadow: list[ShadowSearches]
     cutovers: list[dict]
     jobs: list[ModelJob]
@@ -102,6 +104,10 @@ class ModelJobRequest(BaseModel):
     model: str | None = Field(None, min_length=1, max_length=200,
                               description="a packaged model by name or id (multilingual-e5-small); none for a rollback")
     duty: float | None = Field(None, gt=0, le=1, description="share of the time the backfill works (default 0.5)")
+    entity_ids: list[Annotated[str, Field(min_length=1, max_length=128)]] | None = Field(
+        None, min_length=1, max_length=1000,
+        description="only these entities: their chunks are backfilled, cut over to the model, or (rollback) "
+                    "returned to the deployment's model; the others stay as they are")
 
 
 class DropRequest(BaseModel):

@@ -86,7 +86,8 @@ def register(routes: Routes) -> None:
     async def admin_model_job(request, services, ctx):
         await services.tenancy.require_admin(request.headers)
         body = parse(ModelJobRequest, await read_json(request))
-        return json_response(await services.admin.model_job(body.action, body.model, body.duty), 202)
+        return json_response(await services.admin.model_job(body.action, body.model, body.duty, body.entity_ids),
+                             202)
 
     @routes.post("/admin/api/models/jobs/{id}/stop",
                  summary="Stop a model job: a queued one at once, a running backfill after the batch in hand "

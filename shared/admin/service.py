@@ -57,9 +57,10 @@ class AdminService:
         return {**await model_backfills.status(self.db), "cutovers": await cutover_history(self.db),
                 "jobs": await model_jobs.recent(self.db)}
 
-    async def model_job(self, action: str, model: str | None, duty: float | None) -> dict:
+    async def model_job(self, action: str, model: str | None, duty: float | None,
+                        entity_ids: list[str] | None = None) -> dict:
         """Queued for an ingest worker (models/jobs.py), which loads the model and runs it."""
-        return await model_jobs.submit(self.db, action, model, duty)
+        return await model_jobs.submit(self.db, action, model, duty, entity_ids)
 
     async def stop_model_job(self, job_id: str) -> dict:
         if not job_id.isdigit() or len(job_id) > 18:

@@ -119,10 +119,13 @@ class GroupedWriter:
             async with self.db.transaction() as conn:
                 row = await (await conn.execute(GROUPED["serving_model_share"])).fetchone()
                 serving = row["model_id"] if row else ""
-                stale = [w.document_id for w in writes if any(r[MODEL_COLUMN] != serving for r in w.rows)]
-                if stale:  # the upsert step embeds again with the serving model (workflow.py) when retried
-                    raise ModelMismatchError(f"the serving model is now {serving!r}; vectors of {stale[0]!r} "
-                                             "are of another")
+                own = {r["entity_id"]: r["model_id"] for r in await (await conn.execute(
+                    GROUPED["entity_models_of"], {"entity_ids": sorted({w.entity_id for w in writes})})).fetchall()}
+                stale = [w for w in writes if any(r[MODEL_COLUMN] != own.get(w.entity_id, serving) for r in w.rows)]
+                if stale:  # the upsert step embeds again with the entity's model (workflow.py) when retried
+                    model = own.get(stale[0].entity_id, serving)
+                    raise ModelMismatchError(f"the serving model of {stale[0].entity_id!r} is now {model!r}; vectors "
+                                             f"of {stale[0].document_id!r} are of another")
                 locked = {(r["entity_id"], r["document_id"]): r for r in await (await conn.execute(
                     GROUPED["lock_documents"], {"entity_ids": [w.entity_id for w in writes],
                                                 "document_ids": [w.document_id for w in writes]})).fetchall()}

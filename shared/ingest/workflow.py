@@ -278,27 +278,38 @@ class IngestJob:
         if self.p.previous_hash is not None:  # chunks exist only once a version was ready
             stored = [StoredChunk(r["id"], r["position"], r["start_char"], r["end_char"], r["content_hash"],
                                   r["model_id"]) for r in await self.db.fetch(SQL["stored_chunks"], self.where)]
-        result = plan(chunks, stored, model_id=self.embedder.model_id, new_id=lambda pos: chunk_id(self.p, pos))
+        # a stored chunk is reused only with a vector of its entity's model
+        model_id = await self.entity_model() if stored else self.embedder.model_id
+        result = plan(chunks, stored, model_id=model_id, new_id=lambda pos: chunk_id(self.p, pos))
         return Diffed(plan=await self.artifacts.save_json("diff.json", result.to_json()), embed=len(result.embed),
                       reused=result.reused, moved=len(result.moved), stale=len(result.stale))
 
     async def embed(self, extracted: Extracted, chunked: Chunked, diffed: Diffed) -> Embedded:
         result = DiffPlan.from_json(await self.artifacts.load_json(diffed.plan))
+        model_id = await self.entity_model() if result.embed else self.embedder.model_id
         vectors = np.zeros((0, self.embedder.dimension), np.float32)
         if result.embed:
             text = await self.artifacts.load_text(extracted.text)
             chunks = await self.load_chunks(chunked)
             texts = [chunks[pos].content(text) for pos in result.embed]
-            batcher = self.resources.batcher
-            parts = []
-            for start in range(0, len(texts), batcher.max_texts):  # big documents go in slices, others interleave
-                parts.append(await batcher.embed(texts[start:start + batcher.max_texts]))
-            vectors = np.concatenate(parts)
+            if model_id != self.embedder.model_id:  # an entity served by another model: its own calls
+                vectors = await (await _serving_embedder(model_id, self.embedder)).embed(texts)
+            else:
+                batcher = self.resources.batcher
+                parts = []
+                for start in range(0, len(texts), batcher.max_texts):  # big documents go in slices, others interleave
+                    parts.append(await batcher.embed(texts[start:start + batcher.max_texts]))
+                vectors = np.concatenate(parts)
         if vectors.shape != (len(result.embed), self.embedder.dimension):
             raise ModelMismatchError(f"embedder returned {vectors.shape}, expected "
                                      f"({len(result.embed)}, {self.embedder.dimension})")
         return Embedded(vectors=await self.artifacts.save_bytes("vectors.f32", encode_vectors(vectors)),
-                        count=len(result.embed), model_id=self.embedder.model_id, dimension=self.embedder.dimension)
+                        count=len(result.embed), model_id=model_id, dimension=self.embedder.dimension)
+
+    async def entity_model(self) -> str:
+        """The model serving this document's entity: the deployment's, or its own after an entity's cutover."""
+        row = await self.db.fetchone(SQL["entity_model"], {"entity_id": self.p.entity_id})
+        return row["model_id"] if row else self.embedder.model_id
 
     async def summarize(self, extracted: Extracted, chunked: Chunked, diffed: Diffed) -> Summarized:
         text = await self.artifacts.load_text(extracted.text)
@@ -340,10 +351,10 @@ class IngestJob:
         vectors = decode_vectors(await self.artifacts.load_bytes(embedded.vectors), embedded.dimension)
         text = await self.artifacts.load_text(extracted.text) if result.embed else ""
         model_id = embedded.model_id
-        serving = await self.db.serving_model() if result.embed else None
-        if serving and serving[0] != model_id:
-            # the serving model changed since the embed step (a cutover): its vectors are embedded again
-            model_id = serving[0]
+        serving = await self.entity_model() if result.embed else None
+        if serving and serving != model_id:
+            # the entity's model changed since the embed step (a cutover): its vectors are embedded again
+            model_id = serving
             vectors = await (await _serving_embedder(model_id, self.embedder)).embed(
                 [chunks[pos].content(text) for pos in result.embed])
         # full text in each new chunk's language (a reused chunk keeps the one it was stored with)

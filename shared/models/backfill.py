@@ -133,7 +133,8 @@ async def vector_rows(embedder: Embedder, chunks: list[dict]) -> list[dict]:
 
 
 async def status(db: Database) -> dict:
-    """The serving model, and each other model's vectors: how many of its scope's chunks have one."""
+    """The serving model, each other model's vectors (how many of its scope's chunks have one), and
+    the entities another model serves."""
     serving, dimension = await serving_model(db)
     models = []
     for row in await db.fetch(SQL["model_status"]):
@@ -145,7 +146,9 @@ async def status(db: Database) -> dict:
             "chunks_per_second": round(row["embedded"] / row["seconds"], 1) if row["seconds"] else None,
             "started_at": row["started_at"].isoformat(), "updated_at": row["updated_at"].isoformat(),
             "finished_at": row["finished_at"].isoformat() if row["finished_at"] else None})
-    return {"serving": {"model_id": serving, "dimension": dimension}, "models": models, "shadow": await shadow_summary(db)}
+    entities = {r["entity_id"]: r["model_id"] for r in await db.fetch(SQL["entity_models"])}
+    return {"serving": {"model_id": serving, "dimension": dimension}, "models": models, "entities": entities,
+            "shadow": await shadow_summary(db)}
 
 
 async def drop(db: Database, model_id: str) -> int:

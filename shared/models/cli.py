@@ -24,7 +24,19 @@ index catalogues are embedded again with MODEL and written in the same commit, a
 workers load MODEL and switch within seconds, answering all the while. Writes of new chunks wait
 for the commit; searches do not.
 
-example: edgeindex models cutover --to multilingual-e5-small
+With --entity (repeat), only those entities' chunks move to MODEL: they are served by it from then
+on (searches of them embed with it, their new documents are embedded with it), every other entity
+and the catalogues stay on the deployment's model. `edgeindex models rollback --entity` returns them.
+
+examples: edgeindex models cutover --to multilingual-e5-small
+          edgeindex models cutover --to multilingual-e5-small --entity acme
+"""
+ROLLBACK_EPILOG = """\
+Serves the model the last cutover replaced again, from the vectors that cutover kept (chunks written
+since are embedded first). With --entity, those entities return to the deployment's model.
+
+examples: edgeindex models rollback
+          edgeindex models rollback --entity acme
 """
 MIGRATE_EPILOG = """\
 A backfill (throttled by --duty, resumable) and then a cutover: the one command for changing models.
@@ -41,7 +53,7 @@ model helped rank, so the figures lean its way.
 
 example: edgeindex models compare multilingual-e5-small
 """
-EPILOGS = {"backfill": BACKFILL_EPILOG, "cutover": CUTOVER_EPILOG, "migrate": MIGRATE_EPILOG,
+EPILOGS = {"backfill": BACKFILL_EPILOG, "cutover": CUTOVER_EPILOG, "rollback": ROLLBACK_EPILOG, "migrate": MIGRATE_EPILOG,
            "compare": COMPARE_EPILOG}
 
 
@@ -68,6 +80,9 @@ def register(subparsers) -> None:
         sub.choices[name].add_argument("--batch", type=int, default=None, help="chunks per model call (default 64)")
     sub.choices["backfill"].add_argument("--entity", action="append", metavar="ENTITY",
                                          help="only this entity's chunks (repeat)")
+    for name in ("cutover", "rollback"):
+        sub.choices[name].add_argument("--entity", action="append", metavar="ENTITY",
+                                       help="only this entity (repeat); the others stay on the deployment's model")
     for name in ("backfill", "migrate"):
         sub.choices[name].add_argument("--duty", type=float, default=None,
                                        help="share of the time the backfill works (default 0.5)")
@@ -113,10 +128,10 @@ async def _run(name: str, args) -> int:
             from ..bindings.ai import stored_chunks_embedder
             from .cutover import cutover, rollback_model
 
-            target = args.to if name == "cutover" else await rollback_model(db)
+            target = args.to if name == "cutover" else await rollback_model(db, args.entity)
             embedder = await asyncio.to_thread(stored_chunks_embedder, target)
             options = {"batch": args.batch} if getattr(args, "batch", None) else {}
-            done = await cutover(db, embedder, rollback=name == "rollback", **options)
+            done = await cutover(db, embedder, rollback=name == "rollback", entity_ids=args.entity, **options)
             result = done.as_dict()
             _print(result, args.json, [_cutover_line(done)])
         else:
@@ -149,6 +164,8 @@ async def _run(name: str, args) -> int:
 
 def _cutover_line(done) -> str:
     verb = "rolled back to" if done.rollback else "now serving"
+    if done.entity_ids:
+        verb += f" {', '.join(done.entity_ids)} with"
     catalogues = ", ".join(f"{n} {kind}" for kind, n in done.catalogues.items() if n) or "none"
     return (f"{verb} {done.to_model} (was {done.from_model}): {done.chunks} chunks, "
             f"{done.embedded_before + done.embedded_during} embedded to catch up; catalogue vectors re-embedded: "
@@ -184,12 +201,15 @@ def _status_lines(result: dict) -> list[str]:
         scope = "every entity" if m["entity_ids"] is None else ", ".join(m["entity_ids"])
         lines.append(f"{m['model_id']} (dimension {m['dimension']}, {scope}): {m['state']}, "
                      f"{m['vectors']} of {m['chunks']} chunks ({m['covered']:.1%})")
+    for entity, model in result.get("entities", {}).items():
+        lines.append(f"entity {entity}: served by {model}")
     for sh in result.get("shadow", []):
         lines.append(f"shadow {sh['shadow_model']} beside {sh['serving_model']}: {sh['searches']} searches, "
                      f"{sh['overlap']:.1%} of the served chunks in its top k (p50 {sh['shadow_ms_p50']} ms)")
     for c in result.get("cutovers", []):
-        lines.append(f"{c['at']}: {'rollback' if c['rollback'] else 'cutover'} {c['from_model']} -> {c['to_model']} "
-                     f"({c['chunks']} chunks)")
+        scope = f" of {', '.join(c['entity_ids'])}" if c.get("entity_ids") else ""
+        lines.append(f"{c['at']}: {'rollback' if c['rollback'] else 'cutover'}{scope} {c['from_model']} -> "
+                     f"{c['to_model']} ({c['chunks']} chunks)")
     for j in result.get("jobs", []):
         lines.append(f"job {j['id']} ({j['created_at']}): {j['action']} {j['model_id']}: {j['state']}"
                      + (f" ({j['error']})" if j["error"] else ""))

@@ -38,19 +38,25 @@ def as_dict(row: dict) -> dict:
     return {k: v.isoformat() if isinstance(v, datetime) else v for k, v in row.items()}
 
 
-async def submit(db: Database, action: str, model: str | None, duty: float | None) -> dict:
-    """Queue a job, or say why not: a 400 naming the field, or a 409."""
+async def submit(db: Database, action: str, model: str | None, duty: float | None,
+                 entity_ids: list[str] | None = None) -> dict:
+    """Queue a job, or say why not: a 400 naming the field, a 404 naming an unknown entity, or a 409."""
     if action not in ACTIONS:
         raise ValidationError(f"action must be one of {', '.join(ACTIONS)}, got {action!r}", field="action")
     duty = DUTY if duty is None else duty
     if not 0 < duty <= 1:
         raise ValidationError("duty must be above 0 and at most 1", field="duty")
     serving, dimension = await serving_model(db)
+    if entity_ids is not None:
+        entity_ids = sorted(set(entity_ids))
+        missing = set(entity_ids) - {r["id"] for r in await db.fetch(SQL["entities_models"], {"entity_ids": entity_ids})}
+        if missing:
+            raise NotFound(f"unknown entity {', '.join(map(repr, sorted(missing)))}", field="entity_ids")
     if action == "rollback":
         if model is not None:
             raise ValidationError("a rollback returns to the model the last cutover replaced: give no model",
                                   field="model")
-        model_id = await rollback_model(db)
+        model_id = await rollback_model(db, entity_ids)
     else:
         if not model:
             raise ValidationError(f"model is required for a {action}", field="model")
@@ -59,12 +65,13 @@ async def submit(db: Database, action: str, model: str | None, duty: float | Non
         except BindingError as exc:
             raise ValidationError(str(exc), field="model") from None
         model_id = spec.model_id
-        if model_id == serving:
+        if model_id == serving and (entity_ids is None or action == "backfill"):
             raise Conflict(f"{model_id!r} is the serving model already", field="model")
         if action != "backfill" and spec.dimension != dimension:
             raise Conflict(f"{model_id!r} has dimension {spec.dimension}; the chunks' vectors have {dimension}",
                            field="model")
-    row = await db.fetchone(SQL["queue_job"], {"action": action, "model_id": model_id, "duty": duty})
+    row = await db.fetchone(SQL["queue_job"], {"action": action, "model_id": model_id, "duty": duty,
+                                               "entity_ids": entity_ids})
     if row is None:
         raise Conflict("another model job is queued or running: wait for it or stop it", field="action")
     return as_dict(row)
@@ -130,13 +137,13 @@ class JobRunner:
         result: dict[str, Any] = {}
         if job["action"] in ("backfill", "migrate"):
             progress = await backfill(db=self.db, embedder=embedder, duty=float(job["duty"]),
-                                      should_stop=stop.is_set)
+                                      entity_ids=job["entity_ids"], should_stop=stop.is_set)
             result["backfill"] = progress.as_dict()
             if progress.stopped or job["action"] == "backfill":
                 return result
-        if job["action"] == "rollback" and await rollback_model(self.db) != job["model_id"]:
+        if job["action"] == "rollback" and await rollback_model(self.db, job["entity_ids"]) != job["model_id"]:
             raise Conflict("the serving model changed since the rollback was asked for", field="model")
-        done = await cutover(self.db, embedder, rollback=job["action"] == "rollback")
+        done = await cutover(self.db, embedder, rollback=job["action"] == "rollback", entity_ids=job["entity_ids"])
         result["cutover"] = done.as_dict()
         return result
 

@@ -11,6 +11,11 @@ Loading a model and preparing its encoders takes ~20 s (multilingual-e5-small), 
 ahead of the cutover: once a model's backfill is running or done, the worker loads it (the process
 keeps one embedder per model: bindings/ai.local_embedder) and runs its module's ``prepare_model``
 on it, and the switch itself then only builds the services.
+
+Entities another model serves (``edgeindex models cutover --entity``, the ``entity_models`` table) are
+read at each poll too: a worker whose module builds a search service (``search_service``) builds one
+on each such model's bindings and hands the map to its services' search, which answers those
+entities' searches with it (search/entity_models.py).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from typing import Any
 from ..bindings.ai import AI, local_embedder, serving_settings
 from ..bindings.vectorize import PgVectorIndex
 from ..errors import ConfigError
+from ..search.entity_models import EntityModels
 from ..sqlfiles import load
 
 log = logging.getLogger(__name__)
@@ -63,6 +69,8 @@ class ServingModelFollower:
     def __init__(self, env, module, services: Services, db, *, every: float) -> None:
         self.env, self.module, self.services, self.db, self.every = env, module, services, db, every
         self.prepared: set[str] = set()   # models loaded and prepared ahead of a cutover
+        self.peers: dict[str, Any] = {}    # model → the search service of the entities it serves
+        self.unloadable: set[str] = set()  # models some entity is served by that this worker cannot load
 
     @property
     def ai(self) -> AI:
@@ -91,6 +99,7 @@ class ServingModelFollower:
             return False
         if stored[0] == self.model_id:
             await self.prepare_next(stored)
+            await self.follow_entities(stored)
             return False
         settings = serving_settings(self.ai.settings, stored)
         if settings is self.ai.settings:
@@ -98,7 +107,43 @@ class ServingModelFollower:
                       "full text only until it is restarted with that model", self.env.worker_name, stored[0])
             return False
         await self.switch(settings, stored)
+        await self.follow_entities(stored)
         return True
+
+    async def follow_entities(self, stored: tuple[str, int]) -> None:
+        """Serve each entity another model serves with that model's search service (built once per model)."""
+        build = getattr(self.module, "search_service", None)
+        search = getattr(self.services.current, "search", None)
+        if build is None or search is None:
+            return
+        models = {r["entity_id"]: r["model_id"] for r in await self.db.fetch(SQL["entity_models"])
+                  if r["model_id"] != stored[0]}
+        wanted = set(models.values())
+        for model in sorted(wanted - self.peers.keys() - self.unloadable):
+            settings = serving_settings(self.ai.settings, (model, stored[1]))
+            if settings is self.ai.settings:
+                self.unloadable.add(model)
+                log.error("worker %s: some entities are served by %s, which this worker cannot load; their "
+                          "searches are full text only", self.env.worker_name, model)
+                continue
+            log.info("worker %s: some entities are served by %s; loading it", self.env.worker_name, model)
+            ai = await asyncio.to_thread(AI, settings)
+            peer = await build(self.env.rebound(self._bindings_of(ai, model, stored[1])))
+            if peer.router is not None:
+                await peer.router.start()
+            self.peers[model] = peer
+        for model in set(self.peers) - wanted:
+            del self.peers[model]
+        serving = EntityModels(models, {m: p for m, p in self.peers.items() if m in wanted})
+        if serving != search.entity_models:
+            search.serve_entities(serving)
+
+    def _bindings_of(self, ai: AI, model: str, dimension: int) -> dict[str, Any]:
+        """The worker's bindings that change with its model: the AI, and the vector indexes keyed by it."""
+        changes: dict[str, Any] = {self.env.worker.ai.binding: ai}
+        for index in self.env.worker.vectorize:
+            changes[index.binding] = PgVectorIndex(self.db, index.index_name, model_id=model, dimension=dimension)
+        return changes
 
     async def prepare_next(self, stored: tuple[str, int]) -> str | None:
         """Load and prepare the model a cutover is being readied for (its backfill running or done);
@@ -120,16 +165,14 @@ class ServingModelFollower:
         return None
 
     async def switch(self, settings, stored: tuple[str, int]) -> None:
-        env, worker = self.env, self.env.worker
+        env = self.env
         old_services, old_model = self.services.current, self.model_id
         log.info("worker %s: the serving model is now %s; loading it", env.worker_name, stored[0])
         ai = await asyncio.to_thread(AI, settings)
         # the new services are built on a copy of the env bound to the new model: until they are swapped
         # in, the worker's own env (its /health, the next poll) names the model its services run, and a
         # build that fails leaves everything as it was, to be tried again at the next poll
-        changes: dict[str, Any] = {worker.ai.binding: ai}
-        for index in worker.vectorize:
-            changes[index.binding] = PgVectorIndex(self.db, index.index_name, model_id=stored[0], dimension=stored[1])
+        changes = self._bindings_of(ai, stored[0], stored[1])
         services = await self.module.startup(env.rebound(changes))
         for name, value in changes.items():
             env.bind(name, value)

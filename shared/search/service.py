@@ -40,10 +40,11 @@ from ..routing.features import PROBE
 from ..routing.service import Decision, Router, new_search_id, scope_hash
 from ..routing.telemetry_writer import TelemetryWriter
 from ..selection import collections
-from ..tenancy import Principal, resolve_existing_entities
+from ..tenancy import Principal, resolve_entities, resolve_existing_entities
 from . import defaults, engine
 from .cache_keys import CacheKeys, _digest, cache_keys
 from .enhance import QueryEnhancer
+from .entity_models import EntityModels
 from .kv_outage import KVOutage
 from .local_exact_cache import Copy, LocalExactCache
 from .local_semantic_cache import LocalSemanticCache
@@ -80,6 +81,7 @@ class SearchContext:
     sequences: tuple[int, ...] = ()
     limit: int = 0
     embedding: np.ndarray | None = None
+    model_id: str = ""                # the model of ``embedding``: the service's that answers
     vector: np.ndarray | None = None  # what retrieval searches with, when enhancement changed the query's
     enhancement: dict | None = None
     lexical: engine.LexicalResult | None = None
@@ -113,6 +115,11 @@ class SearchService:
                  enhancer: QueryEnhancer | None = None, history: Any = None, shadow: Any = None) -> None:
         self.db = db
         self.shadow = shadow    # another model searched after the answer (models/shadow.py); None: off
+        # entities another model serves, and that model's service (entity_models.py): set by the worker
+        self.entity_models = EntityModels()
+        # what catalogues (collections) are embedded with: the deployment's model, also in the
+        # service of a model that serves only some entities
+        self.catalogue_embedder: Embedder = embedder
         self.history = history  # searches as_of a time (as_of.AsOfSearch); None: not offered
         self.kv = kv
         self.embedder = embedder
@@ -160,8 +167,22 @@ class SearchService:
         """``search``'s answer and the context it was made in, which ``more`` continues."""
         ctx = SearchContext(principal, body)
         self.parse(ctx)
+        if (other := self._served_by(principal, ctx.request)) is not None:
+            return await other.search_with_context(principal, body, background=background)
         self.resolve(ctx)
         return await self._run(ctx, background), ctx
+
+    def _served_by(self, principal: Principal, request: SearchRequest) -> SearchService | None:
+        """The service of another model, when it serves every entity of the request (entity_models.py)."""
+        if not self.entity_models.models:
+            return None
+        return self.entity_models.service_for(resolve_entities(principal, request.entity_ids))
+
+    def serve_entities(self, entity_models: EntityModels) -> None:
+        """Answer the searches of entities another model serves with that model's service."""
+        for other in entity_models.services.values():
+            other.catalogue_embedder = self.embedder
+        self.entity_models = entity_models
 
     def can_continue(self, ctx: SearchContext) -> bool:
         """Whether ``more`` can continue this search: it ran its statements here (no cache answered,
@@ -177,7 +198,7 @@ class SearchService:
         filters = request.filters.model_copy(update={"exclude_chunk_ids": given + exclude_chunk_ids})
         request = request.model_copy(update={"filters": filters, "k": limit})
         vector = ctx.embedding if ctx.vector is None else ctx.vector
-        _, rows = await engine.search(self.db, request, ctx.entity_ids, vector, model_id=self.embedder.model_id,
+        _, rows = await engine.search(self.db, request, ctx.entity_ids, vector, model_id=ctx.model_id,
                                       tuned=self._tuned, limit=limit)
         return [engine.shape(r, request) for r in rows]
 
@@ -197,10 +218,13 @@ class SearchService:
         else:
             ctx = SearchContext(principal, {})
             ctx.request, ctx.decision = parsed.request, parsed.fresh_decision()
+        if (other := self._served_by(principal, ctx.request)) is not None:
+            return await other.search_json(principal, raw, background=background)
         ctx.parsed, ctx.encoded = parsed, True
         return await self._run(ctx, background)
 
     async def _run(self, ctx: SearchContext, background: Any) -> dict | bytes:
+        ctx.model_id = self.embedder.model_id
         if ctx.request.as_of is not None:
             return await self.search_as_of(ctx)
         await self.scope(ctx)
@@ -379,8 +403,10 @@ class SearchService:
             return
         await self.embed(ctx)
         mark = time.perf_counter()
-        ctx.collections = await collections.choose(self.db, self.embedder, ctx.entity_ids, ctx.request.query,
-                                                   ctx.embedding)
+        query = ctx.embedding if self.catalogue_embedder is self.embedder else \
+            await self.catalogue_embedder.embed_query(ctx.request.query)
+        ctx.collections = await collections.choose(self.db, self.catalogue_embedder, ctx.entity_ids,
+                                                   ctx.request.query, query)
         # the key was made from "auto" (scope stage); the SQL filters by what was chosen
         ctx.request = ctx.request.model_copy(update={"collections": ctx.collections["searched"]})
         ctx.timings["collections_ms"] = _since(mark)

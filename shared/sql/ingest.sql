@@ -98,3 +98,8 @@ SELECT attempts FROM workflow_runs WHERE id = %(run_id)s;
 UPDATE documents SET object_warning = %(warning)s
 WHERE entity_id = %(entity_id)s AND id = %(document_id)s AND ready_version = %(version)s
   AND generation = %(generation)s::uuid;
+
+-- name: entity_model
+-- The model serving one entity's chunks: its own (models.sql, serve_entities), else the deployment's.
+SELECT coalesce(e.model_id, m.model_id) AS model_id
+FROM embedding_model m LEFT JOIN entity_models e ON e.entity_id = %(entity_id)s;

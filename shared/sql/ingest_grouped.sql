@@ -48,5 +48,9 @@ SET version = EXCLUDED.version, position = EXCLUDED.position, start_char = EXCLU
 
 -- name: serving_model_share
 -- Held to the commit: a model cutover (models.sql, lock_serving_model) waits for it, or it for the
--- cutover, which it then sees; chunk vectors are only ever written of the serving model.
+-- cutover, which it then sees; chunk vectors are only ever written of the model serving their entity.
 SELECT model_id FROM embedding_model FOR SHARE;
+
+-- name: entity_models_of
+-- Read after serving_model_share (its own snapshot, so an entity's cutover it waited for is seen).
+SELECT entity_id, model_id FROM entity_models WHERE entity_id = ANY(%(entity_ids)s::text[]);

@@ -14,13 +14,14 @@ ON CONFLICT (model_id) DO UPDATE
 RETURNING dimension;
 
 -- name: pending_chunks
--- The next chunks after the cursor (entity, id) with no vector of the model for their current text:
--- a backfill that was stopped or killed starts again from the first and skips what it finished,
--- one index probe each.
+-- The next chunks after the cursor (entity, id) with no vector of the model for their current text
+-- (a chunk the model serves has its vector in `chunks`): a backfill that was stopped or killed starts
+-- again from the first and skips what it finished, one index probe each.
 SELECT c.entity_id, c.id, c.content, c.content_hash
 FROM chunks c
 WHERE (c.entity_id, c.id) > (%(after_entity)s, %(after_id)s::uuid)
   AND (%(entity_ids)s::text[] IS NULL OR c.entity_id = ANY(%(entity_ids)s::text[]))
+  AND c.model_id <> %(model_id)s
   AND NOT EXISTS (SELECT 1 FROM chunk_vectors v
                   WHERE v.model_id = %(model_id)s AND v.entity_id = c.entity_id AND v.chunk_id = c.id
                     AND v.content_hash = c.content_hash)
@@ -48,19 +49,25 @@ UPDATE model_backfills
  WHERE model_id = %(model_id)s;
 
 -- name: model_status
--- Each model with vectors or a backfill: how many of the chunks in its scope have a vector.
+-- Each model with vectors or a backfill: how many of the chunks in its scope have a vector (stored
+-- beside them, or theirs: the chunks of entities it serves).
 SELECT b.model_id, b.dimension, b.entity_ids, b.state, b.embedded, b.seconds, b.started_at, b.updated_at,
        b.finished_at,
        (SELECT count(*) FROM chunks c
          WHERE b.entity_ids IS NULL OR c.entity_id = ANY(b.entity_ids)) AS chunks,
        (SELECT count(*) FROM chunk_vectors v JOIN chunks c ON c.entity_id = v.entity_id AND c.id = v.chunk_id
          WHERE v.model_id = b.model_id AND v.content_hash = c.content_hash
-           AND (b.entity_ids IS NULL OR v.entity_id = ANY(b.entity_ids))) AS vectors
+           AND (b.entity_ids IS NULL OR v.entity_id = ANY(b.entity_ids)))
+       + (SELECT count(*) FROM chunks c
+           WHERE c.model_id = b.model_id AND (b.entity_ids IS NULL OR c.entity_id = ANY(b.entity_ids))) AS vectors
 FROM model_backfills b
 ORDER BY b.started_at;
 
 -- name: drop_vectors
 DELETE FROM chunk_vectors WHERE model_id = %(model_id)s;
+
+-- name: drop_entity_vectors
+DELETE FROM chunk_vectors WHERE model_id = %(model_id)s AND entity_id = ANY(%(entity_ids)s::text[]);
 
 -- name: drop_backfill
 DELETE FROM model_backfills WHERE model_id = %(model_id)s;
@@ -75,11 +82,13 @@ SELECT model_id, dimension FROM embedding_model FOR UPDATE;
 LOCK TABLE chunks IN SHARE ROW EXCLUSIVE MODE;
 
 -- name: keep_serving_vectors
--- The vectors a cutover replaces, kept under their model for a rollback.
+-- The vectors a cutover replaces, kept under their model for a rollback: of the chunks in its scope
+-- (NULL: every entity) that another model than the target serves.
 INSERT INTO chunk_vectors (model_id, entity_id, chunk_id, content_hash, dimension, embedding)
 SELECT c.model_id, c.entity_id, c.id, c.content_hash, %(dimension)s, c.embedding
 FROM chunks c
-WHERE c.model_id = %(serving)s
+WHERE c.model_id <> %(target)s
+  AND (%(entity_ids)s::text[] IS NULL OR c.entity_id = ANY(%(entity_ids)s::text[]))
 ON CONFLICT (model_id, entity_id, chunk_id) DO UPDATE
    SET content_hash = EXCLUDED.content_hash, embedding = EXCLUDED.embedding, created_at = now();
 
@@ -90,10 +99,26 @@ UPDATE chunks c
    SET embedding = v.embedding, model_id = v.model_id
   FROM chunk_vectors v
  WHERE v.model_id = %(target)s AND v.entity_id = c.entity_id AND v.chunk_id = c.id
-   AND v.content_hash = c.content_hash;
+   AND v.content_hash = c.content_hash AND c.model_id <> %(target)s
+   AND (%(entity_ids)s::text[] IS NULL OR c.entity_id = ANY(%(entity_ids)s::text[]));
 
--- name: chunk_count
-SELECT count(*) AS n FROM chunks;
+-- name: unserved_chunks
+-- The chunks in a cutover's scope that the target model does not serve yet (none once it swapped).
+SELECT count(*) AS n FROM chunks c
+WHERE c.model_id <> %(target)s
+  AND (%(entity_ids)s::text[] IS NULL OR c.entity_id = ANY(%(entity_ids)s::text[]));
+
+-- name: entity_models
+SELECT entity_id, model_id FROM entity_models ORDER BY entity_id;
+
+-- name: serve_entities
+INSERT INTO entity_models (entity_id, model_id, dimension)
+SELECT unnest(%(entity_ids)s::text[]), %(target)s, %(dimension)s
+ON CONFLICT (entity_id) DO UPDATE SET model_id = EXCLUDED.model_id, dimension = EXCLUDED.dimension, since = now();
+
+-- name: unserve_entities
+-- Entities back on the deployment's model (NULL: every entity, after a deployment-wide cutover).
+DELETE FROM entity_models WHERE %(entity_ids)s::text[] IS NULL OR entity_id = ANY(%(entity_ids)s::text[]);
 
 -- name: set_serving_model
 UPDATE embedding_model SET model_id = %(target)s, dimension = %(dimension)s;
@@ -106,16 +131,17 @@ ON CONFLICT (model_id) DO UPDATE
    SET entity_ids = NULL, state = 'done', updated_at = now(), finished_at = now();
 
 -- name: record_cutover
-INSERT INTO model_cutovers (from_model, to_model, dimension, chunks, embedded, rollback)
-VALUES (%(from_model)s, %(to_model)s, %(dimension)s, %(chunks)s, %(embedded)s, %(rollback)s)
+INSERT INTO model_cutovers (from_model, to_model, dimension, chunks, embedded, rollback, entity_ids)
+VALUES (%(from_model)s, %(to_model)s, %(dimension)s, %(chunks)s, %(embedded)s, %(rollback)s, %(entity_ids)s)
 RETURNING id, at;
 
 -- name: last_cutover
+-- The last change of the deployment's model (a rollback undoes it; entities' cutovers are not it).
 SELECT id, from_model, to_model, dimension, chunks, embedded, rollback, at
-FROM model_cutovers ORDER BY id DESC LIMIT 1;
+FROM model_cutovers WHERE entity_ids IS NULL ORDER BY id DESC LIMIT 1;
 
 -- name: cutovers
-SELECT id, from_model, to_model, dimension, chunks, embedded, rollback, at
+SELECT id, from_model, to_model, dimension, chunks, embedded, rollback, entity_ids, at
 FROM model_cutovers ORDER BY id;
 
 -- name: shadow_search
@@ -184,9 +210,10 @@ WHERE entity_id = %(entity_id)s AND index_name = %(index_name)s AND part = %(par
 
 -- name: queue_job
 -- Refused (no row) while another job is queued or running: model_jobs_one_active.
-INSERT INTO model_jobs (action, model_id, duty) VALUES (%(action)s, %(model_id)s, %(duty)s)
+INSERT INTO model_jobs (action, model_id, duty, entity_ids)
+VALUES (%(action)s, %(model_id)s, %(duty)s, %(entity_ids)s)
 ON CONFLICT DO NOTHING
-RETURNING id, action, model_id, duty, state, stop_requested, attempts, result, error, created_at, started_at,
+RETURNING id, action, model_id, entity_ids, duty, state, stop_requested, attempts, result, error, created_at, started_at,
           finished_at;
 
 -- name: claim_job
@@ -197,7 +224,7 @@ UPDATE model_jobs
  WHERE id = (SELECT id FROM model_jobs
               WHERE state = 'queued' OR (state = 'running' AND lease_until < now())
               ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED)
-RETURNING id, action, model_id, duty, attempts, stop_requested;
+RETURNING id, action, model_id, entity_ids, duty, attempts, stop_requested;
 
 -- name: renew_job
 -- Between batches: the lease renewed; whether a stop was asked for.
@@ -217,11 +244,11 @@ UPDATE model_jobs
        state = CASE WHEN state = 'queued' THEN 'stopped' ELSE state END,
        finished_at = CASE WHEN state = 'queued' THEN now() ELSE finished_at END
  WHERE id = %(id)s
-RETURNING id, action, model_id, duty, state, stop_requested, attempts, result, error, created_at, started_at,
+RETURNING id, action, model_id, entity_ids, duty, state, stop_requested, attempts, result, error, created_at, started_at,
           finished_at;
 
 -- name: recent_jobs
-SELECT id, action, model_id, duty, state, stop_requested, attempts, result, error, created_at, started_at,
+SELECT id, action, model_id, entity_ids, duty, state, stop_requested, attempts, result, error, created_at, started_at,
        finished_at
 FROM model_jobs ORDER BY id DESC LIMIT %(limit)s;
 
@@ -251,5 +278,12 @@ LIMIT %(k)s;
 SELECT b.model_id
 FROM model_backfills b
 WHERE b.model_id <> %(serving)s AND b.dimension = %(dimension)s AND b.state IN ('running', 'done')
-  AND b.model_id IS DISTINCT FROM (SELECT c.from_model FROM model_cutovers c ORDER BY c.id DESC LIMIT 1)
+  AND b.model_id IS DISTINCT FROM (SELECT c.from_model FROM model_cutovers c WHERE c.entity_ids IS NULL
+                                   ORDER BY c.id DESC LIMIT 1)
 ORDER BY b.started_at DESC;
+
+-- name: entities_models
+-- Each named entity that exists, with the model its own row names (NULL: the deployment's).
+SELECT e.id, m.model_id
+FROM entities e LEFT JOIN entity_models m ON m.entity_id = e.id
+WHERE e.id = ANY(%(entity_ids)s::text[]);

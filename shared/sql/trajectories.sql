@@ -28,12 +28,13 @@ LIMIT %(limit)s;
 
 -- name: expand_similar
 -- The chunks nearest the chosen chunk's vector in the given entities (exact distances: an expansion
--- reads one scope once), ready versions only, leaving out what the trajectory returned.
+-- reads one scope once), ready versions only, leaving out what the trajectory returned; a vector is
+-- compared only with vectors of its own model (entities may be served by different ones).
 SELECT n.id::text AS chunk_id, n.document_id, n.entity_id, n.position, n.start_char, n.end_char,
        n.content AS text, d.title, d.source, d.tags, d.summary,
        greatest(1 - (n.embedding <=> c.embedding), 0) AS score
 FROM chunks c
-JOIN chunks n ON n.entity_id = ANY(%(entity_ids)s::text[]) AND n.id <> c.id
+JOIN chunks n ON n.entity_id = ANY(%(entity_ids)s::text[]) AND n.id <> c.id AND n.model_id = c.model_id
 JOIN documents d ON d.entity_id = n.entity_id AND d.id = n.document_id AND n.version <= d.ready_version
 WHERE c.entity_id = %(entity_id)s AND c.id = %(chunk_id)s AND n.id <> ALL(%(seen)s::uuid[])
 ORDER BY n.embedding <=> c.embedding, n.entity_id, n.document_id, n.position

@@ -369,7 +369,11 @@ def test_the_admin_api_refuses_a_job_it_cannot_run_naming_the_field(stack, cut, 
                                 ({"action": "migrate", "model": "no-such-model"}, 400, "model"),
                                 ({"action": "migrate"}, 400, "model"),
                                 ({"action": "migrate", "model": "multilingual-e5-small", "duty": 0}, 400, "duty"),
-                                ({"action": "rollback", "model": "multilingual-e5-small"}, 400, "model")):
+                                ({"action": "rollback", "model": "multilingual-e5-small"}, 400, "model"),
+                                ({"action": "cutover", "model": "multilingual-e5-small", "entity_ids": []}, 400,
+                                 "entity_ids"),
+                                ({"action": "cutover", "model": "multilingual-e5-small", "entity_ids": ["nobody"]},
+                                 404, "entity_ids")):
         got, answer = admin.post("/admin/api/models/jobs", body)
         assert (got, answer.get("field")) == (status, field), (body, answer)
     serving = _serving(stack, "search")[0]
@@ -416,3 +420,138 @@ def test_a_job_whose_runner_was_lost_is_claimed_again_and_finished(stack, cut, w
     done = _job_done(admin, job_id)
     assert (done["state"], done["attempts"]) == ("done", 2), done
     assert done["result"]["backfill"]["embedded"] == 0      # e5's vectors were kept by the rollback
+
+
+# --- one entity on another model (cutover --entity) ---------------------------------------------
+
+def _chunk_vectors(stack, entity_id: str) -> dict[str, tuple[str, str]]:
+    return {r["id"]: (r["model_id"], r["embedding"]) for r in _rows(
+        stack, "SELECT id::text, model_id, embedding::text FROM chunks WHERE entity_id = %s", entity_id)}
+
+
+@pytest.fixture(scope="module")
+def other(stack, written_after):
+    """A second tenant with the same Arabic documents, on the deployment's model throughout."""
+    other = new_tenant(stack, Client(stack.url("upload"), stack.admin_key), prefix="stay")
+    for document_id, text in DOCUMENTS.items():
+        put_document(other, document_id, text)
+    for document_id in DOCUMENTS:
+        assert asyncio.run(wait_document(other, document_id, timeout=300))["status"] == "ready"
+    return other
+
+
+@pytest.fixture(scope="module")
+def entity_cut(stack, tenant, other, written_after):
+    """``cutover --entity``: the first tenant moves to e5 while the deployment (and the other tenant)
+    stays on MiniLM; what its chunks and a cached answer were before."""
+    assert _serving(stack, "search")[0] == LOCAL_MODEL_ID   # the admin API's rollback
+    before = _chunk_vectors(stack, tenant.entity_id)
+    _search(tenant, CACHED_QUESTION, **CACHED)   # stored, if no earlier test left it cached
+    assert _search(tenant, CACHED_QUESTION, **CACHED)["cache"] == "exact"
+    result = _models(stack, "cutover", "--to", "multilingual-e5-small", "--entity", tenant.entity_id)
+    _wait_answers_of(tenant, E5_ID)
+    return {"before": before, "result": result}
+
+
+def test_an_entity_cutover_moves_that_entitys_chunks_alone_and_keeps_their_vectors(stack, tenant, other, entity_cut):
+    result = entity_cut["result"]
+    assert (result["from_model"], result["to_model"], result["entity_ids"]) == (
+        LOCAL_MODEL_ID, E5_ID, [tenant.entity_id])
+    assert result["chunks"] == len(entity_cut["before"])
+    assert {m for m, _ in _chunk_vectors(stack, tenant.entity_id).values()} == {E5_ID}
+    assert {m for m, _ in _chunk_vectors(stack, other.entity_id).values()} == {LOCAL_MODEL_ID}
+    assert _rows(stack, "SELECT model_id FROM embedding_model")[0]["model_id"] == LOCAL_MODEL_ID
+    kept = {r["id"]: (LOCAL_MODEL_ID, r["embedding"]) for r in _rows(
+        stack, "SELECT chunk_id::text AS id, embedding::text FROM chunk_vectors WHERE model_id = %s AND entity_id = %s",
+        LOCAL_MODEL_ID, tenant.entity_id)}
+    assert kept == entity_cut["before"]
+    status = _models(stack, "status")
+    assert status["serving"]["model_id"] == LOCAL_MODEL_ID and status["entities"] == {tenant.entity_id: E5_ID}
+    assert status["cutovers"][-1]["entity_ids"] == [tenant.entity_id]
+
+
+def test_each_entity_is_searched_with_the_model_that_serves_it(tenant, other, entity_cut):
+    assert _found(tenant) == QUESTIONS
+    assert _search(other, "نهر النيل")["model_id"] == LOCAL_MODEL_ID
+    assert sum(found == QUESTIONS[q] for q, found in _found(other).items()) < len(QUESTIONS)
+
+
+def test_a_search_over_entities_of_two_models_is_answered_by_the_deployments_model(stack, tenant, other, entity_cut):
+    admin = Client(stack.url("search"), stack.admin_key)
+    status, answer = admin.post("/search", {"query": "نهر النيل", "entity_ids": [tenant.entity_id, other.entity_id],
+                                            "cache": False})
+    assert status == 200 and answer["model_id"] == LOCAL_MODEL_ID, answer
+
+
+def test_an_answer_cached_before_an_entity_cutover_is_not_served_after_it(tenant, entity_cut):
+    assert _search(tenant, CACHED_QUESTION, **CACHED)["cache"] == "none"
+
+
+def test_an_entity_on_another_model_keeps_the_deployments_catalogues(stack, tenant, entity_cut):
+    assert {m for models in _catalogue_models(stack, tenant).values() for m in models} == {LOCAL_MODEL_ID}
+    assert _select(tenant, "tools", "weather forecast for Oslo")["tools"][0]["name"] == "get_weather"
+    answer = _search(tenant, "How are invoices numbered?", collections="auto")
+    assert answer["results"] and answer["results"][0]["document_id"] == "invoices", answer
+
+
+def test_documents_are_embedded_with_the_model_of_their_entity(stack, tenant, other, entity_cut):
+    text = "يصب نهر الأردن في البحر الميت، أخفض نقطة على سطح الأرض."
+    for who in (tenant, other):
+        put_document(who, "jordan", text)
+        assert asyncio.run(wait_document(who, "jordan", timeout=300))["status"] == "ready"
+    sql = "SELECT DISTINCT model_id FROM chunks WHERE entity_id = %s AND document_id = 'jordan'"
+    assert [r["model_id"] for r in _rows(stack, sql, tenant.entity_id)] == [E5_ID]
+    assert [r["model_id"] for r in _rows(stack, sql, other.entity_id)] == [LOCAL_MODEL_ID]
+
+
+def test_an_entity_rollback_returns_it_to_the_deployments_model_and_its_kept_vectors(stack, tenant, entity_cut):
+    result = _models(stack, "rollback", "--entity", tenant.entity_id)
+    assert (result["from_model"], result["to_model"], result["rollback"], result["entity_ids"]) == (
+        E5_ID, LOCAL_MODEL_ID, True, [tenant.entity_id])
+    now = _chunk_vectors(stack, tenant.entity_id)
+    assert {m for m, _ in now.values()} == {LOCAL_MODEL_ID}
+    assert {i: v for i, v in now.items() if i in entity_cut["before"]} == entity_cut["before"]
+    assert _models(stack, "status")["entities"] == {}
+    _wait_answers_of(tenant, LOCAL_MODEL_ID)
+
+
+def test_a_deployment_cutover_moves_every_entity_and_keeps_each_chunks_own_models_vector(stack, tenant, other,
+                                                                                          entity_cut):
+    # after the rollback above: the tenant on e5 again, the other on MiniLM, then the whole deployment to e5
+    _models(stack, "cutover", "--to", "multilingual-e5-small", "--entity", tenant.entity_id)
+    before = {e: _chunk_vectors(stack, e) for e in (tenant.entity_id, other.entity_id)}
+    result = _models(stack, "cutover", "--to", "multilingual-e5-small")
+    try:
+        assert result["entity_ids"] is None
+        assert result["chunks"] == len(before[other.entity_id])   # the tenant's were e5's already
+        for entity_id in (tenant.entity_id, other.entity_id):
+            now = _chunk_vectors(stack, entity_id)
+            assert {m for m, _ in now.values()} == {E5_ID}
+        kept = {r["id"]: (r["model_id"], r["embedding"]) for r in _rows(
+            stack, "SELECT chunk_id::text AS id, model_id, embedding::text FROM chunk_vectors "
+                   "WHERE entity_id = %s AND model_id = %s", other.entity_id, LOCAL_MODEL_ID)}
+        assert kept == before[other.entity_id]
+        assert _models(stack, "status")["entities"] == {}
+        _wait_answers_of(other, E5_ID)
+    finally:
+        _models(stack, "rollback")
+    _wait_answers_of(other, LOCAL_MODEL_ID)
+
+
+def test_the_admin_api_cuts_one_entity_over_and_back(stack, tenant, other, entity_cut):
+    admin = Client(stack.url("upload"), stack.admin_key)
+    status, job = admin.post("/admin/api/models/jobs", {"action": "cutover", "model": "multilingual-e5-small",
+                                                        "entity_ids": [tenant.entity_id]})
+    assert status == 202 and job["entity_ids"] == [tenant.entity_id], job
+    done = _job_done(admin, job["id"])
+    assert done["state"] == "done" and done["result"]["cutover"]["entity_ids"] == [tenant.entity_id], done
+    _wait_answers_of(tenant, E5_ID)
+    assert _search(other, "نهر النيل")["model_id"] == LOCAL_MODEL_ID
+    status, models = admin.get("/admin/api/models")
+    assert status == 200 and models["entities"] == {tenant.entity_id: E5_ID}, models
+
+    status, job = admin.post("/admin/api/models/jobs", {"action": "rollback", "entity_ids": [tenant.entity_id]})
+    assert status == 202 and job["model_id"] == LOCAL_MODEL_ID, job
+    assert _job_done(admin, job["id"])["state"] == "done"
+    _wait_answers_of(tenant, LOCAL_MODEL_ID)
+    assert {m for m, _ in _chunk_vectors(stack, tenant.entity_id).values()} == {LOCAL_MODEL_ID}
