@@ -20,13 +20,16 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import sqlfiles
+from .. import copies, sqlfiles
 from ..bindings.database import Database
+from ..token_count import count_tokens
 
 SQL = sqlfiles.load("benchmark.sql")
 CHUNK_COLUMNS = ("entity_id", "document_id", "version", "position", "start_char", "end_char", "content",
-                 "content_hash", "token_count", "model_id", "embedding")
-CHUNK_TYPES = ("text", "text", "int4", "int4", "int4", "int4", "text", "text", "int4", "text", "vector")
+                 "content_hash", "token_count", "model_id", "embedding", "copy_fingerprint", "copy_simhash",
+                 "context_tokens")
+CHUNK_TYPES = ("text", "text", "int4", "int4", "int4", "int4", "text", "text", "int4", "text", "vector", "text",
+               "bytea", "int4")
 
 
 @dataclass
@@ -52,8 +55,10 @@ def chunk_rows(entity_id: str, doc: SeedDocument, vectors: np.ndarray, model_id:
     """COPY rows for a document's chunks; offsets as if the chunks were joined by blank lines."""
     rows, start = [], 0
     for position, (text, vector) in enumerate(zip(doc.chunks, vectors, strict=True)):
+        # what ingestion stores of each chunk for trajectories (migration 0031), as it stores it
         rows.append((entity_id, doc.document_id, doc.version, position, start, start + len(text), text,
-                     content_hash(text), max(1, len(text.split())), model_id, vector))
+                     content_hash(text), max(1, len(text.split())), model_id, vector, *copies.signature(text),
+                     count_tokens(text)))
         start += len(text) + 2
     return rows
 

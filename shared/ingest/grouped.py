@@ -42,7 +42,7 @@ GROUPED = sqlfiles.load("ingest_grouped.sql")
 # where a row's model id is (each vector is of the model its row names)
 MODEL_COLUMN = 10
 STAGE_TYPES = ["text", "uuid", "text", "int4", "int4", "int4", "int4", "text", "text", "int4", "text", "vector",
-               "text", "text", "text", "text"]
+               "text", "text", "text", "text", "text", "bytea", "int4"]
 
 
 @dataclass

@@ -34,7 +34,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from .. import faults, holds, language, sqlfiles
+from .. import copies, faults, holds, language, sqlfiles
 from .. import object_keys as keys
 from ..bindings.ai import ChatModel, Embedder, local_embedder, local_model
 from ..bindings.bucket import Bucket
@@ -44,6 +44,7 @@ from ..cache import Invalidation
 from ..errors import BindingError, IngestError, ModelMismatchError, ValidationError
 from ..history import writes as history
 from ..history.retention import DEFAULT, Retention
+from ..token_count import count_tokens
 from ..validation import content_hash
 from ..workflow import RetryPolicy, Step, Workflow
 from .artifacts import ArtifactStore
@@ -357,13 +358,15 @@ class IngestJob:
             model_id = serving
             vectors = await (await _serving_embedder(model_id, self.embedder)).embed(
                 [chunks[pos].content(text) for pos in result.embed])
-        # full text in each new chunk's language (a reused chunk keeps the one it was stored with)
-        languages = await asyncio.to_thread(language.analyse, text, [chunks[pos].content(text) for pos in result.embed])
+        # full text in each new chunk's language (a reused chunk keeps the one it was stored with), and
+        # what trajectories read of each instead of hashing and counting its text at every step
+        contents = [chunks[pos].content(text) for pos in result.embed]
+        languages, signatures = await asyncio.to_thread(_analyse, text, contents)
         enriched = await self.artifacts.load_json(summarized.enrichment) if summarized.enrichment else {}
         new_rows = [(p.entity_id, uuid.UUID(result.ids[pos]), p.document_id, p.version, pos, chunks[pos].start,
                      chunks[pos].end, chunks[pos].content(text), chunks[pos].hash, chunks[pos].tokens,
                      model_id, vectors[i], languages[i].language, languages[i].text_config,
-                     languages[i].segmented, enriched.get(str(pos)))
+                     languages[i].segmented, enriched.get(str(pos)), *signatures[i])
                     for i, pos in enumerate(result.embed)]
         moved = set(result.moved)
         moves = [{"entity_id": p.entity_id, "id": cid, "position": pos, "start": chunks[pos].start,
@@ -429,6 +432,11 @@ class IngestJob:
         if doomed:
             await self.bucket.delete(*doomed)
         return StaleDeleted(objects_deleted=len(objects), artifacts_deleted=len(artifact_keys), runs_deleted=runs)
+
+
+def _analyse(text: str, contents: list[str]) -> tuple[list, list[tuple[str, bytes | None, int]]]:
+    """Each new chunk's language, and its copy signature and context tokens (migration 0031)."""
+    return language.analyse(text, contents), [(*copies.signature(c), count_tokens(c)) for c in contents]
 
 
 async def _serving_embedder(model_id: str, embedder: Embedder) -> Embedder:

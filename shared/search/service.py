@@ -190,9 +190,9 @@ class SearchService:
         return bool(ctx.rows) and ctx.lexical is not None and ctx.request.as_of is None and not ctx.request.rerank
 
     async def more(self, ctx: SearchContext, exclude_chunk_ids: list[str], limit: int) -> list[dict]:
-        """Results past a search's (``can_continue``): its request, scope, embedding and served blend
+        """Rows past a search's (``can_continue``): its request, scope, embedding and served blend
         in one hybrid statement, the given chunks left out; uncached. What costs a second search
-        (the embedding, the routing, the scope) is not paid again."""
+        (the embedding, the routing, the scope) is not paid again. ``engine.shape`` makes a row a result."""
         request = ctx.request
         given = list(request.filters.exclude_chunk_ids or [])   # UUIDs; Filters.normalized makes them text
         filters = request.filters.model_copy(update={"exclude_chunk_ids": given + exclude_chunk_ids})
@@ -200,7 +200,7 @@ class SearchService:
         vector = ctx.embedding if ctx.vector is None else ctx.vector
         _, rows = await engine.search(self.db, request, ctx.entity_ids, vector, model_id=ctx.model_id,
                                       tuned=self._tuned, limit=limit)
-        return [engine.shape(r, request) for r in rows]
+        return rows
 
     async def search_json(self, principal: Principal, raw: bytes, *, background: Any) -> dict | bytes:
         """``POST /search`` from the body's bytes: the answer as a dict, or a cache hit's answer as

@@ -23,7 +23,8 @@ SET version = EXCLUDED.version, ready_version = EXCLUDED.ready_version, title = 
 
 -- name: loader_copy_chunks
 COPY chunks (entity_id, document_id, version, position, start_char, end_char, content, content_hash,
-             token_count, model_id, embedding) FROM STDIN WITH (FORMAT BINARY);
+             token_count, model_id, embedding, copy_fingerprint, copy_simhash, context_tokens)
+FROM STDIN WITH (FORMAT BINARY);
 
 -- name: loader_chunk_ids
 SELECT document_id, id FROM chunks

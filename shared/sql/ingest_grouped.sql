@@ -18,12 +18,14 @@ FOR UPDATE OF d;
 CREATE TEMP TABLE IF NOT EXISTS chunk_stage (
     entity_id text, id uuid, document_id text, version integer, position integer, start_char integer,
     end_char integer, content text, content_hash text, token_count integer, model_id text, embedding vector,
-    language text, text_config text, segmented text, enrichment text
+    language text, text_config text, segmented text, enrichment text, copy_fingerprint text, copy_simhash bytea,
+    context_tokens integer
 ) ON COMMIT DELETE ROWS;
 
 -- name: copy_chunk_stage
 COPY chunk_stage (entity_id, id, document_id, version, position, start_char, end_char, content, content_hash,
-                  token_count, model_id, embedding, language, text_config, segmented, enrichment)
+                  token_count, model_id, embedding, language, text_config, segmented, enrichment, copy_fingerprint,
+                  copy_simhash, context_tokens)
 FROM STDIN (FORMAT BINARY);
 
 -- name: insert_staged_chunks
@@ -33,10 +35,12 @@ FROM STDIN (FORMAT BINARY);
 -- back to `simple` where this Postgres lacks the one named (shared/language.py names those
 -- PostgreSQL 18 ships).
 INSERT INTO chunks (entity_id, id, document_id, version, position, start_char, end_char, content,
-                    content_hash, token_count, model_id, embedding, language, text_config, segmented, enrichment)
+                    content_hash, token_count, model_id, embedding, language, text_config, segmented, enrichment,
+                    copy_fingerprint, copy_simhash, context_tokens)
 SELECT s.entity_id, s.id, s.document_id, s.version, s.position, s.start_char, s.end_char, s.content,
        s.content_hash, s.token_count, s.model_id, s.embedding, s.language,
-       coalesce(c.oid::regconfig, 'simple'::regconfig), s.segmented, s.enrichment
+       coalesce(c.oid::regconfig, 'simple'::regconfig), s.segmented, s.enrichment, s.copy_fingerprint,
+       s.copy_simhash, s.context_tokens
 FROM chunk_stage s
 LEFT JOIN pg_ts_config c ON c.cfgname = s.text_config AND c.cfgnamespace = 'pg_catalog'::regnamespace
 ON CONFLICT (entity_id, id) DO UPDATE
@@ -44,7 +48,8 @@ SET version = EXCLUDED.version, position = EXCLUDED.position, start_char = EXCLU
     end_char = EXCLUDED.end_char, content = EXCLUDED.content, content_hash = EXCLUDED.content_hash,
     token_count = EXCLUDED.token_count, model_id = EXCLUDED.model_id, embedding = EXCLUDED.embedding,
     language = EXCLUDED.language, text_config = EXCLUDED.text_config, segmented = EXCLUDED.segmented,
-    enrichment = EXCLUDED.enrichment;
+    enrichment = EXCLUDED.enrichment, copy_fingerprint = EXCLUDED.copy_fingerprint,
+    copy_simhash = EXCLUDED.copy_simhash, context_tokens = EXCLUDED.context_tokens;
 
 -- name: serving_model_share
 -- Held to the commit: a model cutover (models.sql, lock_serving_model) waits for it, or it for the

@@ -422,6 +422,7 @@ vec AS MATERIALIZED (
 SELECT top.id AS chunk_id, top.document_id, top.entity_id, top.position, top.start_char, top.end_char,
        top.score, top.vector, top.text, top.trigram,
        CASE WHEN %(include_text)s THEN c.content END AS content,
+       c.copy_fingerprint, c.copy_simhash, c.context_tokens,   -- a trajectory step's (migration 0031)
        d.title, d.source, d.tags,
        CASE WHEN %(include_summary)s THEN d.summary END AS summary,
        /*neighbours_column*/

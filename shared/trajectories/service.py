@@ -15,9 +15,10 @@ from uuid import UUID
 
 from pydantic import Field
 
-from .. import sqlfiles
+from .. import copies, sqlfiles
 from ..bindings.database import Database
 from ..errors import NotFound, ValidationError
+from ..search import engine
 from ..search.request import MAX_LIST, Include, SearchRequest, _Strict, parse_request
 from ..search.service import SearchContext, SearchService
 from ..tenancy import Principal
@@ -91,7 +92,7 @@ class TrajectoryService:
         # when more than that was seen, _deeper asks past it
         limit = min(max_k, 2 * request.k) if fields.seen == "exclude" else request.k
         answer, context = await self._search(principal, body, limit, background)
-        candidates = [self._candidate(r, request) for r in answer["results"]]
+        candidates = self._candidates(answer["results"], context.rows, request)
         taken = state.take_step(trajectory, candidates, k=request.k, seen=fields.seen)
         if fields.seen == "exclude" and len(taken.answered) < request.k and len(candidates) == limit:
             # the search had more than it returned: ask it for more, what the trajectory has left out
@@ -179,11 +180,14 @@ class TrajectoryService:
             recent = [cid for cid in trajectory.chunks if cid not in looked_at][-room:] if room else []
             excluded = (recent + examined)[-cap:] if cap > 0 else []
             if continues:
-                results = await self.search.more(context, excluded, limit)
+                rows = await self.search.more(context, excluded, limit)
+                assert context.request is not None   # can_continue: the search ran its statements
+                results = [engine.shape(r, context.request) for r in rows]
             else:
                 deeper = {**body, "filters": {**filters, "exclude_chunk_ids": given + excluded}}
-                results = (await self._search(principal, deeper, limit, background))[0]["results"]
-            batch = [self._candidate(r, request) for r in results]
+                answer, again = await self._search(principal, deeper, limit, background)
+                results, rows = answer["results"], again.rows
+            batch = self._candidates(results, rows, request)
             more = state.take_step(trajectory, batch, k=request.k - len(answered), seen="exclude")
             answered += [c for c in more.answered if all(not _same(c, a) for a in answered)]
             examined += [c.result["chunk_id"] for c in batch]
@@ -192,8 +196,11 @@ class TrajectoryService:
         answered = answered[:request.k]
         return state.StepAnswer(answered, [c.result for c in answered], taken.novelty, taken.left_out)
 
-    def _candidate(self, result: dict, request: SearchRequest) -> state.Candidate:
-        return state.candidate(result, lambda: _returned_tokens(result, request))
+    def _candidates(self, results: list[dict], rows: list[dict], request: SearchRequest) -> list[state.Candidate]:
+        """The results as candidates, with what ingestion stored of each chunk (its statement's
+        ``rows``; none when a cache answered) instead of hashing and counting its text."""
+        stored = {str(r["chunk_id"]): r for r in rows if r.get("copy_fingerprint") is not None}
+        return [_candidate(r, request, stored.get(r["chunk_id"])) for r in results]
 
 
 def _step_info(recorded: state.Trajectory, seen: str, taken: state.StepAnswer, tokens: int) -> dict:
@@ -222,12 +229,21 @@ def _same(a: state.Candidate, b: state.Candidate) -> bool:
     return a.result["chunk_id"] == b.result["chunk_id"] or a.fingerprint == b.fingerprint
 
 
-def _returned_tokens(result: dict, request: SearchRequest) -> int:
-    """Tokens of the text the agent receives for this result (its neighbours' included)."""
+def _candidate(result: dict, request: SearchRequest, row: dict | None) -> state.Candidate:
+    if row is None:
+        return state.candidate(result, lambda: _returned_tokens(result, request))
+    own = row["context_tokens"]
+    return state.candidate(result, lambda: _returned_tokens(result, request, own),
+                           (row["copy_fingerprint"], copies.loaded(row["copy_simhash"])))
+
+
+def _returned_tokens(result: dict, request: SearchRequest, own: int | None = None) -> int:
+    """Tokens of the text the agent receives for this result (its neighbours' included); ``own``:
+    the result's text's, as stored."""
     if not request.include.text:
         return 0
-    texts = [result.get("text") or ""] + [n.get("text") or "" for n in result.get("neighbours") or []]
-    return sum(count_tokens(t) for t in texts)
+    first = count_tokens(result.get("text") or "") if own is None else own
+    return first + sum(count_tokens(n.get("text") or "") for n in result.get("neighbours") or [])
 
 
 def _as_asked(result: dict, request: SearchRequest) -> dict:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from . import copies
+from .. import copies
 
 SeenMode = Literal["exclude", "include", "mark"]
 
@@ -70,19 +70,21 @@ class Trajectory:
 
 class Candidate:
     """A result as the search returned it (text included). Its fingerprint, SimHash and tokens are
-    computed when first asked for: a step looks at the candidates only until its answer is full, a
+    what ingestion stored for the chunk, or computed when first asked for: a step looks at the candidates only until its answer is full, a
     candidate whose fingerprint is known (an exact copy) needs no SimHash, and hashing a passage costs
     more than the step's own bookkeeping."""
 
     __slots__ = ("result", "_tokens", "_words", "_fingerprint", "_simhash", "_simhashed")
 
-    def __init__(self, result: dict, tokens: int | Callable[[], int]) -> None:
+    def __init__(self, result: dict, tokens: int | Callable[[], int],
+                 signature: tuple[str, int | None] | None = None) -> None:
         self.result = result
         self._tokens = tokens
         self._words: list[str] | None = None
-        self._fingerprint: str | None = None
-        self._simhash: int | None = None
-        self._simhashed = False
+        # (fingerprint, SimHash) as ingestion stored them for the chunk's text, when it did
+        self._fingerprint: str | None = signature[0] if signature else None
+        self._simhash: int | None = signature[1] if signature else None
+        self._simhashed = signature is not None
 
     def _split(self) -> list[str]:
         if self._words is None:
@@ -116,9 +118,11 @@ class StepAnswer:
     left_out: int         # candidates not returned because they were seen (exclude)
 
 
-def candidate(result: dict, tokens: int | Callable[[], int]) -> Candidate:
-    """``tokens``: the count, or how to count it (called only for a candidate that is returned)."""
-    return Candidate(result, tokens)
+def candidate(result: dict, tokens: int | Callable[[], int],
+              signature: tuple[str, int | None] | None = None) -> Candidate:
+    """``tokens``: the count, or how to count it (called only for a candidate that is returned);
+    ``signature``: the text's stored fingerprint and SimHash (computed from the text without)."""
+    return Candidate(result, tokens, signature)
 
 
 def take_step(trajectory: Trajectory, candidates: list[Candidate], *, k: int, seen: SeenMode) -> StepAnswer:

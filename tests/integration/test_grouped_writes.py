@@ -8,9 +8,11 @@ import uuid
 
 import numpy as np
 import pytest
+from edgeindex import copies
 from edgeindex.bindings.kv import DiskKV
 from edgeindex.history.retention import DEFAULT
 from edgeindex.ingest.grouped import DocumentWrite, GroupedWriter
+from edgeindex.token_count import count_tokens
 
 from ..helpers import chunks, put_document, wait_document
 
@@ -33,7 +35,8 @@ async def rewrite(db, tenant, doc: dict, text: str, *, dimension: int = DIMENSIO
         entity_id=tenant.entity_id, document_id=doc["document_id"], version=row["version"],
         generation=row["generation"], ids=[stored["id"]], embedded_ids={stored["id"]},
         rows=[(tenant.entity_id, uuid.UUID(stored["id"]), doc["document_id"], row["version"], 0, 0, len(text), text,
-               "h" * 64, 8, "sentence-transformers/all-MiniLM-L6-v2", vector, "en", "english", None, None)],
+               "h" * 64, 8, "sentence-transformers/all-MiniLM-L6-v2", vector, "en", "english", None, None,
+               *copies.signature(text), count_tokens(text))],
         moves=[], finish={"chunk_count": 1, "embedded": 1, "reused": 0, "summary": text,
                           "content_hash": "c" * 64, "size_bytes": len(text), "found_title": "", "etag": None})
 

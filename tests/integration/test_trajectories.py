@@ -9,6 +9,7 @@ import uuid
 from dataclasses import dataclass
 
 import pytest
+from edgeindex import copies
 from edgeindex.token_count import count_tokens
 
 from ..helpers import TOPICS, Tenant, document, new_tenant, paragraph, put_document, wait_document
@@ -134,6 +135,17 @@ def test_a_cached_answer_is_filtered_by_the_trajectory(corpus):
     assert len(ids(second)) == 2 and set(ids(second)) <= set(ids(plain))  # the cached answer, filtered
     status, after = corpus.tenant.search.post("/search", {**query, "k": 4})
     assert ids(after) == ids(plain)  # the stored answer is the search's, not the trajectory's view
+
+
+async def test_ingestion_stores_each_chunks_copy_signature_and_tokens(corpus, db):
+    rows = await db.fetch("SELECT content, copy_fingerprint, copy_simhash, context_tokens FROM chunks "
+                          "WHERE entity_id = %s", (corpus.tenant.entity_id,))
+    assert len(rows) >= len(DOCS)
+    for row in rows:
+        assert (row["copy_fingerprint"], row["copy_simhash"]) == copies.signature(row["content"])
+        assert row["context_tokens"] == count_tokens(row["content"])
+    # the pasted clause: one fingerprint in both contracts (the "90" edit is a near-copy, its own)
+    assert sum(r["copy_simhash"] is None for r in rows) < len(rows)
 
 
 def test_tokens_are_those_of_the_text_returned(corpus):

@@ -23,6 +23,18 @@ def ranked(excluded: list[str], k: int, ranking: list[dict] | None = None) -> li
     return [r for r in ranking or RANKED if r["chunk_id"] not in set(excluded)][:k]
 
 
+def as_row(result: dict) -> dict:
+    """A result as the engine's statement returns it (``more`` answers rows; engine.shape shapes them)."""
+    return {**result, "start_char": 0, "end_char": len(result["text"]), "score": 1.0, "vector": 1.0, "text": 0.0,
+            "trigram": 0.0, "content": result["text"], "title": "", "source": "", "tags": [], "summary": None,
+            "copy_fingerprint": None, "copy_simhash": None, "context_tokens": None}
+
+
+# what the inner search asked for (trajectories/service.py _search): the text, to tell copies apart
+CONTEXT = SimpleNamespace(rows=[], request=SimpleNamespace(include=SimpleNamespace(text=True, summary=False,
+                                                                                    neighbours=0)))
+
+
 class RankedSearch:
     settings = SimpleNamespace(max_k=4, max_query_chars=2000)
 
@@ -35,14 +47,14 @@ class RankedSearch:
     async def search_with_context(self, principal, body, *, background):
         self.bodies.append(body)
         results = ranked((body.get("filters") or {}).get("exclude_chunk_ids") or [], body["k"], self.ranking)
-        return {"results": results, "count": len(results), "cache": "none", "search_id": "s"}, body
+        return {"results": results, "count": len(results), "cache": "none", "search_id": "s"}, CONTEXT
 
     def can_continue(self, context) -> bool:
         return self.continues
 
     async def more(self, context, exclude_chunk_ids, limit):
         self.continued.append((exclude_chunk_ids, limit))
-        return ranked(exclude_chunk_ids, limit, self.ranking)
+        return [as_row(r) for r in ranked(exclude_chunk_ids, limit, self.ranking)]
 
 
 @pytest.mark.parametrize("continues", [True, False])
@@ -85,4 +97,26 @@ async def test_a_batch_of_copies_is_followed_by_another(tmp_path):
     assert [[r["document_id"] for r in s["results"]] for s in steps] == [["d0", "d1"], ["d2", "d3"], ["d8", "d9"]]
     ids = [r["chunk_id"] for r in ranking]
     assert search.continued == [(ids[:4], 4), (ids[:8], 4)]
+    kv.close()
+
+
+class StoredSignatures(RankedSearch):
+    """A search whose statement's rows carry what ingestion stored of each chunk: d1's fingerprint
+    is d0's (as if its text were a copy of d0's), and every chunk is stored as 7 tokens."""
+
+    async def search_with_context(self, principal, body, *, background):
+        answer, _ = await super().search_with_context(principal, body, background=background)
+        rows = [{**as_row(r), "copy_fingerprint": "same" if r["document_id"] in ("d0", "d1") else r["document_id"],
+                 "copy_simhash": None, "context_tokens": 7} for r in answer["results"]]
+        return answer, SimpleNamespace(rows=rows, request=CONTEXT.request)
+
+
+async def test_a_step_reads_the_copy_signatures_and_tokens_ingestion_stored(tmp_path):
+    kv = DiskKV(tmp_path / "kv", namespace="t")
+    service = TrajectoryService(search=StoredSignatures(False), db=None,  # type: ignore[arg-type]
+                                store=TrajectoryStore(kv, Limits(600, 10, 100)))
+    step = await service.step(Principal("key", False, frozenset({"e1"})), {"query": "q", "k": 2, "trajectory": "t"},
+                              background=None)
+    assert [r["document_id"] for r in step["results"]] == ["d0", "d2"]   # d1: a copy by its stored fingerprint
+    assert step["trajectory"]["tokens"]["step"] == 14
     kv.close()

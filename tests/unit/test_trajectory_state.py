@@ -1,10 +1,11 @@
 """How a trajectory step's ranked candidates become its answer (trajectories/state.py), and which
-texts count as copies (trajectories/copies.py): pure logic, no search."""
+texts count as copies (copies.py): pure logic, no search."""
 
 from __future__ import annotations
 
 import pytest
-from edgeindex.trajectories import copies, state
+from edgeindex import copies
+from edgeindex.trajectories import state
 
 PASSAGE = ("The payment gateway returned HTTP 502 errors for fourteen minutes after a certificate rotation; "
            "the on-call engineer rolled the certificate back and wrote a postmortem the same day.")

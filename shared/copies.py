@@ -3,7 +3,8 @@
 256 bits, within a tenth of them: the near-duplicate test web crawlers use).
 
 A copy found in two documents (a clause pasted into several contracts, a page mirrored under
-two names) then counts once in a trajectory."""
+two names) then counts once in a trajectory. Ingestion stores each chunk's fingerprint and SimHash
+(``signature``); a trajectory computes them only for a chunk stored without (a bulk load)."""
 
 from __future__ import annotations
 
@@ -72,6 +73,22 @@ def simhash_of(tokens: list[str]) -> int | None:
     bits = np.unpackbits(lanes.view(np.uint8), axis=1)
     votes = bits.sum(axis=0, dtype=np.int32) * 2 > len(features)   # each bit: set in most features
     return int.from_bytes(np.packbits(votes).tobytes(), "big")
+
+
+def stored(simhash: int | None) -> bytes | None:
+    """A SimHash as a chunk row keeps it (``chunks.copy_simhash``, 32 bytes)."""
+    return None if simhash is None else simhash.to_bytes(BITS // 8, "big")
+
+
+def loaded(raw: bytes | None) -> int | None:
+    return None if raw is None else int.from_bytes(raw, "big")
+
+
+def signature(text: str) -> tuple[str, bytes | None]:
+    """What ingestion stores of a chunk's text (``copy_fingerprint``, ``copy_simhash``), so a
+    trajectory step reads its candidates' instead of hashing their text."""
+    split = words(text)
+    return fingerprint_of(split), stored(simhash_of(split))
 
 
 def near(a: int | None, b: int | None) -> bool:
