@@ -41,6 +41,9 @@ class Health(_Body):
     vars: list[str]
     consumers: list[dict[str, Any]]
     routes: list[str]
+    entity_models: dict[str, str] = Field(default_factory=dict, description=(
+        "entities this worker searches with another model than the deployment's, and that model "
+        "(edgeindex models cutover --entity)"))
 
 
 # --- tenancy -------------------------------------------------------------------------------------

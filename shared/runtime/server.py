@@ -68,6 +68,14 @@ def _check_handlers(config: Config, name: str, module: ModuleType) -> None:
                           file=str(config.path), key=f"workers.{name}.queues.consumers")
 
 
+def _entity_models(services) -> dict[str, str]:
+    """The entities this worker searches with another model than the deployment's (search/entity_models.py)."""
+    serving = getattr(getattr(services, "search", None), "entity_models", None)
+    if serving is None:
+        return {}
+    return {entity: model for entity, model in serving.models.items() if model in serving.services}
+
+
 def build_app(module: ModuleType, env: Env, services: serving_model.Services, ctx: ExecutionContext, *,
               consumers: list[Consumer]) -> web.Application:
     # a worker that takes uploads reads bodies up to its MAX_UPLOAD_BYTES (and a request's envelope)
@@ -90,6 +98,7 @@ def build_app(module: ModuleType, env: Env, services: serving_model.Services, ct
             "vars": sorted(env.worker.vars),
             "consumers": [{"queue": c.queue.name, "batches": c.batches} for c in consumers],
             "routes": routes.paths() if routes else [],
+            "entity_models": _entity_models(services.current),
         })
 
     async def dispatch(request: web.Request) -> web.StreamResponse:

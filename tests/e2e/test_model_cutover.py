@@ -470,7 +470,8 @@ def test_an_entity_cutover_moves_that_entitys_chunks_alone_and_keeps_their_vecto
     assert status["cutovers"][-1]["entity_ids"] == [tenant.entity_id]
 
 
-def test_each_entity_is_searched_with_the_model_that_serves_it(tenant, other, entity_cut):
+def test_each_entity_is_searched_with_the_model_that_serves_it(stack, tenant, other, entity_cut):
+    assert Client(stack.url("search")).get("/health")[1]["entity_models"] == {tenant.entity_id: E5_ID}
     assert _found(tenant) == QUESTIONS
     assert _search(other, "نهر النيل")["model_id"] == LOCAL_MODEL_ID
     assert sum(found == QUESTIONS[q] for q, found in _found(other).items()) < len(QUESTIONS)
@@ -513,6 +514,7 @@ def test_an_entity_rollback_returns_it_to_the_deployments_model_and_its_kept_vec
     assert {i: v for i, v in now.items() if i in entity_cut["before"]} == entity_cut["before"]
     assert _models(stack, "status")["entities"] == {}
     _wait_answers_of(tenant, LOCAL_MODEL_ID)
+    assert Client(stack.url("search")).get("/health")[1]["entity_models"] == {}
 
 
 def test_a_deployment_cutover_moves_every_entity_and_keeps_each_chunks_own_models_vector(stack, tenant, other,
