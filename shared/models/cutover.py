@@ -120,16 +120,21 @@ async def cutover(db: Database, embedder: Embedder, *, batch: int = BATCH, rollb
     return result
 
 
-async def _entities_models(db: Database, entity_ids: list[str], target: str, deployment: str) -> str:
-    """The model(s) serving ``entity_ids`` now, joined: a 404 naming an unknown entity, a 409 when
-    ``target`` serves every one of them already."""
+async def entities_models(db: Database, entity_ids: list[str]) -> dict[str, str | None]:
+    """Each entity's own model (None: the deployment's): a 400 for no entity, a 404 naming an unknown one."""
     if not entity_ids:
         raise ValidationError("name at least one entity", field="entity_ids")
     rows = {r["id"]: r["model_id"] for r in await db.fetch(SQL["entities_models"], {"entity_ids": entity_ids})}
     missing = [e for e in entity_ids if e not in rows]
     if missing:
         raise NotFound(f"unknown entity {', '.join(map(repr, missing))}", field="entity_ids")
-    serving = {e: model or deployment for e, model in rows.items()}
+    return rows
+
+
+async def _entities_models(db: Database, entity_ids: list[str], target: str, deployment: str) -> str:
+    """The model(s) serving ``entity_ids`` now, joined (``entities_models``' errors), or a 409 when
+    ``target`` serves every one of them already."""
+    serving = {e: model or deployment for e, model in (await entities_models(db, entity_ids)).items()}
     if set(serving.values()) == {target}:
         raise Conflict(f"{target!r} serves {', '.join(entity_ids)} already", field="model")
     return ", ".join(sorted(set(serving.values())))

@@ -22,7 +22,7 @@ from ..bindings.database import Database
 from ..errors import BindingError, Conflict, EdgeIndexError, NotFound, ValidationError
 from ..sqlfiles import load
 from .backfill import DUTY, backfill, serving_model
-from .cutover import cutover, rollback_model
+from .cutover import cutover, entities_models, rollback_model
 
 log = logging.getLogger(__name__)
 SQL = load("models.sql")
@@ -49,9 +49,7 @@ async def submit(db: Database, action: str, model: str | None, duty: float | Non
     serving, dimension = await serving_model(db)
     if entity_ids is not None:
         entity_ids = sorted(set(entity_ids))
-        missing = set(entity_ids) - {r["id"] for r in await db.fetch(SQL["entities_models"], {"entity_ids": entity_ids})}
-        if missing:
-            raise NotFound(f"unknown entity {', '.join(map(repr, sorted(missing)))}", field="entity_ids")
+        await entities_models(db, entity_ids)
     if action == "rollback":
         if model is not None:
             raise ValidationError("a rollback returns to the model the last cutover replaced: give no model",

@@ -43,14 +43,19 @@ def stack(tmp_path_factory):
         yield started
 
 
-@pytest.fixture(scope="module")
-def tenant(stack):
-    tenant = new_tenant(stack, Client(stack.url("upload"), stack.admin_key), prefix="cut")
+def _tenant_with_documents(stack, prefix: str):
+    """A new tenant holding the Arabic documents, every one ready."""
+    tenant = new_tenant(stack, Client(stack.url("upload"), stack.admin_key), prefix=prefix)
     for document_id, text in DOCUMENTS.items():
         put_document(tenant, document_id, text)
     for document_id in DOCUMENTS:
         assert asyncio.run(wait_document(tenant, document_id, timeout=300))["status"] == "ready"
     return tenant
+
+
+@pytest.fixture(scope="module")
+def tenant(stack):
+    return _tenant_with_documents(stack, "cut")
 
 
 def _search(tenant, query: str, *, cache: bool = False, **options) -> dict:
@@ -81,6 +86,12 @@ def _models(stack, *args: str) -> dict:
 def _rows(stack, sql: str, *params) -> list[dict]:
     with psycopg.connect(stack.dsn, row_factory=dict_row) as conn:
         return conn.execute(sql, params).fetchall()
+
+
+def _chunk_vectors(stack, entity_id: str) -> dict[str, tuple[str, str]]:
+    """Each chunk of the entity: (its model, its vector as text)."""
+    return {r["id"]: (r["model_id"], r["embedding"]) for r in _rows(
+        stack, "SELECT id::text, model_id, embedding::text FROM chunks WHERE entity_id = %s", entity_id)}
 
 
 @pytest.fixture(scope="module")
@@ -332,8 +343,7 @@ def test_a_rollback_serves_the_old_model_and_its_kept_vectors_again(stack, tenan
     held = _rows(stack, "SELECT id FROM chunks WHERE entity_id = %s AND document_id = 'held'", tenant.entity_id)
     assert result["embedded_before"] + result["embedded_during"] == len(written_after) + len(held)
     asyncio.run(wait_for(lambda: _serving(stack, "search")[0] == LOCAL_MODEL_ID, timeout=300))
-    now = {r["id"]: (r["model_id"], r["embedding"]) for r in _rows(
-        stack, "SELECT id::text, model_id, embedding::text FROM chunks WHERE entity_id = %s", tenant.entity_id)}
+    now = _chunk_vectors(stack, tenant.entity_id)
     assert {m for m, _ in now.values()} == {LOCAL_MODEL_ID}
     assert {i: v for i, (_, v) in now.items() if i in cut["before"]["vectors"]} == cut["before"]["vectors"]
     status = _models(stack, "status")
@@ -424,20 +434,10 @@ def test_a_job_whose_runner_was_lost_is_claimed_again_and_finished(stack, cut, w
 
 # --- one entity on another model (cutover --entity) ---------------------------------------------
 
-def _chunk_vectors(stack, entity_id: str) -> dict[str, tuple[str, str]]:
-    return {r["id"]: (r["model_id"], r["embedding"]) for r in _rows(
-        stack, "SELECT id::text, model_id, embedding::text FROM chunks WHERE entity_id = %s", entity_id)}
-
-
 @pytest.fixture(scope="module")
 def other(stack, written_after):
     """A second tenant with the same Arabic documents, on the deployment's model throughout."""
-    other = new_tenant(stack, Client(stack.url("upload"), stack.admin_key), prefix="stay")
-    for document_id, text in DOCUMENTS.items():
-        put_document(other, document_id, text)
-    for document_id in DOCUMENTS:
-        assert asyncio.run(wait_document(other, document_id, timeout=300))["status"] == "ready"
-    return other
+    return _tenant_with_documents(stack, "stay")
 
 
 @pytest.fixture(scope="module")
